@@ -1,0 +1,208 @@
+// Note [In-place on views]
+// PyTorch rewrites the graph of a view's base when the view is modified in place (CopySlices).
+// Shardlight does not: an in-place op on a view of a tensor that requires grad, with grad mode on,
+// throws AutogradError (check_inplace). Under NoGradGuard (optimizer steps on parameters that are
+// views of a flat buffer) in-place ops are always allowed and only bump the version counter.
+#include "autograd/engine.h"
+
+#include <queue>
+#include <unordered_map>
+
+#include "autograd/grad_mode.h"
+#include "core/ops/copy.h"
+#include "core/ops/elementwise.h"
+
+namespace sl {
+
+namespace {
+
+struct ReadyCmp {
+  bool operator()(const Node* a, const Node* b) const { return a->sequence_nr < b->sequence_nr; }
+};
+
+struct GraphTask {
+  std::unordered_map<Node*, int> deps;
+  std::unordered_map<Node*, variable_list> buffers;
+  // capture mode (sl::grad): gradients arriving at these (node, input_nr) slots are kept
+  std::unordered_map<Node*, std::vector<std::pair<uint32_t, size_t>>> captures;
+  variable_list captured;
+  bool capture_only = false;
+};
+
+void accumulate_into(variable_list& buf, uint32_t slot, Tensor g) {
+  if (!buf[slot].defined()) {
+    buf[slot] = std::move(g);
+  } else {
+    buf[slot] = ops::binary(BinaryOp::add, buf[slot], g);
+  }
+}
+
+Tensor check_grad(const Node& producer, size_t edge_index, const Node& target, uint32_t slot,
+                  Tensor g) {
+  const OutputMeta& m = target.outputs[slot];
+  if (g.sizes() != m.sizes) {
+    detail::throw_error<AutogradError>(producer.name(), ": backward returned a gradient of shape ",
+                                       shape_str(g.sizes()), " for input ", edge_index,
+                                       ", expected ", shape_str(m.sizes));
+  }
+  SL_CHECK_AUTOGRAD(g.device() == m.device, producer.name(), ": gradient for input ", edge_index,
+                    " is on ", g.device(), ", expected ", m.device);
+  if (g.dtype() != m.dtype) g = ops::cast(g, m.dtype);
+  return g;
+}
+
+void execute(GraphTask& task, const std::vector<std::pair<Edge, Tensor>>& roots,
+             bool retain_graph) {
+  NoGradGuard no_grad;
+  // 1. dependency counts over everything reachable
+  std::vector<Node*> stack;
+  std::unordered_map<Node*, bool> seen;
+  for (const auto& [edge, g] : roots) {
+    if (!seen[edge.node.get()]) {
+      seen[edge.node.get()] = true;
+      stack.push_back(edge.node.get());
+    }
+  }
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (const Edge& e : n->next_edges) {
+      if (!e.valid()) continue;
+      Node* m = e.node.get();
+      task.deps[m] += 1;
+      if (!seen[m]) {
+        seen[m] = true;
+        stack.push_back(m);
+      }
+    }
+  }
+  // 2. seed root buffers
+  std::priority_queue<Node*, std::vector<Node*>, ReadyCmp> ready;
+  for (const auto& [edge, g] : roots) {
+    Node* n = edge.node.get();
+    auto& buf = task.buffers[n];
+    if (buf.empty()) buf.resize(n->outputs.size());
+    accumulate_into(buf, edge.input_nr, g);
+  }
+  for (const auto& [edge, g] : roots) {
+    Node* n = edge.node.get();
+    if (task.deps[n] == 0) {
+      task.deps[n] = -1;  // queued
+      ready.push(n);
+    }
+  }
+  // 3. run
+  while (!ready.empty()) {
+    Node* node = ready.top();
+    ready.pop();
+    variable_list grads = std::move(task.buffers[node]);
+    task.buffers.erase(node);
+    if (grads.empty()) grads.resize(node->outputs.size());
+    bool any = false;
+    for (const auto& g : grads) any = any || g.defined();
+
+    variable_list results;
+    if (any) {
+      for (const auto& hook : node->pre_hooks) {
+        Tensor& g = grads[hook.output_nr];
+        if (g.defined() && hook.fn) {
+          Tensor r = hook.fn(g);
+          if (r.defined()) g = r;
+        }
+      }
+      auto cap = task.captures.find(node);
+      if (cap != task.captures.end()) {
+        for (auto [slot, idx] : cap->second) {
+          if (grads[slot].defined()) task.captured[idx] = grads[slot];
+        }
+      }
+      bool is_accumulate = dynamic_cast<AccumulateGrad*>(node) != nullptr;
+      if (!(task.capture_only && is_accumulate)) {
+        for (size_t i = 0; i < grads.size(); ++i) {
+          if (!grads[i].defined()) {
+            const OutputMeta& m = node->outputs[i];
+            grads[i] = ops::empty(m.sizes, m.dtype, m.device);
+            ops::fill_(grads[i], 0);
+          }
+        }
+        results = node->apply(std::move(grads));
+        if (!retain_graph) node->release_saved();
+        SL_CHECK_AUTOGRAD(results.empty() || results.size() == node->next_edges.size(),
+                          node->name(), ": backward returned ", results.size(),
+                          " gradients, expected ", node->next_edges.size());
+      }
+    }
+    for (size_t i = 0; i < node->next_edges.size(); ++i) {
+      const Edge& e = node->next_edges[i];
+      if (!e.valid()) continue;
+      Node* target = e.node.get();
+      if (i < results.size() && results[i].defined()) {
+        auto& buf = task.buffers[target];
+        if (buf.empty()) buf.resize(target->outputs.size());
+        accumulate_into(buf, e.input_nr, check_grad(*node, i, *target, e.input_nr, results[i]));
+      }
+      if (--task.deps[target] == 0) {
+        task.deps[target] = -1;
+        ready.push(target);
+      }
+    }
+  }
+}
+
+std::vector<std::pair<Edge, Tensor>> make_roots(const variable_list& roots,
+                                                const variable_list& grad_roots) {
+  SL_CHECK_AUTOGRAD(grad_roots.empty() || grad_roots.size() == roots.size(),
+                    "backward: got ", grad_roots.size(), " gradients for ", roots.size(),
+                    " tensors");
+  std::vector<std::pair<Edge, Tensor>> out;
+  for (size_t i = 0; i < roots.size(); ++i) {
+    const Tensor& t = roots[i];
+    ops::check_defined("backward", t, "root");
+    Edge e = gradient_edge(t);
+    SL_CHECK_AUTOGRAD(e.valid(), "backward: element ", i,
+                      " of tensors does not require grad and does not have a grad_fn");
+    Tensor g = i < grad_roots.size() ? grad_roots[i] : Tensor();
+    if (!g.defined()) {
+      SL_CHECK_AUTOGRAD(t.numel() == 1, "backward: grad can be implicitly created only for "
+                        "tensors with one element, got shape ", shape_str(t.sizes()),
+                        "; pass a gradient of that shape");
+      g = ops::empty(t.sizes(), t.dtype(), t.device());
+      ops::fill_(g, 1);
+    } else {
+      SL_CHECK_SHAPE(g.sizes() == t.sizes(), "backward: gradient of shape ", shape_str(g.sizes()),
+                     " does not match the tensor's shape ", shape_str(t.sizes()));
+      SL_CHECK_DEVICE(g.device() == t.device(), "backward: gradient on ", g.device(),
+                      " for a tensor on ", t.device());
+      if (g.dtype() != t.dtype()) g = ops::cast(g, t.dtype());
+    }
+    out.emplace_back(std::move(e), std::move(g));
+  }
+  return out;
+}
+
+}  // namespace
+
+void run_backward(const variable_list& roots, const variable_list& grad_roots, bool retain_graph) {
+  GraphTask task;
+  execute(task, make_roots(roots, grad_roots), retain_graph);
+}
+
+variable_list grad(const variable_list& outputs, const variable_list& inputs,
+                   const variable_list& grad_outputs, bool retain_graph) {
+  GraphTask task;
+  task.capture_only = true;
+  task.captured.resize(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Edge e = gradient_edge(inputs[i]);
+    SL_CHECK_AUTOGRAD(e.valid(), "grad: input ", i, " does not require grad");
+    task.captures[e.node.get()].emplace_back(e.input_nr, i);
+  }
+  execute(task, make_roots(outputs, grad_outputs), retain_graph);
+  return task.captured;
+}
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
+  run_backward({*this}, {gradient}, retain_graph);
+}
+
+}  // namespace sl

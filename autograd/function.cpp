@@ -1,0 +1,91 @@
+#include "autograd/function.h"
+
+#include "core/ops/reduce.h"
+#include "core/ops/view.h"
+
+namespace sl {
+
+bool needs_grad_list(const TensorList& ts) {
+  if (!GradMode::is_enabled()) return false;
+  for (const auto& t : ts) {
+    if (t.defined() && t.requires_grad()) return true;
+  }
+  return false;
+}
+
+namespace {
+void attach(const std::shared_ptr<Node>& node, Tensor* out, uint32_t index) {
+  node->outputs.push_back(OutputMeta{out->sizes(), out->dtype(), out->device()});
+  AutogradMeta& meta = out->impl()->autograd_meta();
+  meta.grad_fn = node;
+  meta.output_nr = index;
+  meta.requires_grad = false;  // non-leaf: requires_grad() follows from grad_fn
+}
+}  // namespace
+
+void record(const char* name, const TensorList& inputs, const std::vector<Tensor*>& outputs,
+            BackwardFn fn) {
+  auto node = std::make_shared<LambdaNode>(name, std::move(fn));
+  node->next_edges.reserve(inputs.size());
+  for (const auto& in : inputs) node->next_edges.push_back(gradient_edge(in));
+  node->outputs.reserve(outputs.size());
+  uint32_t i = 0;
+  for (Tensor* out : outputs) attach(node, out, i++);
+}
+
+void record(const char* name, std::initializer_list<Tensor> inputs,
+            std::initializer_list<Tensor*> outputs, BackwardFn fn) {
+  auto node = std::make_shared<LambdaNode>(name, std::move(fn));
+  node->next_edges.reserve(inputs.size());
+  for (const auto& in : inputs) node->next_edges.push_back(gradient_edge(in));
+  node->outputs.reserve(outputs.size());
+  uint32_t i = 0;
+  for (Tensor* out : outputs) attach(node, out, i++);
+}
+
+void check_inplace(const Tensor& self, const char* op) {
+  if (!GradMode::is_enabled() || !self.impl()->autograd) return;
+  const AutogradMeta& meta = *self.impl()->autograd;
+  SL_CHECK_AUTOGRAD(!(meta.requires_grad && !meta.grad_fn), op,
+                    ": a leaf tensor that requires grad is being used in an in-place operation "
+                    "(wrap the update in sl::NoGradGuard)");
+  SL_CHECK_AUTOGRAD(!meta.is_view_of_grad, op,
+                    ": in-place operation on a view of a tensor that requires grad is not "
+                    "supported; apply the op out of place (see Note [In-place on views])");
+}
+
+void record_inplace(const char* name, Tensor& self, std::initializer_list<Tensor> others,
+                    BackwardFn fn) {
+  auto node = std::make_shared<LambdaNode>(name, std::move(fn));
+  node->next_edges.reserve(others.size() + 1);
+  node->next_edges.push_back(gradient_edge(self));
+  for (const auto& in : others) node->next_edges.push_back(gradient_edge(in));
+  AutogradMeta& meta = self.impl()->autograd_meta();
+  meta.grad_fn = node;
+  meta.output_nr = 0;
+  meta.requires_grad = false;
+  node->outputs.push_back(OutputMeta{self.sizes(), self.dtype(), self.device()});
+}
+
+Tensor sum_to(const Tensor& grad, const Shape& shape) {
+  if (grad.sizes() == shape) return grad;
+  const Shape& gs = grad.sizes();
+  SL_CHECK_SHAPE(gs.size() >= shape.size(), "sum_to: gradient of shape ", shape_str(gs),
+                 " cannot be reduced to ", shape_str(shape));
+  size_t lead = gs.size() - shape.size();
+  std::vector<int64_t> dims;
+  for (size_t i = 0; i < gs.size(); ++i) {
+    if (i < lead) {
+      dims.push_back(static_cast<int64_t>(i));
+    } else if (shape[i - lead] == 1 && gs[i] != 1) {
+      dims.push_back(static_cast<int64_t>(i));
+    } else {
+      SL_CHECK_SHAPE(shape[i - lead] == gs[i], "sum_to: gradient of shape ", shape_str(gs),
+                     " cannot be reduced to ", shape_str(shape));
+    }
+  }
+  Tensor r = dims.empty() ? grad : ops::reduce(ReduceOp::sum, grad, dims, /*keepdim=*/true);
+  return ops::reshape(r, shape);
+}
+
+}  // namespace sl

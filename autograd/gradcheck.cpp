@@ -1,0 +1,93 @@
+#include "autograd/gradcheck.h"
+
+#include <cmath>
+#include <sstream>
+#include <vector>
+
+#include "autograd/engine.h"
+#include "autograd/grad_mode.h"
+#include "core/creation.h"
+#include "core/ops/copy.h"
+
+namespace sl {
+
+namespace {
+std::vector<double> flat(const Tensor& t) { return t.detach().to_vector<double>(); }
+}  // namespace
+
+bool gradcheck(const std::function<Tensor(const TensorList&)>& fn, const TensorList& inputs,
+               const GradcheckOptions& opts) {
+  std::vector<size_t> checked;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    if (!t.defined()) continue;
+    SL_CHECK_DTYPE(!t.requires_grad() || (t.dtype() == DType::f64 && t.is_cpu()),
+                   "gradcheck: input ", i, " must be a CPU float64 tensor, got ",
+                   dtype_name(t.dtype()), " on ", t.device());
+    if (t.requires_grad()) checked.push_back(i);
+  }
+  SL_CHECK(!checked.empty(), "gradcheck: no input requires grad");
+
+  Tensor out = fn(inputs);
+  SL_CHECK_DTYPE(out.dtype() == DType::f64, "gradcheck: fn must return float64, got ",
+                 dtype_name(out.dtype()));
+  const int64_t n_out = out.numel();
+
+  // Analytic Jacobian: one vector-Jacobian product per output element.
+  TensorList wrt;
+  for (size_t i : checked) wrt.push_back(inputs[i]);
+  std::vector<std::vector<double>> analytic(checked.size());
+  for (size_t k = 0; k < checked.size(); ++k) {
+    analytic[k].assign(static_cast<size_t>(n_out * inputs[checked[k]].numel()), 0.0);
+  }
+  if (out.requires_grad()) {
+    for (int64_t j = 0; j < n_out; ++j) {
+      Tensor onehot = zeros(out.sizes(), {.dtype = DType::f64});
+      static_cast<double*>(onehot.data_ptr())[j] = 1.0;
+      variable_list g = grad({out}, wrt, {onehot}, /*retain_graph=*/true);
+      for (size_t k = 0; k < checked.size(); ++k) {
+        if (!g[k].defined()) continue;
+        std::vector<double> row = flat(g[k]);
+        for (size_t e = 0; e < row.size(); ++e) analytic[k][static_cast<size_t>(j) * row.size() + e] = row[e];
+      }
+    }
+  }
+
+  // Numerical Jacobian by central differences on detached copies.
+  for (size_t k = 0; k < checked.size(); ++k) {
+    size_t idx = checked[k];
+    int64_t n_in = inputs[idx].numel();
+    for (int64_t e = 0; e < n_in; ++e) {
+      std::vector<double> plus, minus;
+      for (int sign = 1; sign >= -1; sign -= 2) {
+        TensorList pert;
+        for (size_t i = 0; i < inputs.size(); ++i) {
+          pert.push_back(inputs[i].defined() ? ops::contiguous(inputs[i].detach(), true) : Tensor());
+        }
+        static_cast<double*>(pert[idx].data_ptr())[e] += sign * opts.eps;
+        Tensor y;
+        {
+          NoGradGuard ng;
+          y = fn(pert);
+        }
+        (sign > 0 ? plus : minus) = flat(y);
+      }
+      for (int64_t j = 0; j < n_out; ++j) {
+        double num = (plus[static_cast<size_t>(j)] - minus[static_cast<size_t>(j)]) / (2 * opts.eps);
+        double ana = analytic[k][static_cast<size_t>(j * n_in + e)];
+        if (!(std::fabs(ana - num) <= opts.atol + opts.rtol * std::fabs(num))) {
+          if (!opts.raise) return false;
+          detail::throw_error<AutogradError>(
+              "gradcheck: Jacobian mismatch for input ", idx, " (shape ",
+              shape_str(inputs[idx].sizes()), ") element ", e, " and output element ", j,
+              ": analytic ", ana, " vs numerical ", num, " (atol ", opts.atol, ", rtol ",
+              opts.rtol, ")");
+        }
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace sl
+

@@ -1,0 +1,99 @@
+#include "autograd/node.h"
+
+#include <atomic>
+
+#include "autograd/function.h"
+#include "autograd/grad_mode.h"
+#include "core/ops/copy.h"
+#include "core/ops/elementwise.h"
+
+namespace sl {
+
+namespace {
+std::atomic<uint64_t> g_next_sequence_nr{0};
+thread_local bool t_grad_enabled = true;
+}  // namespace
+
+bool GradMode::is_enabled() { return t_grad_enabled; }
+void GradMode::set_enabled(bool enabled) { t_grad_enabled = enabled; }
+
+Node::Node() : sequence_nr(g_next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
+Node::~Node() = default;
+
+variable_list LambdaNode::apply(variable_list&& grads) {
+  SL_CHECK_AUTOGRAD(fn_ != nullptr, name_,
+                    ": trying to backward through the graph a second time (or directly access "
+                    "saved tensors after they have already been freed); call backward with "
+                    "retain_graph=true the first time if you need to");
+  uint64_t mask = 0;
+  for (size_t i = 0; i < next_edges.size() && i < 64; ++i) {
+    if (next_edges[i].valid()) mask |= uint64_t{1} << i;
+  }
+  BackwardCtx ctx{grads, mask};
+  return fn_(ctx);
+}
+
+AccumulateGrad::AccumulateGrad(Tensor variable) : variable_(std::move(variable)) {
+  sequence_nr = UINT64_MAX;  // run as soon as ready
+  outputs.push_back(OutputMeta{variable_.sizes(), variable_.dtype(), variable_.device()});
+}
+
+variable_list AccumulateGrad::apply(variable_list&& grads) {
+  Tensor g = std::move(grads[0]);
+  AutogradMeta& meta = variable_.impl()->autograd_meta();
+  for (auto& hook : meta.hooks) {
+    if (!hook) continue;
+    g = hook(g);
+    if (!g.defined()) return {};  // consumed by the hook
+  }
+  if (!meta.grad.defined()) {
+    // Steal the incoming buffer when nobody else can see it; otherwise copy, so that .grad()
+    // never aliases another tensor.
+    bool exclusive = g.impl_ptr().use_count() == 1 && g.storage().use_count() == 1 &&
+                     g.is_contiguous() && g.storage_offset() == 0 &&
+                     g.storage()->nbytes() == g.nbytes();
+    meta.grad = exclusive ? g : ops::contiguous(g, /*force_copy=*/true);
+  } else {
+    ops::binary_(BinaryOp::add, meta.grad, g);
+  }
+  for (auto& hook : meta.post_accumulate_hooks) {
+    if (hook) hook(variable_);
+  }
+  return {};
+}
+
+SavedTensor::SavedTensor(const Tensor& t) {
+  if (!t.defined()) return;
+  tensor_ = Tensor(std::make_shared<TensorImpl>(t.storage(), t.sizes(), t.strides(),
+                                                t.storage_offset(), t.dtype()));
+  version_ = t.version();
+}
+
+Tensor SavedTensor::unpack(const char* op) const {
+  if (tensor_.defined() && tensor_.version() != version_) [[unlikely]] {
+    detail::throw_error<AutogradError>(
+        op, ": one of the tensors needed for gradient computation (shape ",
+        shape_str(tensor_.sizes()), ", ", dtype_name(tensor_.dtype()),
+        ") has been modified by an in-place operation: it was saved at version ", version_,
+        " and is now at version ", tensor_.version());
+  }
+  return tensor_;
+}
+
+std::shared_ptr<Node> grad_accumulator(const Tensor& leaf) {
+  AutogradMeta& meta = leaf.impl()->autograd_meta();
+  if (auto acc = meta.grad_accumulator.lock()) return acc;
+  auto acc = std::make_shared<AccumulateGrad>(leaf);
+  meta.grad_accumulator = acc;
+  return acc;
+}
+
+Edge gradient_edge(const Tensor& t) {
+  if (!t.defined() || !t.impl()->autograd) return {};
+  const AutogradMeta& meta = *t.impl()->autograd;
+  if (meta.grad_fn) return Edge{meta.grad_fn, meta.output_nr};
+  if (meta.requires_grad) return Edge{grad_accumulator(t), 0};
+  return {};
+}
+
+}  // namespace sl

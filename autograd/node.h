@@ -1,0 +1,126 @@
+// The autograd graph: nodes (one per recorded op), edges, saved tensors.
+//
+// Note [Autograd graph]
+// A recorded op creates one Node whose next_edges point, for each forward input, at the node that
+// produced it (or at the AccumulateGrad node of a leaf that requires grad). Output tensors hold
+// the node as grad_fn with their index as output_nr. Backward (autograd/engine.cpp) runs nodes
+// in dependency order, highest sequence number first, so gradients of parameters used last in
+// forward arrive first; AccumulateGrad nodes run as soon as they are ready (DDP and ZeRO start
+// communication from the hooks they fire).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace sl {
+
+using variable_list = std::vector<Tensor>;
+class Node;
+
+/// Points at input slot `input_nr` of `node` (the slot receiving one forward output's grad).
+struct Edge {
+  std::shared_ptr<Node> node;
+  uint32_t input_nr = 0;
+  bool valid() const { return node != nullptr; }
+};
+
+/// Shape/dtype/device of one forward output, used to check and zero-fill its gradient.
+struct OutputMeta {
+  Shape sizes;
+  DType dtype = kDefaultFloat;
+  Device device;
+};
+
+class Node : public std::enable_shared_from_this<Node> {
+ public:
+  Node();
+  virtual ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  /// Op name used in error messages and graph dumps ("MulBackward").
+  virtual const char* name() const = 0;
+  /// Gradients w.r.t. the forward outputs (one per OutputMeta; missing ones zero-filled) to
+  /// gradients w.r.t. the forward inputs (one per next edge; undefined = no gradient).
+  virtual variable_list apply(variable_list&& grads) = 0;
+  /// Frees saved tensors after a backward without retain_graph.
+  virtual void release_saved() {}
+
+  std::vector<Edge> next_edges;
+  std::vector<OutputMeta> outputs;
+  uint64_t sequence_nr;
+
+  struct PreHook {
+    size_t id;
+    uint32_t output_nr;
+    GradHook fn;
+  };
+  /// Hooks on gradients in flight for this node's outputs (non-leaf register_hook/retain_grad).
+  std::vector<PreHook> pre_hooks;
+};
+
+/// The context a backward lambda receives.
+struct BackwardCtx {
+  const variable_list& grads;
+  uint64_t needs_mask;
+  /// Gradient w.r.t. forward output i (always defined: missing ones are zero-filled).
+  const Tensor& grad(size_t i = 0) const { return grads[i]; }
+  /// Whether forward input i needs a gradient (skip computing it otherwise).
+  bool needs(size_t i) const { return (needs_mask >> i) & 1u; }
+};
+using BackwardFn = std::function<variable_list(const BackwardCtx&)>;
+
+/// A node whose backward is a lambda written beside the forward (the usual case).
+class LambdaNode final : public Node {
+ public:
+  LambdaNode(const char* name, BackwardFn fn) : name_(name), fn_(std::move(fn)) {}
+  const char* name() const override { return name_; }
+  variable_list apply(variable_list&& grads) override;
+  void release_saved() override { fn_ = nullptr; }
+
+ private:
+  const char* name_;
+  BackwardFn fn_;
+};
+
+/// Adds incoming gradients into a leaf's .grad(), running the leaf's hooks.
+class AccumulateGrad final : public Node {
+ public:
+  explicit AccumulateGrad(Tensor variable);
+  const char* name() const override { return "AccumulateGrad"; }
+  variable_list apply(variable_list&& grads) override;
+  const Tensor& variable() const { return variable_; }
+
+ private:
+  Tensor variable_;
+};
+
+/// A tensor saved for backward, with the version it had when saved. unpack() throws
+/// AutogradError if it was modified in place since. Stores a detached alias, so saving an
+/// op's own output creates no reference cycle.
+class SavedTensor {
+ public:
+  SavedTensor() = default;
+  explicit SavedTensor(const Tensor& t);
+  /// The saved tensor; `op` names the backward in the error.
+  Tensor unpack(const char* op) const;
+  bool defined() const { return tensor_.defined(); }
+
+ private:
+  Tensor tensor_;
+  uint32_t version_ = 0;
+};
+
+/// The edge a gradient for `t` must flow into: its grad_fn, its AccumulateGrad (leaves that
+/// require grad), or an invalid edge.
+Edge gradient_edge(const Tensor& t);
+/// The AccumulateGrad node of a leaf that requires grad (created on first use).
+std::shared_ptr<Node> grad_accumulator(const Tensor& leaf);
+
+}  // namespace sl

@@ -1,0 +1,252 @@
+// Tensor methods and operators of the elementwise family (declared in core/tensor.h), including
+// the in-place forms with their autograd bookkeeping.
+#include "autograd/function.h"
+#include "autograd/ops/elementwise.h"
+#include "core/creation.h"
+#include "core/ops/copy.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/random.h"
+
+namespace sl {
+
+Tensor Tensor::to(DType dt, bool copy) const { return to_dtype(*this, dt, copy); }
+Tensor Tensor::to(Device dev, bool copy) const { return to_device(*this, dev, copy); }
+Tensor Tensor::to(Device dev, DType dt, bool copy) const {
+  Tensor r = to_device(*this, dev, copy);
+  return to_dtype(r, dt, copy && r.is_same(*this));
+}
+
+Tensor Tensor::add(const Tensor& o, Scalar alpha) const { return sl::add(*this, o, alpha); }
+Tensor Tensor::add(Scalar o) const { return sl::add(*this, o); }
+Tensor Tensor::sub(const Tensor& o, Scalar alpha) const { return sl::sub(*this, o, alpha); }
+Tensor Tensor::sub(Scalar o) const { return sl::sub(*this, o); }
+Tensor Tensor::mul(const Tensor& o) const { return sl::mul(*this, o); }
+Tensor Tensor::mul(Scalar o) const { return sl::mul(*this, o); }
+Tensor Tensor::div(const Tensor& o) const { return sl::div(*this, o); }
+Tensor Tensor::div(Scalar o) const { return sl::div(*this, o); }
+Tensor Tensor::pow(const Tensor& e) const { return sl::pow(*this, e); }
+Tensor Tensor::pow(Scalar e) const { return sl::pow(*this, e); }
+Tensor Tensor::neg() const { return sl::neg(*this); }
+Tensor Tensor::abs() const { return sl::abs(*this); }
+Tensor Tensor::exp() const { return sl::exp(*this); }
+Tensor Tensor::log() const { return sl::log(*this); }
+Tensor Tensor::log1p() const { return sl::log1p(*this); }
+Tensor Tensor::sqrt() const { return sl::sqrt(*this); }
+Tensor Tensor::rsqrt() const { return sl::rsqrt(*this); }
+Tensor Tensor::square() const { return sl::square(*this); }
+Tensor Tensor::reciprocal() const { return sl::reciprocal(*this); }
+Tensor Tensor::tanh() const { return sl::tanh(*this); }
+Tensor Tensor::sigmoid() const { return sl::sigmoid(*this); }
+Tensor Tensor::relu() const { return sl::relu(*this); }
+Tensor Tensor::gelu(const std::string& approximate) const { return sl::gelu(*this, approximate); }
+Tensor Tensor::silu() const { return sl::silu(*this); }
+Tensor Tensor::sin() const { return sl::sin(*this); }
+Tensor Tensor::cos() const { return sl::cos(*this); }
+Tensor Tensor::sign() const { return sl::sign(*this); }
+Tensor Tensor::clamp(std::optional<Scalar> lo, std::optional<Scalar> hi) const {
+  return sl::clamp(*this, lo, hi);
+}
+Tensor Tensor::maximum(const Tensor& o) const { return sl::maximum(*this, o); }
+Tensor Tensor::minimum(const Tensor& o) const { return sl::minimum(*this, o); }
+Tensor Tensor::eq(const Tensor& o) const { return sl::eq(*this, o); }
+Tensor Tensor::eq(Scalar o) const { return sl::eq(*this, o); }
+Tensor Tensor::ne(const Tensor& o) const { return sl::ne(*this, o); }
+Tensor Tensor::ne(Scalar o) const { return sl::ne(*this, o); }
+Tensor Tensor::lt(const Tensor& o) const { return sl::lt(*this, o); }
+Tensor Tensor::lt(Scalar o) const { return sl::lt(*this, o); }
+Tensor Tensor::le(const Tensor& o) const { return sl::le(*this, o); }
+Tensor Tensor::le(Scalar o) const { return sl::le(*this, o); }
+Tensor Tensor::gt(const Tensor& o) const { return sl::gt(*this, o); }
+Tensor Tensor::gt(Scalar o) const { return sl::gt(*this, o); }
+Tensor Tensor::ge(const Tensor& o) const { return sl::ge(*this, o); }
+Tensor Tensor::ge(Scalar o) const { return sl::ge(*this, o); }
+Tensor Tensor::logical_not() const { return sl::logical_not(*this); }
+Tensor Tensor::logical_and(const Tensor& o) const { return sl::logical_and(*this, o); }
+Tensor Tensor::logical_or(const Tensor& o) const { return sl::logical_or(*this, o); }
+Tensor Tensor::logical_xor(const Tensor& o) const { return sl::logical_xor(*this, o); }
+Tensor Tensor::masked_fill(const Tensor& mask, Scalar value) const {
+  return sl::masked_fill(*this, mask, value);
+}
+Tensor Tensor::isnan() const { return sl::isnan(*this); }
+Tensor Tensor::isinf() const { return sl::isinf(*this); }
+Tensor Tensor::isfinite() const { return sl::isfinite(*this); }
+
+// ---- in-place ----------------------------------------------------------------------------------
+
+Tensor& Tensor::add_(const Tensor& o, Scalar alpha) {
+  check_inplace(*this, "add_");
+  bool rec = needs_grad(*this, o);
+  Shape so = o.defined() ? o.sizes() : Shape{};
+  ops::binary_(BinaryOp::add, *this, o, alpha);
+  if (rec) {
+    record_inplace("AddBackward", *this, {o}, [so, alpha](const BackwardCtx& c) -> variable_list {
+      const Tensor& g = c.grad();
+      Tensor go;
+      if (c.needs(1)) go = sum_to(alpha.to_double() == 1.0 ? g : sl::mul(g, alpha), so);
+      return {g, go};
+    });
+  }
+  return *this;
+}
+
+Tensor& Tensor::add_(Scalar o) {
+  check_inplace(*this, "add_");
+  ops::binary_(BinaryOp::add, *this, o);
+  // d(self + c)/dself = 1: the existing history stays valid, nothing to record
+  return *this;
+}
+
+Tensor& Tensor::sub_(const Tensor& o, Scalar alpha) { return add_(o, Scalar(-alpha.to_double())); }
+Tensor& Tensor::sub_(Scalar o) {
+  return add_(o.is_floating() ? Scalar(-o.to_double()) : Scalar(-o.to_int()));
+}
+
+Tensor& Tensor::mul_(const Tensor& o) {
+  check_inplace(*this, "mul_");
+  bool rec = needs_grad(*this, o);
+  SavedTensor self_before = rec && o.requires_grad() ? SavedTensor(ops::contiguous(*this, true))
+                                                     : SavedTensor();
+  SavedTensor other = rec ? SavedTensor(o) : SavedTensor();
+  Shape so = o.defined() ? o.sizes() : Shape{};
+  ops::binary_(BinaryOp::mul, *this, o);
+  if (rec) {
+    record_inplace("MulBackward", *this, {o},
+                   [self_before, other, so](const BackwardCtx& c) -> variable_list {
+                     const Tensor& g = c.grad();
+                     Tensor gs, go;
+                     if (c.needs(0)) gs = sl::mul(g, other.unpack("MulBackward"));
+                     if (c.needs(1)) go = sum_to(sl::mul(g, self_before.unpack("MulBackward")), so);
+                     return {gs, go};
+                   });
+  }
+  return *this;
+}
+
+Tensor& Tensor::mul_(Scalar o) {
+  check_inplace(*this, "mul_");
+  bool rec = needs_grad(*this);
+  ops::binary_(BinaryOp::mul, *this, o);
+  if (rec) {
+    record_inplace("MulBackward", *this, {}, [o](const BackwardCtx& c) -> variable_list {
+      return {sl::mul(c.grad(), o)};
+    });
+  }
+  return *this;
+}
+
+Tensor& Tensor::div_(const Tensor& o) {
+  check_inplace(*this, "div_");
+  bool rec = needs_grad(*this, o);
+  SavedTensor other = rec ? SavedTensor(o) : SavedTensor();
+  Shape so = o.defined() ? o.sizes() : Shape{};
+  ops::binary_(BinaryOp::div, *this, o);
+  SavedTensor result = rec && o.requires_grad() ? SavedTensor(ops::contiguous(*this, true))
+                                                : SavedTensor();
+  if (rec) {
+    record_inplace("DivBackward", *this, {o},
+                   [other, result, so](const BackwardCtx& c) -> variable_list {
+                     const Tensor& g = c.grad();
+                     Tensor b = other.unpack("DivBackward");
+                     Tensor gs, go;
+                     if (c.needs(0)) gs = sl::div(g, b);
+                     if (c.needs(1)) {
+                       go = sum_to(sl::neg(sl::div(sl::mul(g, result.unpack("DivBackward")), b)), so);
+                     }
+                     return {gs, go};
+                   });
+  }
+  return *this;
+}
+
+Tensor& Tensor::div_(Scalar o) { return mul_(Scalar(1.0 / o.to_double())); }
+
+Tensor& Tensor::clamp_(std::optional<Scalar> lo, std::optional<Scalar> hi) {
+  check_inplace(*this, "clamp_");
+  bool rec = needs_grad(*this);
+  SavedTensor before = rec ? SavedTensor(ops::contiguous(*this, true)) : SavedTensor();
+  ops::clamp_(*this, lo, hi);
+  if (rec) {
+    record_inplace("ClampBackward", *this, {}, [before, lo, hi](const BackwardCtx& c) -> variable_list {
+      Tensor x = before.unpack("ClampBackward");
+      Tensor pass = ones_like(x).to(DType::b8);
+      if (lo) pass = sl::logical_and(pass, sl::ge(x, *lo));
+      if (hi) pass = sl::logical_and(pass, sl::le(x, *hi));
+      return {sl::where(pass, c.grad(), zeros_like(c.grad()))};
+    });
+  }
+  return *this;
+}
+
+Tensor& Tensor::relu_() {
+  check_inplace(*this, "relu_");
+  bool rec = needs_grad(*this);
+  ops::unary_(UnaryOp::relu, *this);
+  if (rec) {
+    SavedTensor y(*this);  // saved after the write: its version is current
+    record_inplace("ReluBackward", *this, {}, [y](const BackwardCtx& c) -> variable_list {
+      return {ops::binary(BinaryOp::relu_backward, c.grad(), y.unpack("ReluBackward"))};
+    });
+  }
+  return *this;
+}
+
+Tensor& Tensor::masked_fill_(const Tensor& mask, Scalar value) {
+  check_inplace(*this, "masked_fill_");
+  bool rec = needs_grad(*this);
+  ops::masked_fill_(*this, mask, value);
+  if (rec) {
+    SavedTensor m(mask);
+    record_inplace("MaskedFillBackward", *this, {}, [m](const BackwardCtx& c) -> variable_list {
+      return {ops::masked_fill(c.grad(), m.unpack("MaskedFillBackward"), 0)};
+    });
+  }
+  return *this;
+}
+
+Tensor& Tensor::uniform_(double from, double to, Generator* gen) {
+  SL_CHECK(from <= to, "uniform_: expected from <= to, got ", from, " > ", to);
+  SL_CHECK_DTYPE(is_floating(dtype()), "uniform_: expected a floating tensor, got ",
+                 dtype_name(dtype()));
+  ops::random_fill_(*this, RandomDist::uniform, from, to, gen);
+  return *this;
+}
+
+Tensor& Tensor::normal_(double mean, double std, Generator* gen) {
+  SL_CHECK(std >= 0, "normal_: expected std >= 0, got ", std);
+  SL_CHECK_DTYPE(is_floating(dtype()), "normal_: expected a floating tensor, got ",
+                 dtype_name(dtype()));
+  ops::random_fill_(*this, RandomDist::normal, mean, std, gen);
+  return *this;
+}
+
+Tensor& Tensor::bernoulli_(double p, Generator* gen) {
+  SL_CHECK(p >= 0 && p <= 1, "bernoulli_: expected 0 <= p <= 1, got ", p);
+  ops::random_fill_(*this, RandomDist::bernoulli, p, 0, gen);
+  return *this;
+}
+
+// ---- operators -------------------------------------------------------------------------------
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor operator+(const Tensor& a, Scalar b) { return add(a, b); }
+Tensor operator-(const Tensor& a, Scalar b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, Scalar b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, Scalar b) { return div(a, b); }
+Tensor operator+(Scalar a, const Tensor& b) { return add(b, a); }
+Tensor operator-(Scalar a, const Tensor& b) { return rsub(b, a); }
+Tensor operator*(Scalar a, const Tensor& b) { return mul(b, a); }
+Tensor operator/(Scalar a, const Tensor& b) { return div(a, b); }
+Tensor operator-(const Tensor& a) { return neg(a); }
+Tensor& operator+=(Tensor& a, const Tensor& b) { return a.add_(b); }
+Tensor& operator-=(Tensor& a, const Tensor& b) { return a.sub_(b); }
+Tensor& operator*=(Tensor& a, const Tensor& b) { return a.mul_(b); }
+Tensor& operator/=(Tensor& a, const Tensor& b) { return a.div_(b); }
+Tensor& operator+=(Tensor& a, Scalar b) { return a.add_(b); }
+Tensor& operator-=(Tensor& a, Scalar b) { return a.sub_(b); }
+Tensor& operator*=(Tensor& a, Scalar b) { return a.mul_(b); }
+Tensor& operator/=(Tensor& a, Scalar b) { return a.div_(b); }
+
+}  // namespace sl

@@ -1,0 +1,122 @@
+// Differentiable matrix products with their backward beside them.
+#include "autograd/ops/matmul.h"
+
+#include "autograd/function.h"
+#include "autograd/ops/elementwise.h"
+#include "autograd/ops/reduce.h"
+#include "core/ops/copy.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/matmul.h"
+#include "core/ops/view.h"
+
+namespace sl {
+
+namespace {
+/// Gradient of matmul w.r.t. a (shape sa), reduced back to its (possibly 1-d / broadcast) shape.
+Tensor matmul_grad_a(const Tensor& g, const Shape& sa, const Tensor& b) {
+  size_t ad = sa.size();
+  if (ad == 1 && b.dim() == 1) return ops::binary(BinaryOp::mul, b, g);  // dot
+  Tensor g2 = g, b2;
+  if (b.dim() == 1) {
+    g2 = ops::unsqueeze(g, -1);  // [..., M, 1]
+    b2 = ops::unsqueeze(b, 0);   // [1, K]
+  } else {
+    b2 = ops::transpose(b, -1, -2);
+    if (ad == 1) g2 = ops::unsqueeze(g, -2);
+  }
+  Tensor ga = ops::matmul(g2, b2);
+  if (ad == 1) ga = ops::squeeze(ga, -2);
+  return sum_to(ga, sa);
+}
+
+/// Gradient of matmul w.r.t. b (shape sb).
+Tensor matmul_grad_b(const Tensor& g, const Tensor& a, const Shape& sb) {
+  size_t bd = sb.size();
+  if (a.dim() == 1 && bd == 1) return ops::binary(BinaryOp::mul, a, g);
+  Tensor g2 = g, a2;
+  if (a.dim() == 1) {
+    g2 = ops::unsqueeze(g, -2);  // [..., 1, N]
+    a2 = ops::unsqueeze(a, -1);  // [K, 1]
+  } else {
+    a2 = ops::transpose(a, -1, -2);
+    if (bd == 1) g2 = ops::unsqueeze(g, -1);
+  }
+  if (bd == 2 && a2.dim() > 2) {
+    // [..., K, M] @ [..., M, N] summed over the batch == one GEMM over the folded batch
+    int64_t K = a2.size(-2), N = g2.size(-1);
+    Tensor af = ops::reshape(ops::transpose(a2, -1, -2), {-1, K});  // [B*M, K]
+    Tensor gf = ops::reshape(g2, {-1, N});                          // [B*M, N]
+    return ops::mm(ops::transpose(af, 0, 1), gf);
+  }
+  Tensor gb = ops::matmul(a2, g2);
+  if (bd == 1) gb = ops::squeeze(gb, -1);
+  return sum_to(gb, sb);
+}
+
+Tensor record_matmul(const char* name, Tensor out, const Tensor& a, const Tensor& b) {
+  if (needs_grad(a, b)) {
+    SavedTensor sa = b.requires_grad() ? SavedTensor(a) : SavedTensor();
+    SavedTensor sb = a.requires_grad() ? SavedTensor(b) : SavedTensor();
+    Shape shape_a = a.sizes(), shape_b = b.sizes();
+    record(name, {a, b}, {&out}, [=](const BackwardCtx& c) -> variable_list {
+      Tensor ga, gb;
+      if (c.needs(0)) ga = matmul_grad_a(c.grad(), shape_a, sb.unpack(name));
+      if (c.needs(1)) gb = matmul_grad_b(c.grad(), sa.unpack(name), shape_b);
+      return {ga, gb};
+    });
+  }
+  return out;
+}
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  return record_matmul("MatmulBackward", ops::matmul(a, b), a, b);
+}
+Tensor mm(const Tensor& a, const Tensor& b) {
+  return record_matmul("MmBackward", ops::mm(a, b), a, b);
+}
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  return record_matmul("BmmBackward", ops::bmm(a, b), a, b);
+}
+
+Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, Scalar beta, Scalar alpha) {
+  Tensor p = mm(a, b);
+  if (alpha.to_double() != 1.0) p = mul(p, alpha);
+  if (beta.to_double() == 0.0) return p;
+  ops::check_defined("addmm", bias, "bias");
+  return add(p, bias, beta);
+}
+
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  ops::check_defined("linear", x);
+  ops::check_defined("linear", w, "weight");
+  SL_CHECK_SHAPE(w.dim() == 2, "linear: weight must be 2-d [out, in], got ", shape_str(w.sizes()));
+  SL_CHECK_SHAPE(x.dim() >= 1 && x.size(-1) == w.size(1), "linear: input of shape ",
+                 shape_str(x.sizes()), " does not match weight ", shape_str(w.sizes()),
+                 " (expected last dim ", w.size(1), ")");
+  if (bias.defined()) {
+    SL_CHECK_SHAPE(bias.dim() == 1 && bias.size(0) == w.size(0), "linear: bias of shape ",
+                   shape_str(bias.sizes()), " does not match weight ", shape_str(w.sizes()));
+  }
+  Tensor y = matmul(x, w.t());
+  return bias.defined() ? add(y, bias) : y;
+}
+
+Tensor outer(const Tensor& a, const Tensor& b) {
+  SL_CHECK_SHAPE(a.dim() == 1 && b.dim() == 1, "outer: expected 1-d tensors, got ",
+                 shape_str(a.sizes()), " and ", shape_str(b.sizes()));
+  return mul(a.unsqueeze(1), b.unsqueeze(0));
+}
+
+Tensor dot(const Tensor& a, const Tensor& b) {
+  SL_CHECK_SHAPE(a.dim() == 1 && b.dim() == 1 && a.size(0) == b.size(0),
+                 "dot: expected two 1-d tensors of equal length, got ", shape_str(a.sizes()),
+                 " and ", shape_str(b.sizes()));
+  return matmul(a, b);
+}
+
+Tensor Tensor::matmul(const Tensor& o) const { return sl::matmul(*this, o); }
+Tensor Tensor::mm(const Tensor& o) const { return sl::mm(*this, o); }
+Tensor Tensor::bmm(const Tensor& o) const { return sl::bmm(*this, o); }
+
+}  // namespace sl

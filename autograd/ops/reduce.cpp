@@ -1,0 +1,271 @@
+// Differentiable reductions with their backward beside them.
+#include "autograd/ops/reduce.h"
+
+#include <cmath>
+
+#include "autograd/function.h"
+#include "autograd/ops/elementwise.h"
+#include "core/creation.h"
+#include "core/ops/copy.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/reduce.h"
+#include "core/ops/view.h"
+
+namespace sl {
+
+namespace {
+
+/// g (the reduced shape) broadcast back over the input's shape.
+Tensor expand_back(const Tensor& g, const Shape& in_shape, const std::vector<int64_t>& wdims,
+                   bool keepdim) {
+  Tensor r = g;
+  if (!keepdim && !in_shape.empty()) {
+    Shape ks = in_shape;
+    for (int64_t d : wdims) ks[static_cast<size_t>(d)] = 1;
+    r = ops::reshape(r, ks);
+  }
+  return ops::expand(r, in_shape);
+}
+
+int64_t reduced_count(const Shape& s, const std::vector<int64_t>& wdims) {
+  int64_t n = 1;
+  for (int64_t d : wdims) n *= s[static_cast<size_t>(d)];
+  return n;
+}
+
+/// Records a reduction whose input gradient is fn(g_expanded, x, y_expanded).
+template <class F>
+Tensor reduction(ReduceOp op, const char* name, const Tensor& a, const std::vector<int64_t>& dims,
+                 bool keepdim, const ReduceParams& params, bool save_x, bool save_y, F fn) {
+  Tensor out = ops::reduce(op, a, dims, keepdim, params);
+  if (needs_grad(a)) {
+    std::vector<int64_t> wdims = wrap_dims(dims, a.dim(), name);
+    Shape in_shape = a.sizes();
+    SavedTensor sx = save_x ? SavedTensor(a) : SavedTensor();
+    SavedTensor sy = save_y ? SavedTensor(out) : SavedTensor();
+    record(name, {a}, {&out},
+           [=](const BackwardCtx& c) -> variable_list {
+             Tensor g = expand_back(c.grad(), in_shape, wdims, keepdim);
+             Tensor y = save_y ? expand_back(sy.unpack(name), in_shape, wdims, keepdim) : Tensor();
+             return {fn(g, sx.unpack(name), y, reduced_count(in_shape, wdims))};
+           });
+  }
+  return out;
+}
+
+/// At each position, the product over `dims` with zeros replaced by one (used where x is the
+/// only zero of its slice).
+Tensor prod_of_others(const Tensor& x, const std::vector<int64_t>& dims, const Tensor& is_zero) {
+  Tensor no_zero = ops::where(is_zero, ops::scalar_tensor(1, x.dtype(), x.device()), x);
+  return ops::expand(ops::reduce(ReduceOp::prod, no_zero, dims, true), x.sizes());
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
+  return reduction(ReduceOp::sum, "SumBackward", a, dims, keepdim, {}, false, false,
+                   [](const Tensor& g, const Tensor&, const Tensor&, int64_t) {
+                     return ops::contiguous(g);
+                   });
+}
+
+Tensor mean(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
+  return reduction(ReduceOp::mean, "MeanBackward", a, dims, keepdim, {}, false, false,
+                   [](const Tensor& g, const Tensor&, const Tensor&, int64_t n) {
+                     return div(g, static_cast<double>(n));
+                   });
+}
+
+Tensor prod(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
+  std::vector<int64_t> dims;
+  if (dim) dims.push_back(*dim);
+  return reduction(ReduceOp::prod, "ProdBackward", a, dims, keepdim, {}, true, true,
+                   [dims](const Tensor& g, const Tensor& x, const Tensor& y, int64_t) {
+                     // x != 0: y / x. Exactly one zero in the slice: the product of the others
+                     // at that zero. Two or more zeros: 0 everywhere.
+                     Tensor is_zero = eq(x, 0);
+                     Tensor zeros_in_slice =
+                         sum(is_zero.to(DType::i64), dims, true).expand(x.sizes());
+                     Tensor others = prod_of_others(x, dims, is_zero);
+                     Tensor safe = where(is_zero, ones_like(x), x);
+                     Tensor d = where(is_zero, where(eq(zeros_in_slice, 1), others, zeros_like(x)),
+                                      div(y, safe));
+                     return mul(g, d);
+                   });
+}
+
+Tensor max(const Tensor& a) { return amax(a, {}, false); }
+Tensor min(const Tensor& a) { return amin(a, {}, false); }
+
+namespace {
+Tensor amax_amin(bool is_max, const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
+  return reduction(is_max ? ReduceOp::max : ReduceOp::min, is_max ? "AmaxBackward" : "AminBackward",
+                   a, dims, keepdim, {}, true, true,
+                   [dims](const Tensor& g, const Tensor& x, const Tensor& y, int64_t) {
+                     Tensor hit = eq(x, y).to(g.dtype());
+                     Tensor count = sum(hit, dims, true);
+                     return div(mul(g, hit), count);
+                   });
+}
+
+std::pair<Tensor, Tensor> max_min_dim(bool is_max, const Tensor& a, int64_t dim, bool keepdim) {
+  auto [values, indices] = ops::arg_reduce(is_max, a, dim, keepdim);
+  if (needs_grad(a)) {
+    int64_t d = wrap_dim(dim, a.dim(), is_max ? "max" : "min");
+    Shape in_shape = a.sizes();
+    SavedTensor si(indices);
+    const char* name = is_max ? "MaxBackward" : "MinBackward";
+    record(name, {a}, {&values}, [=](const BackwardCtx& c) -> variable_list {
+      Tensor idx = si.unpack(name);
+      Tensor g = c.grad();
+      if (in_shape.empty()) return {g};
+      if (!keepdim) {
+        g = ops::unsqueeze(g, d);
+        idx = ops::unsqueeze(idx, d);
+      }
+      // one-hot of the index along d, built by comparing with a broadcast arange
+      Shape ar_shape(in_shape.size(), 1);
+      ar_shape[static_cast<size_t>(d)] = in_shape[static_cast<size_t>(d)];
+      Tensor ar = ops::view(arange(in_shape[static_cast<size_t>(d)]).to(idx.device()), ar_shape);
+      Tensor hit = ops::binary(BinaryOp::eq, ar, idx);
+      return {where(hit, g.expand(in_shape), zeros({}, {.dtype = g.dtype(), .device = g.device()}))};
+    });
+  }
+  return {values, indices};
+}
+}  // namespace
+
+Tensor amax(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
+  return amax_amin(true, a, dims, keepdim);
+}
+Tensor amin(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
+  return amax_amin(false, a, dims, keepdim);
+}
+std::pair<Tensor, Tensor> max(const Tensor& a, int64_t dim, bool keepdim) {
+  return max_min_dim(true, a, dim, keepdim);
+}
+std::pair<Tensor, Tensor> min(const Tensor& a, int64_t dim, bool keepdim) {
+  return max_min_dim(false, a, dim, keepdim);
+}
+
+Tensor argmax(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
+  if (!dim) return ops::arg_reduce(true, ops::reshape(a, {-1}), 0, false).second;
+  return ops::arg_reduce(true, a, *dim, keepdim).second;
+}
+Tensor argmin(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
+  if (!dim) return ops::arg_reduce(false, ops::reshape(a, {-1}), 0, false).second;
+  return ops::arg_reduce(false, a, *dim, keepdim).second;
+}
+
+Tensor var(const Tensor& a, const std::vector<int64_t>& dims, int64_t correction, bool keepdim) {
+  ReduceParams p;
+  p.correction = correction;
+  return reduction(ReduceOp::var, "VarBackward", a, dims, keepdim, p, true, false,
+                   [dims, correction](const Tensor& g, const Tensor& x, const Tensor&, int64_t n) {
+                     Tensor centered = sub(x, mean(x, dims, true));
+                     return mul(g, mul(centered, 2.0 / static_cast<double>(n - correction)));
+                   });
+}
+
+Tensor std(const Tensor& a, const std::vector<int64_t>& dims, int64_t correction, bool keepdim) {
+  return sqrt(var(a, dims, correction, keepdim));
+}
+
+Tensor logsumexp(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
+  return reduction(ReduceOp::logsumexp, "LogsumexpBackward", a, dims, keepdim, {}, true, true,
+                   [](const Tensor& g, const Tensor& x, const Tensor& y, int64_t) {
+                     return mul(g, exp(sub(x, y)));
+                   });
+}
+
+Tensor norm(const Tensor& a, double p, const std::vector<int64_t>& dims, bool keepdim) {
+  ReduceParams params;
+  params.p = p;
+  return reduction(ReduceOp::norm, "NormBackward", a, dims, keepdim, params, true, true,
+                   [p, dims](const Tensor& g, const Tensor& x, const Tensor& y, int64_t) {
+                     Tensor zero = zeros_like(x);
+                     if (std::isinf(p)) {
+                       Tensor hit = eq(abs(x), y).to(g.dtype());
+                       Tensor count = sum(hit, dims, true);
+                       return mul(div(mul(g, hit), count), sign(x));
+                     }
+                     if (p == 1.0) return mul(g, sign(x));
+                     Tensor safe_y = where(eq(y, 0), ones_like(y), y);
+                     Tensor d;
+                     if (p == 2.0) {
+                       d = div(x, safe_y);
+                     } else {
+                       d = div(mul(x, pow(abs(x), p - 2.0)), pow(safe_y, p - 1.0));
+                     }
+                     return mul(g, where(eq(y, 0), zero, d));
+                   });
+}
+
+Tensor all(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
+  return ops::reduce(ReduceOp::all, a, dims, keepdim);
+}
+Tensor any(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
+  return ops::reduce(ReduceOp::any, a, dims, keepdim);
+}
+
+Tensor cumsum(const Tensor& a, int64_t dim) {
+  Tensor out = ops::cumsum(a, dim);
+  if (needs_grad(a)) {
+    record("CumsumBackward", {a}, {&out}, [dim](const BackwardCtx& c) -> variable_list {
+      // d/dx_i sum_{j >= i} g_j = total - inclusive cumsum + g
+      const Tensor& g = c.grad();
+      if (g.dim() == 0) return {g};
+      Tensor total = sum(g, {dim}, true);
+      return {add(sub(total, cumsum(g, dim)), g)};
+    });
+  }
+  return out;
+}
+
+// ---- Tensor methods ---------------------------------------------------------------------------
+
+Tensor Tensor::sum() const { return sl::sum(*this); }
+Tensor Tensor::sum(const std::vector<int64_t>& dims, bool keepdim) const {
+  return sl::sum(*this, dims, keepdim);
+}
+Tensor Tensor::mean() const { return sl::mean(*this); }
+Tensor Tensor::mean(const std::vector<int64_t>& dims, bool keepdim) const {
+  return sl::mean(*this, dims, keepdim);
+}
+Tensor Tensor::prod() const { return sl::prod(*this); }
+Tensor Tensor::prod(int64_t dim, bool keepdim) const { return sl::prod(*this, dim, keepdim); }
+Tensor Tensor::max() const { return sl::max(*this); }
+std::pair<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim) const {
+  return sl::max(*this, dim, keepdim);
+}
+Tensor Tensor::min() const { return sl::min(*this); }
+std::pair<Tensor, Tensor> Tensor::min(int64_t dim, bool keepdim) const {
+  return sl::min(*this, dim, keepdim);
+}
+Tensor Tensor::amax(const std::vector<int64_t>& dims, bool keepdim) const {
+  return sl::amax(*this, dims, keepdim);
+}
+Tensor Tensor::amin(const std::vector<int64_t>& dims, bool keepdim) const {
+  return sl::amin(*this, dims, keepdim);
+}
+Tensor Tensor::argmax() const { return sl::argmax(*this); }
+Tensor Tensor::argmax(int64_t dim, bool keepdim) const { return sl::argmax(*this, dim, keepdim); }
+Tensor Tensor::argmin() const { return sl::argmin(*this); }
+Tensor Tensor::argmin(int64_t dim, bool keepdim) const { return sl::argmin(*this, dim, keepdim); }
+Tensor Tensor::var(const std::vector<int64_t>& dims, int64_t correction, bool keepdim) const {
+  return sl::var(*this, dims, correction, keepdim);
+}
+Tensor Tensor::std(const std::vector<int64_t>& dims, int64_t correction, bool keepdim) const {
+  return sl::std(*this, dims, correction, keepdim);
+}
+Tensor Tensor::logsumexp(const std::vector<int64_t>& dims, bool keepdim) const {
+  return sl::logsumexp(*this, dims, keepdim);
+}
+Tensor Tensor::norm(double p, const std::vector<int64_t>& dims, bool keepdim) const {
+  return sl::norm(*this, p, dims, keepdim);
+}
+Tensor Tensor::all() const { return sl::all(*this); }
+Tensor Tensor::any() const { return sl::any(*this); }
+Tensor Tensor::cumsum(int64_t dim) const { return sl::cumsum(*this, dim); }
+
+}  // namespace sl

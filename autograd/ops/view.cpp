@@ -1,0 +1,150 @@
+// Differentiable views and copies: the Tensor methods view, reshape, permute, ... declared in
+// core/tensor.h. A view of a tensor that requires grad is marked, so in-place ops on it are
+// refused while recording (Note [In-place on views]).
+#include "autograd/function.h"
+#include "core/creation.h"
+#include "core/ops/copy.h"
+#include "core/ops/view.h"
+
+namespace sl {
+
+namespace {
+
+/// Records a view op `out` of `a` whose gradient is fn(grad).
+template <class F>
+Tensor view_result(const char* name, const Tensor& a, Tensor out, F fn) {
+  if (needs_grad(a)) {
+    record(name, {a}, {&out}, [fn](const BackwardCtx& c) -> variable_list { return {fn(c.grad())}; });
+    out.impl()->autograd_meta().is_view_of_grad = true;
+  }
+  return out;
+}
+
+Tensor reshape_back(const Tensor& a, Tensor out, const char* name) {
+  Shape s = a.sizes();
+  return view_result(name, a, std::move(out), [s](const Tensor& g) { return ops::reshape(g, s); });
+}
+
+/// Gradient of a slice-like view: zeros of the input's shape with g written into the view that
+/// `make_view` selects.
+template <class MakeView>
+Tensor scatter_back(const char* name, const Tensor& a, Tensor out, MakeView make_view) {
+  Shape s = a.sizes();
+  DType dt = a.dtype();
+  Device dev = a.device();
+  return view_result(name, a, std::move(out), [s, dt, dev, make_view](const Tensor& g) {
+    Tensor gi = zeros(s, {.dtype = dt, .device = dev});
+    ops::copy_(make_view(gi), g);
+    return gi;
+  });
+}
+
+}  // namespace
+
+Tensor Tensor::view(const Shape& shape) const {
+  return reshape_back(*this, ops::view(*this, shape), "ViewBackward");
+}
+
+Tensor Tensor::reshape(const Shape& shape) const {
+  Tensor out = ops::reshape(*this, shape);
+  if (!out.is_same_storage(*this)) {
+    // a copy was needed: not a view
+    if (needs_grad(*this)) {
+      Shape s = sizes();
+      record("ReshapeBackward", {*this}, {&out}, [s](const BackwardCtx& c) -> variable_list {
+        return {ops::reshape(c.grad(), s)};
+      });
+    }
+    return out;
+  }
+  return reshape_back(*this, out, "ViewBackward");
+}
+
+Tensor Tensor::permute(const std::vector<int64_t>& dims) const {
+  Tensor out = ops::permute(*this, dims);
+  std::vector<int64_t> inv = ops::inverse_permutation(wrap_dims(dims, dim(), "permute"));
+  return view_result("PermuteBackward", *this, out,
+                     [inv](const Tensor& g) { return ops::permute(g, inv); });
+}
+
+Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
+  return view_result("TransposeBackward", *this, ops::transpose(*this, d0, d1),
+                     [d0, d1](const Tensor& g) { return ops::transpose(g, d0, d1); });
+}
+
+Tensor Tensor::t() const {
+  SL_CHECK_SHAPE(dim() <= 2, "t: expects a tensor with <= 2 dims, got ", dim());
+  return dim() < 2 ? view(sizes()) : transpose(0, 1);
+}
+
+Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
+  Tensor out = ops::narrow(*this, d, start, length);
+  int64_t s0 = start < 0 ? start + size(d) : start;
+  return scatter_back("NarrowBackward", *this, out,
+                      [d, s0, length](const Tensor& gi) { return ops::narrow(gi, d, s0, length); });
+}
+
+Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const {
+  return scatter_back("SliceBackward", *this, ops::slice(*this, d, start, end, step),
+                      [d, start, end, step](const Tensor& gi) {
+                        return ops::slice(gi, d, start, end, step);
+                      });
+}
+
+Tensor Tensor::select(int64_t d, int64_t index) const {
+  return scatter_back("SelectBackward", *this, ops::select(*this, d, index),
+                      [d, index](const Tensor& gi) { return ops::select(gi, d, index); });
+}
+
+Tensor Tensor::expand(const Shape& shape) const {
+  Shape s = sizes();
+  return view_result("ExpandBackward", *this, ops::expand(*this, shape),
+                     [s](const Tensor& g) { return sum_to(g, s); });
+}
+
+Tensor Tensor::squeeze() const { return reshape_back(*this, ops::squeeze(*this), "SqueezeBackward"); }
+Tensor Tensor::squeeze(int64_t d) const {
+  return reshape_back(*this, ops::squeeze(*this, d), "SqueezeBackward");
+}
+Tensor Tensor::unsqueeze(int64_t d) const {
+  return reshape_back(*this, ops::unsqueeze(*this, d), "UnsqueezeBackward");
+}
+Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
+  Tensor out = ops::flatten(*this, start_dim, end_dim);
+  if (!out.is_same_storage(*this)) {
+    return reshape(out.sizes());  // needed a copy: record as a reshape
+  }
+  return reshape_back(*this, out, "FlattenBackward");
+}
+Tensor Tensor::unflatten(int64_t d, const Shape& s) const {
+  return reshape_back(*this, ops::unflatten(*this, d, s), "UnflattenBackward");
+}
+Tensor Tensor::movedim(int64_t src, int64_t dst) const {
+  Tensor out = ops::movedim(*this, src, dst);
+  int64_t n = dim();
+  int64_t s = wrap_dim(src, n, "movedim"), d = wrap_dim(dst, n, "movedim");
+  return view_result("MovedimBackward", *this, out,
+                     [s, d](const Tensor& g) { return ops::movedim(g, d, s); });
+}
+
+Tensor Tensor::as_strided(const Shape& sz, const Shape& st, int64_t offset) const {
+  SL_CHECK_AUTOGRAD(!needs_grad(*this), "as_strided: not differentiable; call it on a detached "
+                    "tensor or under NoGradGuard");
+  return ops::as_strided(*this, sz, st, offset);
+}
+
+Tensor Tensor::clone() const {
+  Tensor out = ops::contiguous(*this, /*force_copy=*/true);
+  if (needs_grad(*this)) {
+    record("CloneBackward", {*this}, {&out},
+           [](const BackwardCtx& c) -> variable_list { return {c.grad()}; });
+  }
+  return out;
+}
+
+Tensor Tensor::contiguous() const {
+  if (is_contiguous()) return *this;
+  return clone();
+}
+
+}  // namespace sl

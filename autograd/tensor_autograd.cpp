@@ -1,0 +1,133 @@
+// Tensor's autograd methods (declared in core/tensor.h).
+#include "autograd/function.h"
+#include "autograd/node.h"
+
+namespace sl {
+
+namespace {
+const Tensor kUndefined;
+const std::shared_ptr<Node> kNoNode;
+}  // namespace
+
+bool Tensor::requires_grad() const {
+  const auto* m = checked().autograd.get();
+  return m && (m->requires_grad || m->grad_fn);
+}
+
+Tensor& Tensor::requires_grad_(bool on) {
+  AutogradMeta& m = impl()->autograd_meta();
+  SL_CHECK_AUTOGRAD(!m.grad_fn || on, "requires_grad_: can only change the flag of leaf "
+                    "tensors; use detach() to get a tensor that does not require grad");
+  if (on) {
+    SL_CHECK_AUTOGRAD(is_floating(dtype()), "requires_grad_: only floating point tensors can "
+                      "require gradients, got ", dtype_name(dtype()));
+  }
+  if (!m.grad_fn) m.requires_grad = on;
+  return *this;
+}
+
+const Tensor& Tensor::grad() const {
+  const auto* m = checked().autograd.get();
+  return m ? m->grad : kUndefined;
+}
+
+void Tensor::set_grad(const Tensor& g) const {
+  if (g.defined()) {
+    SL_CHECK_SHAPE(g.sizes() == sizes(), "set_grad: gradient of shape ", shape_str(g.sizes()),
+                   " for a tensor of shape ", shape_str(sizes()));
+    SL_CHECK_DEVICE(g.device() == device(), "set_grad: gradient on ", g.device(),
+                    " for a tensor on ", device());
+  }
+  impl()->autograd_meta().grad = g;
+}
+
+const std::shared_ptr<Node>& Tensor::grad_fn() const {
+  const auto* m = checked().autograd.get();
+  return m ? m->grad_fn : kNoNode;
+}
+
+uint32_t Tensor::output_nr() const {
+  const auto* m = checked().autograd.get();
+  return m ? m->output_nr : 0;
+}
+
+bool Tensor::is_leaf() const { return grad_fn() == nullptr; }
+
+Tensor Tensor::detach() const {
+  const auto& i = checked();
+  return Tensor(std::make_shared<TensorImpl>(i.storage, i.sizes, i.strides, i.offset, i.dtype));
+}
+
+Tensor& Tensor::detach_() {
+  if (impl()->autograd) {
+    impl()->autograd->grad_fn.reset();
+    impl()->autograd->output_nr = 0;
+    impl()->autograd->requires_grad = false;
+    impl()->autograd->is_view_of_grad = false;
+  }
+  return *this;
+}
+
+void Tensor::retain_grad() const {
+  SL_CHECK_AUTOGRAD(requires_grad(), "retain_grad: the tensor does not require grad");
+  if (is_leaf()) return;  // leaves keep .grad anyway
+  AutogradMeta& m = impl()->autograd_meta();
+  if (m.retains_grad) return;
+  m.retains_grad = true;
+  std::weak_ptr<TensorImpl> weak = impl_;
+  m.grad_fn->pre_hooks.push_back(Node::PreHook{
+      SIZE_MAX, m.output_nr, [weak](const Tensor& g) {
+        if (auto impl = weak.lock()) {
+          AutogradMeta& meta = impl->autograd_meta();
+          meta.grad = meta.grad.defined() ? meta.grad + g : g.clone();
+        }
+        return g;
+      }});
+}
+
+bool Tensor::retains_grad() const {
+  const auto* m = checked().autograd.get();
+  return m && m->retains_grad;
+}
+
+size_t Tensor::register_hook(GradHook hook) const {
+  SL_CHECK_AUTOGRAD(requires_grad(), "register_hook: cannot register a hook on a tensor that "
+                    "does not require grad");
+  AutogradMeta& m = impl()->autograd_meta();
+  if (m.grad_fn) {
+    size_t id = m.grad_fn->pre_hooks.size();
+    m.grad_fn->pre_hooks.push_back(Node::PreHook{id, m.output_nr, std::move(hook)});
+    return id;
+  }
+  m.hooks.push_back(std::move(hook));
+  return m.hooks.size() - 1;
+}
+
+void Tensor::remove_hook(size_t id) const {
+  AutogradMeta& m = impl()->autograd_meta();
+  if (m.grad_fn) {
+    for (auto& h : m.grad_fn->pre_hooks) {
+      if (h.id == id) h.fn = nullptr;
+    }
+    return;
+  }
+  SL_CHECK_INDEX(id < m.hooks.size(), "remove_hook: no hook with id ", id);
+  m.hooks[id] = nullptr;
+}
+
+size_t Tensor::register_post_accumulate_grad_hook(PostAccumulateHook hook) const {
+  SL_CHECK_AUTOGRAD(is_leaf() && requires_grad(), "register_post_accumulate_grad_hook: only "
+                    "leaf tensors that require grad accumulate gradients");
+  AutogradMeta& m = impl()->autograd_meta();
+  m.post_accumulate_hooks.push_back(std::move(hook));
+  return m.post_accumulate_hooks.size() - 1;
+}
+
+void Tensor::remove_post_accumulate_grad_hook(size_t id) const {
+  AutogradMeta& m = impl()->autograd_meta();
+  SL_CHECK_INDEX(id < m.post_accumulate_hooks.size(), "remove_post_accumulate_grad_hook: no "
+                 "hook with id ", id);
+  m.post_accumulate_hooks[id] = nullptr;
+}
+
+}  // namespace sl

@@ -1,0 +1,70 @@
+// Per-device memory allocators with live/peak accounting.
+//
+// Every byte a Tensor owns comes from the allocator of its device, so memory use is reported the
+// same way on CPU and GPU: live bytes, peak bytes (resettable), reserved bytes (held by a cache,
+// equal to live on CPU), and allocation counts. ZeRO's savings are measured with these numbers.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "core/device.h"
+#include "core/dispatch.h"
+
+namespace sl {
+
+/// Snapshot of one device's allocator counters.
+struct MemoryStats {
+  int64_t live_bytes = 0;      ///< bytes currently held by tensors
+  int64_t peak_bytes = 0;      ///< max of live_bytes since start or the last reset_peak
+  int64_t reserved_bytes = 0;  ///< bytes obtained from the system (>= live; caches keep more)
+  int64_t alloc_count = 0;     ///< number of allocate calls that returned memory
+  int64_t free_count = 0;      ///< number of deallocate calls
+  int64_t live_allocs = 0;     ///< allocations not yet freed
+};
+
+/// Thread-safe counters shared by allocator implementations.
+class AllocStats {
+ public:
+  void on_alloc(size_t nbytes);
+  void on_free(size_t nbytes);
+  void set_reserved(int64_t bytes) { reserved_.store(bytes, std::memory_order_relaxed); }
+  void reset_peak() { peak_.store(live_.load(std::memory_order_relaxed)); }
+  MemoryStats snapshot(bool reserved_equals_live) const;
+
+ private:
+  std::atomic<int64_t> live_{0}, peak_{0}, reserved_{0}, allocs_{0}, frees_{0};
+};
+
+/// Interface implemented once per device kind (and instantiated per device index).
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  /// Returns memory for nbytes (64-byte aligned on CPU, 256 on CUDA; nbytes may be 0).
+  /// Throws OutOfMemoryError naming the requested size when it cannot.
+  virtual void* allocate(size_t nbytes) = 0;
+  /// Returns memory obtained from allocate with the same nbytes.
+  virtual void deallocate(void* ptr, size_t nbytes) = 0;
+  virtual MemoryStats stats() const = 0;
+  virtual void reset_peak() = 0;
+  /// Releases cached, unused blocks to the system (no-op where nothing is cached).
+  virtual void empty_cache() {}
+};
+
+/// The allocator of a device. Throws DeviceError for a device kind that is not compiled in or an
+/// index beyond the devices present.
+Allocator& get_allocator(Device d);
+/// Counters of `d`'s allocator.
+MemoryStats memory_stats(Device d = kCPU);
+/// Sets peak_bytes to the current live_bytes for `d`.
+void reset_peak_memory_stats(Device d = kCPU);
+/// Frees cached blocks of `d` (CUDA caching allocator); no-op on CPU.
+void empty_cache(Device d = kCPU);
+
+/// Backends register a function returning the allocator of device index i for their kind.
+SL_DECLARE_KERNEL(allocator_kernel, Allocator*(int index));
+/// Backends register the number of devices of their kind they can see.
+SL_DECLARE_KERNEL(device_count_kernel, int());
+
+}  // namespace sl

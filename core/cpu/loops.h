@@ -1,0 +1,192 @@
+// Strided N-ary loops for CPU kernels (internal header).
+//
+// An elementwise kernel hands its operands (the output first, then inputs already expanded to
+// the output's shape, so broadcast dims have stride 0) to `for_each_strided`. The loop drops
+// size-1 dims, merges dims that are contiguous for every operand, splits the flat index range
+// across threads, and calls inner(ptrs, byte_strides, n) for runs along the innermost dim. The
+// helpers `unary_loop`/`binary_loop`/`ternary_loop` wrap a scalar lambda and add the
+// fast paths the compiler vectorises: all operands contiguous, or an input broadcast as a scalar.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "core/error.h"
+#include "core/parallel.h"
+#include "core/tensor.h"
+
+namespace sl::cpu {
+
+inline constexpr int kMaxLoopDims = 25;
+/// Elements per thread below which elementwise loops stay single-threaded.
+inline constexpr int64_t kElementwiseGrain = 32768;
+
+template <int N>
+struct StridedLayout {
+  int ndim = 0;
+  int64_t numel = 0;
+  int64_t sizes[kMaxLoopDims];
+  int64_t strides[N][kMaxLoopDims];  // bytes; [operand][dim], dim 0 innermost
+  char* base[N];
+};
+
+/// Builds the coalesced layout of operands that all have the same sizes.
+template <int N>
+StridedLayout<N> make_layout(const std::array<const Tensor*, N>& ops) {
+  StridedLayout<N> L;
+  const Shape& sizes = ops[0]->sizes();
+  SL_CHECK_SHAPE(static_cast<int>(sizes.size()) <= kMaxLoopDims, "cpu loop: ", sizes.size(),
+                 " dims exceed the supported ", kMaxLoopDims);
+  L.numel = shape_numel(sizes);
+  for (int k = 0; k < N; ++k) {
+    L.base[k] = static_cast<char*>(ops[k]->data_ptr());
+  }
+  // innermost first, skipping size-1 dims
+  int nd = 0;
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+    int64_t s = sizes[static_cast<size_t>(d)];
+    if (s == 1) continue;
+    L.sizes[nd] = s;
+    for (int k = 0; k < N; ++k) {
+      L.strides[k][nd] =
+          ops[k]->strides()[static_cast<size_t>(d)] * static_cast<int64_t>(ops[k]->element_size());
+    }
+    ++nd;
+  }
+  // merge dim i+1 into dim i when contiguous for every operand
+  int out = 0;
+  for (int d = 0; d < nd; ++d) {
+    if (out > 0) {
+      bool mergeable = true;
+      for (int k = 0; k < N && mergeable; ++k) {
+        mergeable = L.strides[k][d] == L.strides[k][out - 1] * L.sizes[out - 1];
+      }
+      if (mergeable) {
+        L.sizes[out - 1] *= L.sizes[d];
+        continue;
+      }
+    }
+    L.sizes[out] = L.sizes[d];
+    for (int k = 0; k < N; ++k) L.strides[k][out] = L.strides[k][d];
+    ++out;
+  }
+  if (out == 0) {  // scalar-like: one element
+    L.sizes[0] = 1;
+    for (int k = 0; k < N; ++k) L.strides[k][0] = 0;
+    out = 1;
+  }
+  L.ndim = out;
+  return L;
+}
+
+/// Runs inner(char* ptrs[N], const int64_t* inner_strides, int64_t n) over the layout, in
+/// parallel over flat index ranges.
+template <int N, class Inner>
+void for_each_strided(const StridedLayout<N>& L, const Inner& inner,
+                      int64_t grain = kElementwiseGrain) {
+  if (L.numel == 0) return;
+  parallel_for(0, L.numel, grain, [&](int64_t begin, int64_t end) {
+    int64_t idx[kMaxLoopDims];
+    char* ptrs[N];
+    // decompose begin into a multi-index
+    int64_t rem = begin;
+    for (int d = 0; d < L.ndim; ++d) {
+      idx[d] = rem % L.sizes[d];
+      rem /= L.sizes[d];
+    }
+    for (int k = 0; k < N; ++k) {
+      ptrs[k] = L.base[k];
+      for (int d = 0; d < L.ndim; ++d) ptrs[k] += idx[d] * L.strides[k][d];
+    }
+    int64_t inner_strides[N];
+    for (int k = 0; k < N; ++k) inner_strides[k] = L.strides[k][0];
+    int64_t pos = begin;
+    while (pos < end) {
+      int64_t n = L.sizes[0] - idx[0];
+      if (n > end - pos) n = end - pos;
+      inner(ptrs, inner_strides, n);
+      pos += n;
+      if (pos >= end) break;
+      // advance: innermost dim wraps, carry outward
+      for (int k = 0; k < N; ++k) ptrs[k] += n * L.strides[k][0];
+      idx[0] += n;
+      for (int d = 0; d < L.ndim - 1 && idx[d] == L.sizes[d]; ++d) {
+        for (int k = 0; k < N; ++k) {
+          ptrs[k] -= L.sizes[d] * L.strides[k][d];
+          ptrs[k] += L.strides[k][d + 1];
+        }
+        idx[d] = 0;
+        ++idx[d + 1];
+      }
+    }
+  });
+}
+
+/// out[i] = f(a[i]) with element types Out and In (C++ types matching the tensors' dtypes).
+template <class Out, class In, class F>
+void unary_loop(const Tensor& out, const Tensor& a, const F& f) {
+  auto L = make_layout<2>({&out, &a});
+  for_each_strided<2>(L, [&](char** p, const int64_t* s, int64_t n) {
+    Out* o = reinterpret_cast<Out*>(p[0]);
+    const In* x = reinterpret_cast<const In*>(p[1]);
+    if (s[0] == sizeof(Out) && s[1] == sizeof(In)) {
+      for (int64_t i = 0; i < n; ++i) o[i] = f(x[i]);
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        *reinterpret_cast<Out*>(p[0] + i * s[0]) = f(*reinterpret_cast<const In*>(p[1] + i * s[1]));
+      }
+    }
+  });
+}
+
+/// out[i] = f(a[i], b[i]).
+template <class Out, class InA, class InB, class F>
+void binary_loop(const Tensor& out, const Tensor& a, const Tensor& b, const F& f) {
+  auto L = make_layout<3>({&out, &a, &b});
+  for_each_strided<3>(L, [&](char** p, const int64_t* s, int64_t n) {
+    Out* o = reinterpret_cast<Out*>(p[0]);
+    const InA* x = reinterpret_cast<const InA*>(p[1]);
+    const InB* y = reinterpret_cast<const InB*>(p[2]);
+    if (s[0] == sizeof(Out) && s[1] == sizeof(InA) && s[2] == sizeof(InB)) {
+      for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], y[i]);
+    } else if (s[0] == sizeof(Out) && s[1] == sizeof(InA) && s[2] == 0) {
+      const InB yv = *y;
+      for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], yv);
+    } else if (s[0] == sizeof(Out) && s[1] == 0 && s[2] == sizeof(InB)) {
+      const InA xv = *x;
+      for (int64_t i = 0; i < n; ++i) o[i] = f(xv, y[i]);
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        *reinterpret_cast<Out*>(p[0] + i * s[0]) =
+            f(*reinterpret_cast<const InA*>(p[1] + i * s[1]),
+              *reinterpret_cast<const InB*>(p[2] + i * s[2]));
+      }
+    }
+  });
+}
+
+/// out[i] = f(a[i], b[i], c[i]).
+template <class Out, class InA, class InB, class InC, class F>
+void ternary_loop(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c,
+                  const F& f) {
+  auto L = make_layout<4>({&out, &a, &b, &c});
+  for_each_strided<4>(L, [&](char** p, const int64_t* s, int64_t n) {
+    if (s[0] == sizeof(Out) && s[1] == sizeof(InA) && s[2] == sizeof(InB) &&
+        s[3] == sizeof(InC)) {
+      Out* o = reinterpret_cast<Out*>(p[0]);
+      const InA* x = reinterpret_cast<const InA*>(p[1]);
+      const InB* y = reinterpret_cast<const InB*>(p[2]);
+      const InC* z = reinterpret_cast<const InC*>(p[3]);
+      for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], y[i], z[i]);
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        *reinterpret_cast<Out*>(p[0] + i * s[0]) =
+            f(*reinterpret_cast<const InA*>(p[1] + i * s[1]),
+              *reinterpret_cast<const InB*>(p[2] + i * s[2]),
+              *reinterpret_cast<const InC*>(p[3] + i * s[3]));
+      }
+    }
+  });
+}
+
+}  // namespace sl::cpu

@@ -1,0 +1,127 @@
+// CPU GEMM: OpenBLAS (cblas) for f32/f64 when available, Eigen otherwise and for other dtypes.
+// 16-bit floats are widened to f32, multiplied, and rounded back.
+#include <Eigen/Core>
+
+#include "core/cpu/loops.h"
+#include "core/ops/copy.h"
+#include "core/ops/matmul.h"
+#include "core/ops/view.h"
+
+#if SL_HAVE_CBLAS
+#include <cblas.h>
+#endif
+
+namespace sl::cpu {
+namespace {
+
+/// How a [rows, cols] matrix view can be passed to a BLAS: row-major with leading dim `ld`,
+/// possibly transposed. `ok` is false when neither stride is 1 (a copy is needed).
+struct MatLayout {
+  bool ok = false;
+  bool trans = false;
+  int64_t ld = 0;
+};
+
+MatLayout blas_layout(int64_t rows, int64_t cols, int64_t s_row, int64_t s_col) {
+  MatLayout m;
+  if (s_col == 1 && (s_row >= std::max<int64_t>(1, cols) || rows == 1)) {
+    m.ok = true;
+    m.ld = rows == 1 ? std::max<int64_t>(1, cols) : s_row;
+  } else if (s_row == 1 && (s_col >= std::max<int64_t>(1, rows) || cols == 1)) {
+    m.ok = true;
+    m.trans = true;
+    m.ld = cols == 1 ? std::max<int64_t>(1, rows) : s_col;
+  }
+  return m;
+}
+
+template <class T>
+void gemm_eigen(int64_t M, int64_t N, int64_t K, const T* a, int64_t sam, int64_t sak, const T* b,
+                int64_t sbk, int64_t sbn, T* c, T alpha, T beta) {
+  using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using Strides = Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>;
+  Eigen::Map<const Mat, 0, Strides> A(a, M, K, Strides(sam, sak));
+  Eigen::Map<const Mat, 0, Strides> B(b, K, N, Strides(sbk, sbn));
+  Eigen::Map<Mat> C(c, M, N);
+  if (beta == T(0)) {
+    C.noalias() = alpha * (A * B);
+  } else {
+    C *= beta;
+    C.noalias() += alpha * (A * B);
+  }
+}
+
+template <class T>
+void bmm_typed(const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha_s,
+               Scalar beta_s) {
+  const int64_t B = a.size(0), M = a.size(1), K = a.size(2), N = b.size(2);
+  const T alpha = alpha_s.to<T>(), beta = beta_s.to<T>();
+  const T* pa = a.data_ptr<T>();
+  const T* pb = b.data_ptr<T>();
+  T* pc = out.data_ptr<T>();
+  const int64_t sab = a.stride(0), sam = a.stride(1), sak = a.stride(2);
+  const int64_t sbb = b.stride(0), sbk = b.stride(1), sbn = b.stride(2);
+#if SL_HAVE_CBLAS
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    MatLayout la = blas_layout(M, K, sam, sak), lb = blas_layout(K, N, sbk, sbn);
+    if (la.ok && lb.ok) {
+      for (int64_t p = 0; p < B; ++p) {
+        auto ta = la.trans ? CblasTrans : CblasNoTrans;
+        auto tb = lb.trans ? CblasTrans : CblasNoTrans;
+        if constexpr (std::is_same_v<T, float>) {
+          cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(M), static_cast<int>(N),
+                      static_cast<int>(K), alpha, pa + p * sab, static_cast<int>(la.ld),
+                      pb + p * sbb, static_cast<int>(lb.ld), beta, pc + p * M * N,
+                      static_cast<int>(N));
+        } else {
+          cblas_dgemm(CblasRowMajor, ta, tb, static_cast<int>(M), static_cast<int>(N),
+                      static_cast<int>(K), alpha, pa + p * sab, static_cast<int>(la.ld),
+                      pb + p * sbb, static_cast<int>(lb.ld), beta, pc + p * M * N,
+                      static_cast<int>(N));
+        }
+      }
+      return;
+    }
+  }
+#endif
+  parallel_for(0, B, 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t p = b0; p < b1; ++p) {
+      gemm_eigen<T>(M, N, K, pa + p * sab, sam, sak, pb + p * sbb, sbk, sbn, pc + p * M * N, alpha,
+                    beta);
+    }
+  });
+}
+
+void bmm_cpu(const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha, Scalar beta) {
+  // BLAS needs one unit stride per matrix; copy the operands that have none.
+  auto fix = [](const Tensor& t) {
+    MatLayout l = blas_layout(t.size(1), t.size(2), t.stride(1), t.stride(2));
+    return l.ok ? t : ops::contiguous(t, true);
+  };
+  switch (a.dtype()) {
+    case DType::f32:
+      return bmm_typed<float>(out, fix(a), fix(b), alpha, beta);
+    case DType::f64:
+      return bmm_typed<double>(out, fix(a), fix(b), alpha, beta);
+    case DType::i64:
+      return bmm_typed<int64_t>(out, a, b, alpha, beta);
+    case DType::i32:
+      return bmm_typed<int32_t>(out, a, b, alpha, beta);
+    case DType::f16:
+    case DType::bf16: {
+      Tensor a32 = ops::cast(a, DType::f32), b32 = ops::cast(b, DType::f32);
+      Tensor o32 = ops::empty(out.sizes(), DType::f32, out.device());
+      if (beta.to_double() != 0.0) ops::copy_(o32, out);
+      bmm_typed<float>(o32, fix(a32), fix(b32), alpha, beta);
+      ops::copy_(out, o32);
+      return;
+    }
+    default:
+      detail::throw_error<DTypeError>("bmm: unsupported dtype ", dtype_name(a.dtype()));
+  }
+}
+
+SL_REGISTER_KERNEL(bmm_kernel, DeviceKind::cpu, &bmm_cpu);
+
+}  // namespace
+}  // namespace sl::cpu

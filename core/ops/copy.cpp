@@ -1,0 +1,94 @@
+#include "core/ops/copy.h"
+
+#include "core/allocator.h"
+
+namespace sl {
+
+SL_DEFINE_KERNEL(copy_kernel, void(const Tensor& dst, const Tensor& src));
+SL_DEFINE_KERNEL(fill_kernel, void(const Tensor& dst, Scalar value));
+
+namespace ops {
+
+Tensor empty(const Shape& sizes, DType dtype, Device device) {
+  int64_t n = shape_numel(sizes);
+  size_t elem = dtype_size(dtype);
+  SL_CHECK(n <= static_cast<int64_t>(INT64_MAX / static_cast<int64_t>(elem)), "empty: shape ",
+           shape_str(sizes), " of ", dtype_name(dtype), " needs more than 2^63 bytes");
+  auto storage = std::make_shared<Storage>(static_cast<size_t>(n) * elem, device);
+  return Tensor(std::make_shared<TensorImpl>(std::move(storage), sizes, contiguous_strides(sizes),
+                                             0, dtype));
+}
+
+Tensor empty_like(const Tensor& t) { return empty(t.sizes(), t.dtype(), t.device()); }
+Tensor empty_like(const Tensor& t, DType dtype) { return empty(t.sizes(), dtype, t.device()); }
+
+void check_defined(const char* op, const Tensor& t, const char* arg) {
+  SL_CHECK(t.defined(), op, ": ", arg, " is an undefined tensor");
+}
+
+void check_same_device(const char* op, std::initializer_list<const Tensor*> ts) {
+  const Tensor* first = nullptr;
+  for (const Tensor* t : ts) {
+    if (!t->defined()) continue;
+    if (!first) {
+      first = t;
+      continue;
+    }
+    SL_CHECK_DEVICE(t->device() == first->device(), op,
+                    ": expected all tensors on the same device, got ", first->device(), " and ",
+                    t->device());
+  }
+}
+
+void copy_(const Tensor& dst, const Tensor& src) {
+  check_defined("copy_", dst, "destination");
+  check_defined("copy_", src, "source");
+  Tensor s = src;
+  if (src.sizes() != dst.sizes()) {
+    Shape b = broadcast_shapes(dst.sizes(), src.sizes(), "copy_");
+    SL_CHECK_SHAPE(b == dst.sizes(), "copy_: source of shape ", shape_str(src.sizes()),
+                   " does not broadcast to destination shape ", shape_str(dst.sizes()));
+    s = src.expand(dst.sizes());
+  }
+  if (dst.numel() == 0) return;
+  // Cross-device copies go to the non-CPU backend; logical CPU devices share host memory.
+  DeviceKind k = dst.device().is_cpu() ? s.device().kind : dst.device().kind;
+  copy_kernel(k, dst, s);
+  dst.bump_version();
+}
+
+void fill_(const Tensor& dst, Scalar value) {
+  check_defined("fill_", dst);
+  if (dst.numel() > 0) fill_kernel(dst.device().kind, dst, value);
+  dst.bump_version();
+}
+
+Tensor contiguous(const Tensor& t, bool force_copy) {
+  if (t.is_contiguous() && !force_copy) return t;
+  Tensor out = empty_like(t);
+  copy_(out, t);
+  return out;
+}
+
+Tensor cast(const Tensor& t, DType dtype, bool force_copy) {
+  if (t.dtype() == dtype && !force_copy) return t;
+  Tensor out = empty_like(t, dtype);
+  copy_(out, t);
+  return out;
+}
+
+Tensor to_device(const Tensor& t, Device device, bool force_copy) {
+  if (t.device() == device && !force_copy) return t;
+  Tensor out = empty(t.sizes(), t.dtype(), device);
+  copy_(out, t);
+  return out;
+}
+
+Tensor scalar_tensor(Scalar value, DType dtype, Device device) {
+  Tensor out = empty({}, dtype, device);
+  fill_(out, value);
+  return out;
+}
+
+}  // namespace ops
+}  // namespace sl

@@ -1,0 +1,42 @@
+// The "copy" family: allocation, copy between any dtypes/layouts/devices, fill, cast.
+// These are the non-differentiable building blocks every other op uses.
+#pragma once
+
+#include "core/dispatch.h"
+#include "core/tensor.h"
+
+namespace sl {
+
+/// dst and src have the same sizes (src already expanded); any strides and dtypes. A backend
+/// registers this for its kind; copies between devices go to the non-CPU kind's kernel.
+SL_DECLARE_KERNEL(copy_kernel, void(const Tensor& dst, const Tensor& src));
+/// Sets every element of dst (any strides) to value converted to dst's dtype.
+SL_DECLARE_KERNEL(fill_kernel, void(const Tensor& dst, Scalar value));
+
+namespace ops {
+
+/// Uninitialised contiguous tensor.
+Tensor empty(const Shape& sizes, DType dtype, Device device);
+/// Uninitialised contiguous tensor with t's sizes, dtype and device.
+Tensor empty_like(const Tensor& t);
+Tensor empty_like(const Tensor& t, DType dtype);
+/// Copies src into dst: broadcasts src to dst's shape, converts dtype, crosses devices.
+/// Throws ShapeError when src does not broadcast to dst.
+void copy_(const Tensor& dst, const Tensor& src);
+/// Fills dst with value (converted to dst's dtype).
+void fill_(const Tensor& dst, Scalar value);
+/// A contiguous copy of t (or t itself when already contiguous and !force_copy).
+Tensor contiguous(const Tensor& t, bool force_copy = false);
+/// t converted to dtype (t itself when equal and !force_copy). Not differentiable.
+Tensor cast(const Tensor& t, DType dtype, bool force_copy = false);
+/// t on device (t itself when already there and !force_copy). Not differentiable.
+Tensor to_device(const Tensor& t, Device device, bool force_copy = false);
+/// A 0-d tensor holding value with the given dtype on device.
+Tensor scalar_tensor(Scalar value, DType dtype, Device device);
+/// Throws DeviceError unless every defined tensor lives on the same device as the first.
+void check_same_device(const char* op, std::initializer_list<const Tensor*> ts);
+/// Throws ValueError naming op when t is undefined.
+void check_defined(const char* op, const Tensor& t, const char* arg = "input");
+
+}  // namespace ops
+}  // namespace sl

@@ -1,0 +1,243 @@
+#include "core/ops/elementwise.h"
+
+#include "core/ops/copy.h"
+
+namespace sl {
+
+SL_DEFINE_KERNEL(unary_kernel, void(UnaryOp op, const Tensor& out, const Tensor& in));
+SL_DEFINE_KERNEL(binary_kernel, void(BinaryOp op, const Tensor& out, const Tensor& a,
+                                     const Tensor& b, Scalar alpha));
+SL_DEFINE_KERNEL(where_kernel,
+                 void(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b));
+SL_DEFINE_KERNEL(clamp_kernel, void(const Tensor& out, const Tensor& in, std::optional<Scalar> lo,
+                                    std::optional<Scalar> hi));
+
+const char* unary_op_name(UnaryOp op) {
+  static const char* names[] = {"neg",   "abs",        "exp",     "log",     "log1p",
+                                "expm1", "sqrt",       "rsqrt",   "square",  "reciprocal",
+                                "tanh",  "sigmoid",    "relu",    "gelu",    "gelu_tanh",
+                                "silu",  "sin",        "cos",     "sign",    "erf",
+                                "floor", "ceil",       "round",   "trunc",   "logical_not",
+                                "isnan", "isinf",      "isfinite"};
+  static_assert(sizeof(names) / sizeof(names[0]) == static_cast<size_t>(UnaryOp::count_));
+  return names[static_cast<int>(op)];
+}
+
+const char* binary_op_name(BinaryOp op) {
+  static const char* names[] = {"add",
+                                "sub",
+                                "mul",
+                                "div",
+                                "pow",
+                                "maximum",
+                                "minimum",
+                                "atan2",
+                                "fmod",
+                                "remainder",
+                                "eq",
+                                "ne",
+                                "lt",
+                                "le",
+                                "gt",
+                                "ge",
+                                "logical_and",
+                                "logical_or",
+                                "logical_xor",
+                                "relu_backward",
+                                "sigmoid_backward",
+                                "tanh_backward",
+                                "gelu_backward",
+                                "gelu_tanh_backward",
+                                "silu_backward"};
+  static_assert(sizeof(names) / sizeof(names[0]) == static_cast<size_t>(BinaryOp::count_));
+  return names[static_cast<int>(op)];
+}
+
+namespace ops {
+
+namespace {
+int category(DType t) { return is_bool(t) ? 0 : is_integral(t) ? 1 : 2; }
+
+bool needs_float_result(BinaryOp op) {
+  return op == BinaryOp::div || op == BinaryOp::atan2 || op >= BinaryOp::relu_backward;
+}
+
+/// A 0-d CPU tensor used with a tensor on another device acts as a scalar (as in PyTorch).
+Tensor move_scalar_to(const Tensor& t, Device d) {
+  if (t.device() == d) return t;
+  if (t.dim() == 0 && t.is_cpu()) return to_device(t, d);
+  return t;
+}
+}  // namespace
+
+DType result_type(const Tensor& a, const Tensor& b) {
+  bool da = a.dim() > 0, db = b.dim() > 0;
+  if (da == db) return promote_types(a.dtype(), b.dtype());
+  const Tensor& dimmed = da ? a : b;
+  const Tensor& zero = da ? b : a;
+  if (category(zero.dtype()) > category(dimmed.dtype())) return zero.dtype();
+  return dimmed.dtype();
+}
+
+DType result_type(const Tensor& a, Scalar b) {
+  DType sd = b.natural_dtype();
+  if (category(sd) > category(a.dtype())) return sd;
+  return a.dtype();
+}
+
+Tensor unary(UnaryOp op, const Tensor& in) {
+  const char* name = unary_op_name(op);
+  check_defined(name, in);
+  Tensor x = in;
+  if (unary_op_needs_float(op) && !is_floating(x.dtype())) x = cast(x, kDefaultFloat);
+  SL_CHECK_DTYPE(!(op == UnaryOp::neg && is_bool(x.dtype())), name,
+                 ": negation is not supported for bool tensors; use logical_not");
+  Tensor out = empty(x.sizes(), unary_op_is_predicate(op) ? DType::b8 : x.dtype(), x.device());
+  if (out.numel() > 0) unary_kernel(x.device().kind, op, out, x);
+  return out;
+}
+
+void unary_(UnaryOp op, const Tensor& self) {
+  const char* name = unary_op_name(op);
+  check_defined(name, self);
+  SL_CHECK_DTYPE(!unary_op_is_predicate(op) || is_bool(self.dtype()), name,
+                 "_: result type bool cannot be stored in place in a ", dtype_name(self.dtype()),
+                 " tensor");
+  SL_CHECK_DTYPE(!unary_op_needs_float(op) || is_floating(self.dtype()), name,
+                 "_: result type float cannot be stored in place in a ", dtype_name(self.dtype()),
+                 " tensor");
+  if (self.numel() > 0) unary_kernel(self.device().kind, op, self, self);
+  self.bump_version();
+}
+
+Tensor binary(BinaryOp op, const Tensor& a_in, const Tensor& b_in, Scalar alpha) {
+  const char* name = binary_op_name(op);
+  check_defined(name, a_in, "first operand");
+  check_defined(name, b_in, "second operand");
+  Tensor a = move_scalar_to(a_in, b_in.device());
+  Tensor b = move_scalar_to(b_in, a.device());
+  check_same_device(name, {&a, &b});
+  DType ct = result_type(a, b);
+  if (needs_float_result(op) && !is_floating(ct)) ct = kDefaultFloat;
+  SL_CHECK_DTYPE(!((op == BinaryOp::sub) && is_bool(ct)), name,
+                 ": subtraction of bool tensors is not supported; use logical_xor");
+  Shape shape = a.sizes() == b.sizes() ? a.sizes() : broadcast_shapes(a.sizes(), b.sizes(), name);
+  if (a.dtype() != ct) a = cast(a, ct);
+  if (b.dtype() != ct) b = cast(b, ct);
+  if (a.sizes() != shape) a = a.expand(shape);
+  if (b.sizes() != shape) b = b.expand(shape);
+  Tensor out = empty(shape, binary_op_is_predicate(op) ? DType::b8 : ct, a.device());
+  if (out.numel() > 0) binary_kernel(a.device().kind, op, out, a, b, alpha);
+  return out;
+}
+
+Tensor binary(BinaryOp op, const Tensor& a, Scalar b) {
+  check_defined(binary_op_name(op), a);
+  return binary(op, a, scalar_tensor(b, result_type(a, b), a.device()));
+}
+
+Tensor binary(BinaryOp op, Scalar a, const Tensor& b) {
+  check_defined(binary_op_name(op), b);
+  return binary(op, scalar_tensor(a, result_type(b, a), b.device()), b);
+}
+
+void binary_(BinaryOp op, const Tensor& self, const Tensor& b_in, Scalar alpha) {
+  const char* name = binary_op_name(op);
+  check_defined(name, self);
+  check_defined(name, b_in, "second operand");
+  Tensor b = move_scalar_to(b_in, self.device());
+  check_same_device(name, {&self, &b});
+  DType ct = result_type(self, b);
+  if (needs_float_result(op) && !is_floating(ct)) ct = kDefaultFloat;
+  SL_CHECK_DTYPE(!binary_op_is_predicate(op) || is_bool(self.dtype()), name,
+                 "_: result type bool cannot be stored in place in a ", dtype_name(self.dtype()),
+                 " tensor");
+  SL_CHECK_DTYPE(category(ct) <= category(self.dtype()) || binary_op_is_predicate(op), name,
+                 "_: result type ", dtype_name(ct), " cannot be cast to the in-place output's ",
+                 dtype_name(self.dtype()));
+  if (b.sizes() != self.sizes()) {
+    Shape s = broadcast_shapes(self.sizes(), b.sizes(), name);
+    SL_CHECK_SHAPE(s == self.sizes(), name, "_: output of shape ", shape_str(self.sizes()),
+                   " does not match the broadcast shape ", shape_str(s));
+    b = b.expand(self.sizes());
+  }
+  // compute in self's dtype (PyTorch computes in the promoted type then casts; for the floating
+  // types both agree to rounding, and integer self never receives a float result)
+  if (!binary_op_is_predicate(op) && b.dtype() != self.dtype()) b = cast(b, self.dtype());
+  Tensor a = self;
+  if (binary_op_is_predicate(op) && b.dtype() != self.dtype()) {
+    a = cast(self, ct);
+    b = cast(b, ct);
+  }
+  if (self.numel() > 0) binary_kernel(self.device().kind, op, self, a, b, alpha);
+  self.bump_version();
+}
+
+void binary_(BinaryOp op, const Tensor& self, Scalar b) {
+  check_defined(binary_op_name(op), self);
+  binary_(op, self, scalar_tensor(b, result_type(self, b), self.device()));
+}
+
+Tensor where(const Tensor& cond_in, const Tensor& a_in, const Tensor& b_in) {
+  check_defined("where", cond_in, "condition");
+  check_defined("where", a_in, "first value");
+  check_defined("where", b_in, "second value");
+  Tensor a = move_scalar_to(a_in, cond_in.device());
+  Tensor b = move_scalar_to(b_in, cond_in.device());
+  check_same_device("where", {&cond_in, &a, &b});
+  SL_CHECK_DTYPE(is_bool(cond_in.dtype()), "where: condition must be bool, got ",
+                 dtype_name(cond_in.dtype()));
+  DType ct = result_type(a, b);
+  Shape shape = broadcast_shapes(broadcast_shapes(cond_in.sizes(), a.sizes(), "where"), b.sizes(),
+                                 "where");
+  Tensor c = cond_in.sizes() == shape ? cond_in : cond_in.expand(shape);
+  if (a.dtype() != ct) a = cast(a, ct);
+  if (b.dtype() != ct) b = cast(b, ct);
+  if (a.sizes() != shape) a = a.expand(shape);
+  if (b.sizes() != shape) b = b.expand(shape);
+  Tensor out = empty(shape, ct, c.device());
+  if (out.numel() > 0) where_kernel(c.device().kind, out, c, a, b);
+  return out;
+}
+
+Tensor clamp(const Tensor& in, std::optional<Scalar> lo, std::optional<Scalar> hi) {
+  check_defined("clamp", in);
+  SL_CHECK(lo || hi, "clamp: at least one of min and max must be given");
+  SL_CHECK_DTYPE(!is_bool(in.dtype()), "clamp: not supported for bool tensors");
+  Tensor x = in;
+  if (!is_floating(x.dtype()) && ((lo && lo->is_floating()) || (hi && hi->is_floating()))) {
+    x = cast(x, kDefaultFloat);
+  }
+  Tensor out = empty_like(x);
+  if (out.numel() > 0) clamp_kernel(x.device().kind, out, x, lo, hi);
+  return out;
+}
+
+void clamp_(const Tensor& self, std::optional<Scalar> lo, std::optional<Scalar> hi) {
+  check_defined("clamp_", self);
+  SL_CHECK(lo || hi, "clamp_: at least one of min and max must be given");
+  SL_CHECK_DTYPE(!is_bool(self.dtype()), "clamp_: not supported for bool tensors");
+  if (self.numel() > 0) clamp_kernel(self.device().kind, self, self, lo, hi);
+  self.bump_version();
+}
+
+Tensor masked_fill(const Tensor& in, const Tensor& mask, Scalar value) {
+  check_defined("masked_fill", in);
+  check_defined("masked_fill", mask, "mask");
+  SL_CHECK_DTYPE(is_bool(mask.dtype()), "masked_fill: mask must be bool, got ",
+                 dtype_name(mask.dtype()));
+  Tensor v = scalar_tensor(value, in.dtype(), in.device());
+  Tensor m = move_scalar_to(mask, in.device());
+  Shape s = broadcast_shapes(in.sizes(), m.sizes(), "masked_fill");
+  SL_CHECK_SHAPE(s == in.sizes(), "masked_fill: mask of shape ", shape_str(mask.sizes()),
+                 " does not broadcast to the input's shape ", shape_str(in.sizes()));
+  return where(m, v, in);
+}
+
+void masked_fill_(const Tensor& self, const Tensor& mask, Scalar value) {
+  Tensor r = masked_fill(self, mask, value);
+  copy_(self, r);
+}
+
+}  // namespace ops
+}  // namespace sl

@@ -1,0 +1,111 @@
+// The "elementwise" family: unary and binary maps with NumPy broadcasting and PyTorch's type
+// promotion, ternary where, clamp. Not differentiable (see autograd/ops/elementwise.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "core/dispatch.h"
+#include "core/tensor.h"
+
+namespace sl {
+
+enum class UnaryOp : uint8_t {
+  neg, abs, exp, log, log1p, expm1, sqrt, rsqrt, square, reciprocal, tanh, sigmoid, relu,
+  gelu,       // exact: x * Phi(x)
+  gelu_tanh,  // tanh approximation
+  silu, sin, cos, sign, erf, floor, ceil, round, trunc,
+  logical_not, isnan, isinf, isfinite,  // bool results
+  count_
+};
+const char* unary_op_name(UnaryOp op);
+/// True for ops whose result is bool whatever the input.
+constexpr bool unary_op_is_predicate(UnaryOp op) {
+  return op == UnaryOp::logical_not || op == UnaryOp::isnan || op == UnaryOp::isinf ||
+         op == UnaryOp::isfinite;
+}
+/// True for ops that need a floating input (integers are promoted to float32 first).
+constexpr bool unary_op_needs_float(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::neg:
+    case UnaryOp::abs:
+    case UnaryOp::square:
+    case UnaryOp::relu:
+    case UnaryOp::sign:
+    case UnaryOp::floor:
+    case UnaryOp::ceil:
+    case UnaryOp::round:
+    case UnaryOp::trunc:
+    case UnaryOp::logical_not:
+    case UnaryOp::isnan:
+    case UnaryOp::isinf:
+    case UnaryOp::isfinite:
+      return false;
+    default:
+      return true;
+  }
+}
+
+enum class BinaryOp : uint8_t {
+  add,  // a + alpha * b
+  sub,  // a - alpha * b
+  mul, div, pow, maximum, minimum, atan2, fmod, remainder,
+  eq, ne, lt, le, gt, ge,                   // bool results
+  logical_and, logical_or, logical_xor,     // bool results
+  // Fused backward helpers: a = incoming gradient, b = saved tensor (x or y as named).
+  relu_backward,       // a * (b > 0), b = x (or y)
+  sigmoid_backward,    // a * b * (1 - b), b = y
+  tanh_backward,       // a * (1 - b^2), b = y
+  gelu_backward,       // a * d/dx gelu(x), b = x
+  gelu_tanh_backward,  // a * d/dx gelu_tanh(x), b = x
+  silu_backward,       // a * d/dx silu(x), b = x
+  count_
+};
+const char* binary_op_name(BinaryOp op);
+constexpr bool binary_op_is_predicate(BinaryOp op) {
+  return op >= BinaryOp::eq && op <= BinaryOp::logical_xor;
+}
+
+/// out = op(in); out and in have the same sizes. CPU: in has out's dtype, except for predicates
+/// (out is bool). Any strides.
+SL_DECLARE_KERNEL(unary_kernel, void(UnaryOp op, const Tensor& out, const Tensor& in));
+/// out = op(a, b); a and b are expanded to out's sizes and share one dtype (out is bool for
+/// predicates, else that dtype). `alpha` scales b for add/sub.
+SL_DECLARE_KERNEL(binary_kernel,
+                  void(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b,
+                       Scalar alpha));
+/// out = cond ? a : b; cond is bool; all expanded to out's sizes; a, b have out's dtype.
+SL_DECLARE_KERNEL(where_kernel,
+                  void(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b));
+/// out = min(max(in, lo), hi) with optional bounds; same dtype.
+SL_DECLARE_KERNEL(clamp_kernel, void(const Tensor& out, const Tensor& in,
+                                     std::optional<Scalar> lo, std::optional<Scalar> hi));
+
+namespace ops {
+
+/// PyTorch's result_type for two operands: tensors with dims outrank 0-d tensors within a
+/// category (bool < integer < floating).
+DType result_type(const Tensor& a, const Tensor& b);
+/// result_type for a tensor and a wrapped number.
+DType result_type(const Tensor& a, Scalar b);
+
+Tensor unary(UnaryOp op, const Tensor& in);
+/// In place; throws DTypeError when the result type cannot be stored in self (predicates, or
+/// float ops on integer tensors).
+void unary_(UnaryOp op, const Tensor& self);
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, Scalar alpha = 1);
+Tensor binary(BinaryOp op, const Tensor& a, Scalar b);
+Tensor binary(BinaryOp op, Scalar a, const Tensor& b);
+/// self = op(self, b). b must broadcast to self's shape; the result is cast to self's dtype
+/// (floating into integer throws DTypeError, as in PyTorch).
+void binary_(BinaryOp op, const Tensor& self, const Tensor& b, Scalar alpha = 1);
+void binary_(BinaryOp op, const Tensor& self, Scalar b);
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+Tensor clamp(const Tensor& in, std::optional<Scalar> lo, std::optional<Scalar> hi);
+void clamp_(const Tensor& self, std::optional<Scalar> lo, std::optional<Scalar> hi);
+/// in with `value` where mask (bool, broadcastable to in) is true.
+Tensor masked_fill(const Tensor& in, const Tensor& mask, Scalar value);
+void masked_fill_(const Tensor& self, const Tensor& mask, Scalar value);
+
+}  // namespace ops
+}  // namespace sl

@@ -1,0 +1,121 @@
+#include "core/ops/matmul.h"
+
+#include "core/ops/copy.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/view.h"
+
+namespace sl {
+
+SL_DEFINE_KERNEL(bmm_kernel, void(const Tensor& out, const Tensor& a, const Tensor& b,
+                                  Scalar alpha, Scalar beta));
+
+namespace ops {
+
+namespace {
+void check_pair(const char* op, const Tensor& a, const Tensor& b) {
+  check_defined(op, a, "first operand");
+  check_defined(op, b, "second operand");
+  check_same_device(op, {&a, &b});
+  SL_CHECK_DTYPE(a.dtype() == b.dtype(), op, ": expected both operands to have the same dtype, got ",
+                 dtype_name(a.dtype()), " and ", dtype_name(b.dtype()));
+  SL_CHECK_DTYPE(!is_bool(a.dtype()), op, ": not supported for bool tensors");
+}
+
+/// [B,M,K] @ [B,K,N] after all checks.
+Tensor bmm_unchecked(const Tensor& a, const Tensor& b) {
+  Tensor out = empty({a.size(0), a.size(1), b.size(2)}, a.dtype(), a.device());
+  if (out.numel() == 0) return out;
+  if (a.size(2) == 0) {
+    fill_(out, 0);
+    return out;
+  }
+  bmm_kernel(a.device().kind, out, a, b, Scalar(1), Scalar(0));
+  return out;
+}
+}  // namespace
+
+Tensor mm(const Tensor& a, const Tensor& b) {
+  check_pair("mm", a, b);
+  SL_CHECK_SHAPE(a.dim() == 2 && b.dim() == 2, "mm: expected 2-d tensors, got ",
+                 shape_str(a.sizes()), " and ", shape_str(b.sizes()));
+  SL_CHECK_SHAPE(a.size(1) == b.size(0), "mm: shapes ", shape_str(a.sizes()), " and ",
+                 shape_str(b.sizes()), " cannot be multiplied (", a.size(1), " vs ", b.size(0),
+                 ")");
+  return view(bmm_unchecked(unsqueeze(a, 0), unsqueeze(b, 0)), {a.size(0), b.size(1)});
+}
+
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  check_pair("bmm", a, b);
+  SL_CHECK_SHAPE(a.dim() == 3 && b.dim() == 3, "bmm: expected 3-d tensors, got ",
+                 shape_str(a.sizes()), " and ", shape_str(b.sizes()));
+  SL_CHECK_SHAPE(a.size(0) == b.size(0) && a.size(2) == b.size(1), "bmm: shapes ",
+                 shape_str(a.sizes()), " and ", shape_str(b.sizes()),
+                 " cannot be multiplied (batch ", a.size(0), " vs ", b.size(0), ", inner ",
+                 a.size(2), " vs ", b.size(1), ")");
+  return bmm_unchecked(a, b);
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  check_pair("matmul", a, b);
+  SL_CHECK_SHAPE(a.dim() >= 1 && b.dim() >= 1, "matmul: both operands need at least 1 dim, got ",
+                 shape_str(a.sizes()), " and ", shape_str(b.sizes()));
+  Tensor a2 = a.dim() == 1 ? unsqueeze(a, 0) : a;
+  Tensor b2 = b.dim() == 1 ? unsqueeze(b, 1) : b;
+  int64_t M = a2.size(-2), K = a2.size(-1), N = b2.size(-1);
+  SL_CHECK_SHAPE(K == b2.size(-2), "matmul: shapes ", shape_str(a.sizes()), " and ",
+                 shape_str(b.sizes()), " cannot be multiplied (", K, " vs ", b2.size(-2), ")");
+  Shape ba(a2.sizes().begin(), a2.sizes().end() - 2);
+  Shape bb(b2.sizes().begin(), b2.sizes().end() - 2);
+  Tensor out;
+  Shape batch;
+  if (bb.empty()) {
+    // [..., M, K] @ [K, N]: fold the batch into M (the linear-layer case), one GEMM.
+    batch = ba;
+    int64_t rows = shape_numel(ba) * M;
+    out = view(bmm_unchecked(unsqueeze(reshape(a2, {rows, K}), 0), unsqueeze(b2, 0)), {rows, N});
+  } else {
+    batch = broadcast_shapes(ba, bb, "matmul");
+    int64_t nb = shape_numel(batch);
+    Shape sa = batch, sb = batch;
+    sa.insert(sa.end(), {M, K});
+    sb.insert(sb.end(), {K, N});
+    Tensor A = reshape(expand(a2, sa), {nb, M, K});
+    Tensor B = reshape(expand(b2, sb), {nb, K, N});
+    out = bmm_unchecked(A, B);
+  }
+  Shape os = batch;
+  if (a.dim() > 1) os.push_back(M);
+  if (b.dim() > 1) os.push_back(N);
+  return view(out, os);
+}
+
+Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, Scalar beta, Scalar alpha) {
+  check_defined("addmm", bias, "bias");
+  Tensor p = mm(a, b);
+  check_same_device("addmm", {&bias, &a});
+  if (alpha.to_double() != 1.0) p = binary(BinaryOp::mul, p, alpha);
+  if (beta.to_double() == 0.0) return p;
+  Shape s = broadcast_shapes(bias.sizes(), p.sizes(), "addmm");
+  SL_CHECK_SHAPE(s == p.sizes(), "addmm: bias of shape ", shape_str(bias.sizes()),
+                 " does not broadcast to the product's shape ", shape_str(p.sizes()));
+  return binary(BinaryOp::add, p, bias, beta);
+}
+
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  check_defined("linear", x);
+  check_defined("linear", w, "weight");
+  SL_CHECK_SHAPE(w.dim() == 2, "linear: weight must be 2-d [out, in], got ", shape_str(w.sizes()));
+  SL_CHECK_SHAPE(x.dim() >= 1 && x.size(-1) == w.size(1), "linear: input of shape ",
+                 shape_str(x.sizes()), " does not match weight ", shape_str(w.sizes()),
+                 " (expected last dim ", w.size(1), ")");
+  Tensor y = matmul(x, transpose(w, 0, 1));
+  if (bias.defined()) {
+    SL_CHECK_SHAPE(bias.dim() == 1 && bias.size(0) == w.size(0), "linear: bias of shape ",
+                   shape_str(bias.sizes()), " does not match weight ", shape_str(w.sizes()));
+    binary_(BinaryOp::add, y, bias);
+  }
+  return y;
+}
+
+}  // namespace ops
+}  // namespace sl

@@ -1,0 +1,32 @@
+// The "matmul" family: batched GEMM and everything built on it (mm, bmm, matmul with
+// broadcasting, addmm, linear, outer, dot). Not differentiable (see autograd/ops/matmul.h).
+#pragma once
+
+#include "core/dispatch.h"
+#include "core/tensor.h"
+
+namespace sl {
+
+/// out[p] = beta * out[p] + alpha * a[p] @ b[p] for p < B, with a [B, M, K], b [B, K, N] of any
+/// strides (a batch stride may be 0) and out a contiguous [B, M, N]; all the same dtype. With
+/// beta == 0, out's previous contents are ignored (NaN included).
+SL_DECLARE_KERNEL(bmm_kernel, void(const Tensor& out, const Tensor& a, const Tensor& b,
+                                   Scalar alpha, Scalar beta));
+
+namespace ops {
+
+/// [M, K] @ [K, N] -> [M, N]. Throws ShapeError / DTypeError / DeviceError.
+Tensor mm(const Tensor& a, const Tensor& b);
+/// [B, M, K] @ [B, K, N] -> [B, M, N].
+Tensor bmm(const Tensor& a, const Tensor& b);
+/// torch.matmul semantics: 1-d operands are promoted and the added dim removed; batch dims
+/// broadcast.
+Tensor matmul(const Tensor& a, const Tensor& b);
+/// beta * bias + alpha * (a @ b), bias broadcast to [M, N].
+Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, Scalar beta = 1,
+             Scalar alpha = 1);
+/// x @ w^T + bias for x [..., in], w [out, in], bias [out] (optional).
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias);
+
+}  // namespace ops
+}  // namespace sl

@@ -1,0 +1,22 @@
+// Shardlight's umbrella header: everything a program needs, as <shardlight/shardlight.h>.
+#pragma once
+
+#include "sl_config.h"
+
+#include "core/allocator.h"
+#include "core/creation.h"
+#include "core/device.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/parallel.h"
+#include "core/random.h"
+#include "core/scalar.h"
+#include "core/shape.h"
+#include "core/tensor.h"
+
+#include "autograd/engine.h"
+#include "autograd/grad_mode.h"
+#include "autograd/gradcheck.h"
+#include "autograd/ops/elementwise.h"
+#include "autograd/ops/matmul.h"
+#include "autograd/ops/reduce.h"

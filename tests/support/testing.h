@@ -1,0 +1,35 @@
+// Shared test helpers: tolerant comparison with a readable report, device lists, error matchers.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include <shardlight/shardlight.h>
+
+namespace sl::testing {
+
+/// Devices every op-case runs on: cpu, plus cuda:0 when a GPU is present. Without one, the
+/// CUDA cases are reported as skipped (once per process) rather than silently passing.
+std::vector<Device> test_devices();
+/// Prints "[skipped] <what>: <why>" once per distinct message (a visible skip).
+void report_skip(const std::string& what, const std::string& why);
+
+/// Empty string when a and b have the same shape and |a - b| <= atol + rtol * |b| everywhere
+/// (compared in float64 on the CPU; NaNs must match); otherwise a description of the first
+/// mismatches.
+std::string compare(const Tensor& a, const Tensor& b, double rtol, double atol);
+
+}  // namespace sl::testing
+
+/// CHECK that two tensors agree; the failure message lists the mismatching elements.
+#define SL_CHECK_CLOSE(a, b, rtol, atol)                                 \
+  do {                                                                   \
+    std::string sl_cmp_msg_ = ::sl::testing::compare((a), (b), (rtol), (atol)); \
+    CHECK_MESSAGE(sl_cmp_msg_.empty(), sl_cmp_msg_);                     \
+  } while (0)
+
+/// CHECK that expr throws ErrType whose message contains `substr`.
+#define SL_CHECK_THROWS(expr, ErrType, substr) \
+  CHECK_THROWS_WITH_AS(expr, doctest::Contains(substr), ErrType)
