@@ -20,3 +20,9 @@
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/matmul.h"
 #include "autograd/ops/reduce.h"
+
+#include "nn/activation.h"
+#include "nn/containers.h"
+#include "nn/init.h"
+#include "nn/linear.h"
+#include "nn/module.h"
