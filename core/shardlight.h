@@ -26,3 +26,5 @@
 #include "nn/init.h"
 #include "nn/linear.h"
 #include "nn/module.h"
+#include "nn/checkpoint.h"
+#include "nn/data.h"
