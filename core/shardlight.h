@@ -28,3 +28,7 @@
 #include "nn/module.h"
 #include "nn/checkpoint.h"
 #include "nn/data.h"
+
+
+#include "dist/process_group.h"
+#include "dist/work.h"

@@ -1,0 +1,263 @@
+// NCCL backend of ProcessGroup: collectives on CUDA tensors (compiled only with CUDA + NCCL).
+//
+// Rank 0 of the bootstrap group (MPI) creates the NCCL unique id and broadcasts it; every rank
+// then joins the NCCL communicator for its device. Collectives run on a dedicated stream that
+// first waits for the legacy default stream (where Shardlight's kernels run unless the CUDA
+// backend says otherwise), so a collective sees every value computed before it was issued. A
+// watcher thread polls each collective's completion event and completes its Work; one that does
+// not finish before the deadline aborts the communicator (ncclCommAbort) and fails with a
+// DistError, so a lost peer cannot hang the job.
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "core/creation.h"
+#include "dist/comm_thread.h"
+#include "dist/debug.h"
+#include "dist/process_group.h"
+
+namespace sl::dist {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+#define SL_CUDA_CHECK(call)                                                                        \
+  do {                                                                                             \
+    cudaError_t sl_cuda_rc_ = (call);                                                              \
+    if (sl_cuda_rc_ != cudaSuccess) [[unlikely]] {                                                 \
+      ::sl::detail::throw_error<::sl::DistError>("nccl: ", #call, " failed at ", __FILE__, ":",    \
+                                                 __LINE__, ": ", cudaGetErrorString(sl_cuda_rc_)); \
+    }                                                                                              \
+  } while (0)
+
+#define SL_NCCL_CHECK(call, what)                                                                  \
+  do {                                                                                             \
+    ncclResult_t sl_nccl_rc_ = (call);                                                             \
+    if (sl_nccl_rc_ != ncclSuccess) [[unlikely]] {                                                 \
+      ::sl::detail::throw_error<::sl::DistError>(what, ": ", #call, " failed at ", __FILE__, ":",  \
+                                                 __LINE__, ": ", ncclGetErrorString(sl_nccl_rc_)); \
+    }                                                                                              \
+  } while (0)
+
+ncclDataType_t nccl_type(DType dt) {
+  switch (dt) {
+    case DType::f32:
+      return ncclFloat32;
+    case DType::f64:
+      return ncclFloat64;
+    case DType::f16:
+      return ncclFloat16;
+    case DType::bf16:
+      return ncclBfloat16;
+    case DType::i64:
+      return ncclInt64;
+    case DType::i32:
+      return ncclInt32;
+    case DType::b8:
+      return ncclUint8;
+  }
+  return ncclFloat32;
+}
+
+ncclRedOp_t nccl_op(DType dt, ReduceOp op) {
+  if (dt == DType::b8) return ncclMax;  // sum and max of bools: logical or
+  switch (op) {
+    case ReduceOp::sum:
+      return ncclSum;
+    case ReduceOp::avg:
+      return ncclAvg;
+    case ReduceOp::max:
+      return ncclMax;
+  }
+  return ncclSum;
+}
+
+/// State shared by the group and its queued completions.
+struct NcclState {
+  ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;
+  int device = 0;
+  std::atomic<bool> broken{false};
+  std::mutex mu;
+  std::string broken_reason;
+};
+
+class ProcessGroupNCCL final : public ProcessGroup {
+ public:
+  ProcessGroupNCCL(ProcessGroupPtr bootstrap, Device device)
+      : ProcessGroup(bootstrap->rank(), bootstrap->size(), bootstrap->options()),
+        bootstrap_(std::move(bootstrap)),
+        state_(std::make_shared<NcclState>()) {
+    SL_CHECK_DEVICE(device.is_cuda(), "make_nccl_group: expected a cuda device, got ", device);
+    int count = 0;
+    SL_CUDA_CHECK(cudaGetDeviceCount(&count));
+    SL_CHECK_DEVICE(device.index < count, "make_nccl_group: ", device, " but only ", count,
+                    " GPUs are visible");
+    state_->device = device.index;
+    // The unique id (128 bytes) travels as 16 int64 words over the bootstrap group.
+    ncclUniqueId id{};
+    static_assert(sizeof(ncclUniqueId) % 8 == 0);
+    Tensor words = zeros({static_cast<int64_t>(sizeof(ncclUniqueId) / 8)}, {.dtype = DType::i64});
+    if (rank() == 0) {
+      SL_NCCL_CHECK(ncclGetUniqueId(&id), "make_nccl_group");
+      std::memcpy(words.data_ptr(), &id, sizeof(id));
+    }
+    bootstrap_->broadcast(words, 0)->wait();
+    std::memcpy(&id, words.data_ptr(), sizeof(id));
+    SL_CUDA_CHECK(cudaSetDevice(device.index));
+    SL_NCCL_CHECK(ncclCommInitRank(&state_->comm, size(), id, rank()), "make_nccl_group");
+    SL_CUDA_CHECK(cudaStreamCreateWithFlags(&state_->stream, cudaStreamNonBlocking));
+  }
+
+  ~ProcessGroupNCCL() override {
+    watcher_.stop();
+    if (state_->broken.load()) return;  // aborted already
+    cudaStreamSynchronize(state_->stream);
+    ncclCommDestroy(state_->comm);
+    cudaStreamDestroy(state_->stream);
+  }
+
+  const char* backend() const override { return "nccl"; }
+  DeviceKind device_kind() const override { return DeviceKind::cuda; }
+
+ protected:
+  WorkPtr start(const Collective& c, const Tensor& out, const Tensor& in) override {
+    std::string what = detail::str_cat(who(), " nccl: ", c.str());
+    if (state_->broken.load()) {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      detail::throw_error<DistError>(
+          what, ": not run because an earlier collective failed: ", state_->broken_reason);
+    }
+    if (options().debug) check_agreement(c, what);
+    if (out.defined()) {
+      SL_CHECK_DEVICE(out.device().index == state_->device, what, ": tensor on ", out.device(),
+                      " but the group uses cuda:", state_->device);
+    }
+    SL_CUDA_CHECK(cudaSetDevice(state_->device));
+    cudaEvent_t ready = nullptr, done = nullptr;
+    SL_CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
+    SL_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    SL_CUDA_CHECK(cudaEventRecord(ready, cudaStreamLegacy));
+    SL_CUDA_CHECK(cudaStreamWaitEvent(state_->stream, ready, 0));
+    size_t n = static_cast<size_t>(c.count);
+    ncclComm_t comm = state_->comm;
+    cudaStream_t st = state_->stream;
+    switch (c.kind) {
+      case CollectiveKind::allreduce:
+        SL_NCCL_CHECK(ncclAllReduce(out.data_ptr(), out.data_ptr(), n, nccl_type(c.dtype),
+                                    nccl_op(c.dtype, c.op), comm, st),
+                      what);
+        break;
+      case CollectiveKind::reduce_scatter:
+        SL_NCCL_CHECK(ncclReduceScatter(in.data_ptr(), out.data_ptr(), n, nccl_type(c.dtype),
+                                        nccl_op(c.dtype, c.op), comm, st),
+                      what);
+        break;
+      case CollectiveKind::allgather:
+        SL_NCCL_CHECK(ncclAllGather(in.data_ptr(), out.data_ptr(), n, nccl_type(c.dtype), comm, st),
+                      what);
+        break;
+      case CollectiveKind::broadcast:
+        SL_NCCL_CHECK(
+            ncclBroadcast(out.data_ptr(), out.data_ptr(), n, nccl_type(c.dtype), c.root, comm, st),
+            what);
+        break;
+      case CollectiveKind::barrier: {
+        // NCCL has no barrier: a one-element allreduce on the group's stream.
+        barrier_buf_ = barrier_buf_.defined()
+                           ? barrier_buf_
+                           : zeros({1}, {.device = Device(DeviceKind::cuda, state_->device)});
+        SL_NCCL_CHECK(ncclAllReduce(barrier_buf_.data_ptr(), barrier_buf_.data_ptr(), 1,
+                                    ncclFloat32, ncclSum, comm, st),
+                      what);
+        break;
+      }
+    }
+    SL_CUDA_CHECK(cudaEventRecord(done, st));
+    // The legacy stream waits for the collective too, so later kernels see its result.
+    SL_CUDA_CHECK(cudaStreamWaitEvent(cudaStreamLegacy, done, 0));
+    auto work = std::make_shared<Work>(what, options().timeout);
+    auto deadline = Clock::now() + options().timeout;
+    watcher_.post(
+        [state = state_, work, ready, done, deadline, what, out, in, timeout = options().timeout] {
+          cudaSetDevice(state->device);
+          auto nap = std::chrono::microseconds(10);
+          for (;;) {
+            cudaError_t q = cudaEventQuery(done);
+            if (q == cudaSuccess) {
+              work->complete();
+              break;
+            }
+            std::string err;
+            if (q != cudaErrorNotReady) {
+              err = detail::str_cat(what, ": CUDA error ", cudaGetErrorString(q));
+            } else if (Clock::now() > deadline) {
+              err = detail::str_cat(what, ": did not complete within ",
+                                    static_cast<double>(timeout.count()) / 1000.0,
+                                    " s; a peer rank may have died, stalled, or issued a different "
+                                    "collective (aborting the NCCL communicator)");
+            } else {
+              ncclResult_t async_err = ncclSuccess;
+              ncclCommGetAsyncError(state->comm, &async_err);
+              if (async_err != ncclSuccess && async_err != ncclInProgress) {
+                err = detail::str_cat(what, ": NCCL error ", ncclGetErrorString(async_err));
+              }
+            }
+            if (!err.empty()) {
+              {
+                std::lock_guard<std::mutex> lock(state->mu);
+                if (!state->broken.exchange(true)) {
+                  state->broken_reason = err;
+                  ncclCommAbort(state->comm);
+                }
+              }
+              work->complete(std::make_exception_ptr(DistError(err)));
+              break;
+            }
+            std::this_thread::sleep_for(nap);
+            nap = std::min(nap * 2, std::chrono::microseconds(200));
+          }
+          cudaEventDestroy(ready);
+          cudaEventDestroy(done);
+        });
+    return work;
+  }
+
+ private:
+  // SL_DIST_DEBUG: compare fingerprints over the bootstrap (MPI) group before enqueueing.
+  void check_agreement(const Collective& c, const std::string& what) {
+    Fingerprint fp = fingerprint(c);
+    Tensor mine = zeros({kFingerprintWords}, {.dtype = DType::i64});
+    std::memcpy(mine.data_ptr(), fp.data(), sizeof(fp));
+    Tensor all = zeros({kFingerprintWords * size()}, {.dtype = DType::i64});
+    bootstrap_->allgather(all, mine)->wait();
+    std::vector<Fingerprint> table(static_cast<size_t>(size()));
+    std::memcpy(table.data(), all.data_ptr(), sizeof(Fingerprint) * table.size());
+    std::string mismatch = describe_mismatch(table, rank());
+    SL_CHECK_DIST(mismatch.empty(), what, ": ", mismatch);
+  }
+
+  ProcessGroupPtr bootstrap_;
+  std::shared_ptr<NcclState> state_;
+  Tensor barrier_buf_;
+  CommThread watcher_;
+};
+
+}  // namespace
+
+ProcessGroupPtr make_nccl_group(const ProcessGroupPtr& bootstrap, Device device) {
+  SL_CHECK(bootstrap != nullptr, "make_nccl_group: bootstrap group is null");
+  return std::make_shared<ProcessGroupNCCL>(bootstrap, device);
+}
+
+bool nccl_available() {
+  return true;
+}
+
+}  // namespace sl::dist

@@ -1,0 +1,70 @@
+#include "dist/work.h"
+
+#include <vector>
+
+#include "core/error.h"
+
+namespace sl::dist {
+
+Work::Work(std::string what, std::chrono::milliseconds default_timeout)
+    : what_(std::move(what)), default_timeout_(default_timeout) {}
+
+bool Work::is_completed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_;
+}
+
+bool Work::is_success() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_ && !error_;
+}
+
+void Work::wait(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!cv_.wait_for(lock, timeout, [&] { return done_; })) {
+    double secs = static_cast<double>(timeout.count()) / 1000.0;
+    detail::throw_error<DistError>(
+        what_, ": did not complete within ", secs,
+        " s; a peer rank may have died, stalled, or issued a different collective (run with "
+        "SL_DIST_DEBUG=1 to compare the ranks' collectives; SL_DIST_TIMEOUT sets the timeout)");
+  }
+  if (error_) std::rethrow_exception(error_);
+}
+
+void Work::complete(std::exception_ptr error) {
+  std::vector<std::function<void()>> callbacks;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done_) return;
+    done_ = true;
+    error_ = std::move(error);
+    callbacks.swap(callbacks_);
+  }
+  cv_.notify_all();
+  for (auto& fn : callbacks) fn();
+}
+
+void Work::on_complete(std::function<void()> fn) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!done_) {
+      callbacks_.push_back(std::move(fn));
+      return;
+    }
+  }
+  fn();
+}
+
+std::shared_ptr<Work> Work::completed(std::string what) {
+  auto w = std::make_shared<Work>(std::move(what), std::chrono::milliseconds(0));
+  w->complete();
+  return w;
+}
+
+void wait_all(const std::vector<WorkPtr>& works) {
+  for (const auto& w : works) {
+    if (w) w->wait();
+  }
+}
+
+}  // namespace sl::dist

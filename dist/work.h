@@ -1,0 +1,65 @@
+// Work: the waitable handle every asynchronous collective returns.
+//
+// A backend creates a Work when a collective is issued and completes it (successfully or with an
+// error) when the collective has finished, possibly on its communication thread. The caller may
+// overlap computation with the collective and wait() later; wait() never blocks forever: it
+// throws DistError after the timeout, naming the collective, so a lost peer becomes an error
+// instead of a hang.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace sl::dist {
+
+class Work {
+ public:
+  /// `what` describes the collective for error messages ("allreduce #12 (float32 x 1000)");
+  /// `default_timeout` is what wait() without an argument uses.
+  Work(std::string what, std::chrono::milliseconds default_timeout);
+  Work(const Work&) = delete;
+  Work& operator=(const Work&) = delete;
+
+  /// True once the collective finished (successfully or not). Never blocks.
+  bool is_completed() const;
+  /// True once finished without error.
+  bool is_success() const;
+  /// Blocks until the collective finished, then rethrows its error (a DistError) if it failed.
+  /// Throws DistError when it does not finish within `timeout` (default: the group's timeout).
+  void wait() { wait(default_timeout_); }
+  void wait(std::chrono::milliseconds timeout);
+  const std::string& what() const { return what_; }
+
+  /// Backend side: marks the collective done; `error` null on success. Runs the callbacks added
+  /// with on_complete (outside the lock) after waking the waiters. Idempotent: only the first
+  /// call counts.
+  void complete(std::exception_ptr error = nullptr);
+  /// Runs `fn` when the work completes (immediately, on this thread, if it already has); `fn`
+  /// must not throw. Used to release buffers and chain follow-up steps.
+  void on_complete(std::function<void()> fn);
+
+  /// A Work that is already complete (single-rank groups, empty collectives).
+  static std::shared_ptr<Work> completed(std::string what);
+
+ private:
+  std::string what_;
+  std::chrono::milliseconds default_timeout_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::exception_ptr error_;
+  std::vector<std::function<void()>> callbacks_;
+};
+
+using WorkPtr = std::shared_ptr<Work>;
+
+/// Waits for every work in order (each with its default timeout); rethrows the first error.
+void wait_all(const std::vector<WorkPtr>& works);
+
+}  // namespace sl::dist

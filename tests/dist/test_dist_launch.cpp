@@ -1,0 +1,69 @@
+// Launches the multi-rank tests (tests/dist/ranks/) under mpirun with 2 and 3 ranks, each with a
+// watchdog, printing every rank's output when a run fails. Skips (visibly) without MPI.
+#include "../support/testing.h"
+#include "mpi_launch.h"
+
+using namespace sl;
+using sl::testing::RankRun;
+using sl::testing::run_ranks;
+
+namespace {
+
+bool have_mpi() {
+  if (sl::testing::mpi_available() && !sl::testing::ranks_binary().empty()) return true;
+  sl::testing::report_skip("multi-rank tests", "no MPI in this build or no mpirun on PATH");
+  return false;
+}
+
+const std::string kNormalCases = "-tce=failure*";
+
+}  // namespace
+
+TEST_CASE("ranks: collectives on 2 ranks") {
+  if (!have_mpi()) return;
+  RankRun run =
+      run_ranks(2, sl::testing::ranks_binary(), {kNormalCases}, 120, {{"SL_DIST_TIMEOUT", "60"}});
+  CHECK_MESSAGE(run.exit_code == 0, run.report());
+}
+
+TEST_CASE("ranks: collectives on 3 ranks with SL_DIST_DEBUG (logs and agreement check)") {
+  if (!have_mpi()) return;
+  RankRun run = run_ranks(3, sl::testing::ranks_binary(), {kNormalCases}, 120,
+                          {{"SL_DIST_TIMEOUT", "60"}, {"SL_DIST_DEBUG", "1"}});
+  CHECK_MESSAGE(run.exit_code == 0, run.report());
+  // every rank logged its collectives with op, dtype, count and sequence number
+  for (int r = 0; r < 3; ++r) {
+    CHECK_MESSAGE(run.rank_stderr[static_cast<size_t>(r)].find(
+                      "[sl.dist rank " + std::to_string(r) +
+                      "/3 mpi] allreduce #0 (sum, float32 x 7)") != std::string::npos,
+                  run.report());
+  }
+}
+
+TEST_CASE("ranks: a rank that never joins gives the others a timeout DistError") {
+  if (!have_mpi()) return;
+  RankRun run = run_ranks(2, sl::testing::ranks_binary(), {"-tc=failure: a rank that never*"}, 60,
+                          {{"SL_DIST_TIMEOUT", "2"}});
+  CHECK_MESSAGE(!run.timed_out, run.report());
+  CHECK_MESSAGE(run.rank_stdout[0].find("rank 0 timed out after") != std::string::npos,
+                run.report());
+  CHECK_MESSAGE(run.all_output().find("did not complete within 2 s") != std::string::npos,
+                run.report());
+}
+
+TEST_CASE("ranks: killing one rank makes the others exit with a clear error within 60 s") {
+  if (!have_mpi()) return;
+  RankRun run = run_ranks(3, sl::testing::ranks_binary(), {"-tc=failure: killing one rank*"}, 90,
+                          {{"SL_DIST_TIMEOUT", "300"}});
+  CHECK_MESSAGE(!run.timed_out, run.report());
+  CHECK_MESSAGE(run.seconds < 60, run.report());
+  CHECK_MESSAGE(run.exit_code != 0, run.report());
+  // the launcher names the dead rank, and each survivor says why it stops
+  CHECK_MESSAGE(run.launcher_output.find("rank 2") != std::string::npos, run.report());
+  for (int r = 0; r < 2; ++r) {
+    CHECK_MESSAGE(run.rank_stderr[static_cast<size_t>(r)].find(
+                      "shardlight: rank " + std::to_string(r) +
+                      "/3: stopped by the launcher (SIGTERM)") != std::string::npos,
+                  run.report());
+  }
+}
