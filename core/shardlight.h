@@ -29,6 +29,5 @@
 #include "nn/checkpoint.h"
 #include "nn/data.h"
 
-
 #include "dist/process_group.h"
 #include "dist/work.h"

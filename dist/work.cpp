@@ -32,16 +32,27 @@ void Work::wait(std::chrono::milliseconds timeout) {
 }
 
 void Work::complete(std::exception_ptr error) {
+  // Callbacks run before waiters wake up, so whatever a callback releases or finishes is done
+  // by the time wait() returns. A callback added meanwhile joins the next round.
   std::vector<std::function<void()>> callbacks;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (done_) return;
-    done_ = true;
+    if (done_ || completing_) return;
+    completing_ = true;
     error_ = std::move(error);
     callbacks.swap(callbacks_);
   }
+  for (;;) {
+    for (auto& fn : callbacks) fn();
+    callbacks.clear();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (callbacks_.empty()) {
+      done_ = true;
+      break;
+    }
+    callbacks.swap(callbacks_);
+  }
   cv_.notify_all();
-  for (auto& fn : callbacks) fn();
 }
 
 void Work::on_complete(std::function<void()> fn) {

@@ -36,9 +36,9 @@ class Work {
   void wait(std::chrono::milliseconds timeout);
   const std::string& what() const { return what_; }
 
-  /// Backend side: marks the collective done; `error` null on success. Runs the callbacks added
-  /// with on_complete (outside the lock) after waking the waiters. Idempotent: only the first
-  /// call counts.
+  /// Backend side: marks the collective done; `error` null on success. First runs the callbacks
+  /// added with on_complete (outside the lock), then wakes the waiters. Idempotent: only the
+  /// first call counts.
   void complete(std::exception_ptr error = nullptr);
   /// Runs `fn` when the work completes (immediately, on this thread, if it already has); `fn`
   /// must not throw. Used to release buffers and chain follow-up steps.
@@ -53,6 +53,7 @@ class Work {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;
+  bool completing_ = false;
   std::exception_ptr error_;
   std::vector<std::function<void()>> callbacks_;
 };
