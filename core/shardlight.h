@@ -20,6 +20,10 @@
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/matmul.h"
 #include "autograd/ops/reduce.h"
+#include "autograd/ops/conv.h"
+#include "autograd/ops/dropout.h"
+#include "autograd/ops/norm.h"
+#include "autograd/ops/pool.h"
 
 #include "nn/activation.h"
 #include "nn/containers.h"

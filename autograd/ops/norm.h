@@ -1,0 +1,32 @@
+// Differentiable normalisation layers, named and ordered as torch.nn.functional; fused
+// forward and backward kernels from the norm family (core/ops/norm.h). First-order gradients
+// only: the backward is not itself differentiable.
+#pragma once
+
+#include "core/ops/norm.h"
+#include "core/tensor.h"
+
+namespace sl {
+
+/// Normalises over the trailing dims `normalized_shape` of input (mean and biased variance per
+/// leading index), then scales by weight and shifts by bias (each of shape normalized_shape, or
+/// undefined). Gradients for input, weight and bias. Throws ShapeError when input does not end
+/// with normalized_shape or weight / bias differ from it, ValueError for an empty
+/// normalized_shape or negative eps, DTypeError, DeviceError.
+Tensor layer_norm(const Tensor& input, const Shape& normalized_shape,
+                  const Tensor& weight = Tensor(), const Tensor& bias = Tensor(),
+                  double eps = 1e-5);
+
+/// Batch normalisation of input [N, C, *] ([N, C], [N, C, L], [N, C, H, W], ...) per channel.
+/// training: normalises with the batch mean and biased variance and, when running_mean /
+/// running_var ([C]) are defined, updates them in place to
+///   (1 - momentum) * running + momentum * batch_stat (unbiased variance for running_var);
+/// the gradient flows through the batch statistics. Not training: normalises with the running
+/// statistics, which must be defined. weight / bias [C] or undefined. Throws ShapeError (rank,
+/// parameter shapes), ValueError (training with 1 value per channel, eval without running
+/// statistics, bad eps / momentum), DTypeError, DeviceError.
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight = Tensor(), const Tensor& bias = Tensor(),
+                  bool training = false, double momentum = 0.1, double eps = 1e-5);
+
+}  // namespace sl

@@ -1,0 +1,37 @@
+// Differentiable 2-d pooling, named and ordered as torch.nn.functional; backward beside the
+// forward in autograd/ops/pool.cpp (kernels: core/ops/pool.h). Inputs are [N, C, H, W] or
+// unbatched [C, H, W]; outputs keep the leading dims.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+
+#include "core/ops/pool.h"
+#include "core/tensor.h"
+
+namespace sl {
+
+/// Max over windows of kernel_size; stride defaults (unset, `{}`) to kernel_size; padding
+/// (implicit -inf, at most kernel_size / 2), dilation; ceil_mode rounds the output size up
+/// (windows starting in the right/bottom padding are dropped, as PyTorch). The gradient goes to
+/// the (first) maximum of each window. Throws ShapeError (rank, input too small for the
+/// window), ValueError (bad kernel/stride/padding/dilation), DTypeError (non-floating).
+Tensor max_pool2d(const Tensor& input, ExpandingArray<2> kernel_size, ExpandingArray<2> stride = {},
+                  ExpandingArray<2> padding = 0, ExpandingArray<2> dilation = 1,
+                  bool ceil_mode = false);
+/// max_pool2d that also returns the indices (i64, flat h * W + w within each input plane), as
+/// F.max_pool2d(..., return_indices=True). The indices are not differentiable.
+std::pair<Tensor, Tensor> max_pool2d_with_indices(
+    const Tensor& input, ExpandingArray<2> kernel_size, ExpandingArray<2> stride = {},
+    ExpandingArray<2> padding = 0, ExpandingArray<2> dilation = 1, bool ceil_mode = false);
+/// Window averages. count_include_pad: padded zeros count in the divisor; divisor_override
+/// (> 0) replaces the divisor. Same geometry rules and errors as max_pool2d (no dilation).
+Tensor avg_pool2d(const Tensor& input, ExpandingArray<2> kernel_size, ExpandingArray<2> stride = {},
+                  ExpandingArray<2> padding = 0, bool ceil_mode = false,
+                  bool count_include_pad = true, std::optional<int64_t> divisor_override = {});
+/// Averages over adaptive windows so the output is output_size {Ho, Wo}: row oh covers input
+/// rows [floor(oh H / Ho), ceil((oh + 1) H / Ho)). Throws ShapeError for a bad rank or size.
+Tensor adaptive_avg_pool2d(const Tensor& input, ExpandingArray<2> output_size);
+
+}  // namespace sl

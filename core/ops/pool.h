@@ -1,0 +1,71 @@
+// The "pool" family: 2-d max pooling (with indices), average pooling and adaptive average
+// pooling over contiguous [P, H, W] planes (P = N * C), forward and backward. Not
+// differentiable (see autograd/ops/pool.h).
+#pragma once
+
+#include <cstdint>
+#include <utility>
+
+#include "core/dispatch.h"
+#include "core/ops/conv.h"
+#include "core/tensor.h"
+
+namespace sl {
+
+/// Geometry of a 2-d pooling window. Window (oh, ow) covers input rows
+/// oh * stride_h - pad_h + i * dilation_h for i < kh (columns likewise); padded positions never
+/// win a max and count for an average only with count_include_pad.
+struct Pool2dGeometry {
+  int64_t kh = 1, kw = 1;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_h = 0, pad_w = 0;
+  int64_t dilation_h = 1, dilation_w = 1;
+  int64_t out_h = 0, out_w = 0;
+  bool count_include_pad = true;
+  int64_t divisor_override = 0;  ///< avg: divide by this instead (0: unset)
+};
+
+/// out/indices [P, Ho, Wo]: max over each window of input [P, H, W]; indices (i64) are flat
+/// positions h * W + w in the input plane, the first maximum on ties; NaN wins.
+SL_DECLARE_KERNEL(max_pool2d_forward_kernel, void(const Tensor& out, const Tensor& indices,
+                                                  const Tensor& input, const Pool2dGeometry& g));
+/// grad_input [P, H, W] = scatter-add of grad_out [P, Ho, Wo] at indices (grad_input is
+/// overwritten).
+SL_DECLARE_KERNEL(max_pool2d_backward_kernel,
+                  void(const Tensor& grad_input, const Tensor& grad_out, const Tensor& indices));
+/// out [P, Ho, Wo] = window averages of input [P, H, W].
+SL_DECLARE_KERNEL(avg_pool2d_forward_kernel,
+                  void(const Tensor& out, const Tensor& input, const Pool2dGeometry& g));
+/// grad_input [P, H, W] (overwritten) from grad_out [P, Ho, Wo].
+SL_DECLARE_KERNEL(avg_pool2d_backward_kernel,
+                  void(const Tensor& grad_input, const Tensor& grad_out, const Pool2dGeometry& g));
+/// Adaptive average: out [P, Ho, Wo]; output row oh averages input rows
+/// [floor(oh * H / Ho), ceil((oh + 1) * H / Ho)) (columns likewise).
+SL_DECLARE_KERNEL(adaptive_avg_pool2d_forward_kernel, void(const Tensor& out, const Tensor& input));
+/// grad_input [P, H, W] (overwritten) from grad_out [P, Ho, Wo].
+SL_DECLARE_KERNEL(adaptive_avg_pool2d_backward_kernel,
+                  void(const Tensor& grad_input, const Tensor& grad_out));
+
+namespace ops {
+
+/// Validates a pooling call on a 3-d [C, H, W] or 4-d [N, C, H, W] input and computes the
+/// geometry (PyTorch's output-size rule, ceil_mode included: a last window that would start in
+/// the right/bottom padding is dropped). stride unset = kernel_size. Throws ShapeError (rank,
+/// output size < 1), ValueError (non-positive kernel/stride/dilation, padding > kernel / 2),
+/// DTypeError. `op` names the caller.
+Pool2dGeometry pool2d_geometry(const char* op, const Tensor& input, ExpandingArray<2> kernel_size,
+                               ExpandingArray<2> stride, ExpandingArray<2> padding,
+                               ExpandingArray<2> dilation, bool ceil_mode);
+/// (out, indices) of shape [..., Ho, Wo] for a 3-d or 4-d input.
+std::pair<Tensor, Tensor> max_pool2d_forward(const Tensor& input, const Pool2dGeometry& g);
+/// Gradient w.r.t. the input (input_sizes) from grad_out and the saved indices.
+Tensor max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Shape& input_sizes);
+Tensor avg_pool2d_forward(const Tensor& input, const Pool2dGeometry& g);
+Tensor avg_pool2d_backward(const Tensor& grad_out, const Shape& input_sizes,
+                           const Pool2dGeometry& g);
+/// output_size {Ho, Wo} (> 0). Throws ShapeError for bad ranks or sizes.
+Tensor adaptive_avg_pool2d_forward(const Tensor& input, ExpandingArray<2> output_size);
+Tensor adaptive_avg_pool2d_backward(const Tensor& grad_out, const Shape& input_sizes);
+
+}  // namespace ops
+}  // namespace sl

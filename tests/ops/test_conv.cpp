@@ -1,0 +1,142 @@
+// conv1d / conv2d: PyTorch parity (fixtures from tools/gen_op_fixtures.py), gradcheck in f64
+// for every option combination of the fixture table, and the error paths.
+#include "ops/fixtures.h"
+#include "support/testing.h"
+
+using namespace sl;
+using sl::testing::Fixture;
+
+namespace {
+
+template <size_t D>
+ExpandingArray<D> arr(const std::vector<int64_t>& v) {
+  ExpandingArray<D> a(0);
+  for (size_t i = 0; i < D; ++i) a.v[i] = v[i];
+  return a;
+}
+
+template <size_t D>
+ConvPadding<D> padding_of(const std::vector<int64_t>& v) {
+  if (v[0] == 1) return ConvPadding<D>("same");
+  if (v[0] == 2) return ConvPadding<D>("valid");
+  return ConvPadding<D>(arr<D>({v.begin() + 1, v.end()}));
+}
+
+/// Runs the fixture case's convolution on (x, w, b).
+Tensor run_case(const Fixture& fx, const std::string& c, const Tensor& x, const Tensor& w,
+                const Tensor& b) {
+  auto s = fx.ints(c, "stride"), d = fx.ints(c, "dilation"), p = fx.ints(c, "padding");
+  int64_t groups = fx.ints(c, "groups")[0];
+  if (c.rfind("c1_", 0) == 0) {
+    return conv1d(x, w, b, arr<1>(s), padding_of<1>(p), arr<1>(d), groups);
+  }
+  return conv2d(x, w, b, arr<2>(s), padding_of<2>(p), arr<2>(d), groups);
+}
+
+}  // namespace
+
+TEST_CASE("conv: PyTorch parity of outputs and gradients (f32)") {
+  Fixture fx("conv");
+  auto cases = fx.cases();
+  REQUIRE(cases.size() >= 10);
+  for (const auto& c : cases) {
+    CAPTURE(c);
+    Tensor x = fx.get(c, "x").requires_grad_();
+    Tensor w = fx.get(c, "w").requires_grad_();
+    Tensor b = fx.has(c, "b") ? fx.get(c, "b").requires_grad_() : Tensor();
+    Tensor y = run_case(fx, c, x, w, b);
+    SL_CHECK_CLOSE(y, fx.get(c, "y"), 1e-5, 1e-6);
+    y.backward(fx.get(c, "gy"));
+    SL_CHECK_CLOSE(x.grad(), fx.get(c, "grad_x"), 1e-5, 1e-6);
+    // grad_w and grad_b sum N * Ho * Wo (up to 112) products of O(1) values, so two f32
+    // summation orders (ours vs oneDNN's) can differ by ~112 * 6e-8 ~ 7e-6 absolute where the
+    // sum cancels to near 0 (seen: 2e-6 at a value of -0.045): atol 1e-5.
+    SL_CHECK_CLOSE(w.grad(), fx.get(c, "grad_w"), 1e-5, 1e-5);
+    if (b.defined()) SL_CHECK_CLOSE(b.grad(), fx.get(c, "grad_b"), 1e-5, 1e-5);
+  }
+}
+
+TEST_CASE("conv: gradcheck (f64) for every fixture option combination") {
+  Fixture fx("conv");
+  for (const auto& c : fx.cases()) {
+    CAPTURE(c);
+    // The fixture shapes, cut to one image to keep the Jacobians small.
+    Tensor x = fx.get_f64(c, "x").narrow(0, 0, 1).contiguous().requires_grad_();
+    Tensor w = fx.get_f64(c, "w").requires_grad_();
+    Tensor b = fx.has(c, "b") ? fx.get_f64(c, "b").requires_grad_() : Tensor();
+    CHECK(gradcheck([&](const TensorList& in) { return run_case(fx, c, in[0], in[1], in[2]); },
+                    {x, w, b}));
+  }
+}
+
+TEST_CASE("conv: unbatched input matches the batched result") {
+  manual_seed(11);
+  Tensor x = randn({3, 6, 5}), w = randn({4, 3, 3, 2}), b = randn({4});
+  Tensor y = conv2d(x, w, b, 1, {1, 0});
+  Tensor yb = conv2d(x.unsqueeze(0), w, b, 1, {1, 0}).squeeze(0);
+  CHECK(y.sizes() == Shape{4, 6, 4});
+  SL_CHECK_CLOSE(y, yb, 0, 0);
+  Tensor x1 = randn({3, 9}), w1 = randn({2, 3, 4});
+  SL_CHECK_CLOSE(conv1d(x1, w1, Tensor(), 2), conv1d(x1.unsqueeze(0), w1, Tensor(), 2).squeeze(0),
+                 0, 0);
+}
+
+TEST_CASE("conv: float64 matches an independent direct summation") {
+  // Direct evaluation of the definition, independent of im2col and the GEMM.
+  manual_seed(12);
+  const int64_t N = 2, C = 4, H = 6, W = 7, O = 6, G = 2, kh = 3, kw = 2;
+  const int64_t sh = 2, sw = 1, ph = 1, pw = 2, dh = 1, dw = 2;
+  Tensor x = randn({N, C, H, W}, {.dtype = DType::f64});
+  Tensor w = randn({O, C / G, kh, kw}, {.dtype = DType::f64});
+  Tensor b = randn({O}, {.dtype = DType::f64});
+  Tensor y = conv2d(x, w, b, {sh, sw}, {ph, pw}, {dh, dw}, G);
+  const int64_t Ho = y.size(2), Wo = y.size(3);
+  auto xv = x.to_vector<double>(), wv = w.to_vector<double>(), bv = b.to_vector<double>();
+  std::vector<double> ref(static_cast<size_t>(N * O * Ho * Wo));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t oh = 0; oh < Ho; ++oh)
+        for (int64_t ow = 0; ow < Wo; ++ow) {
+          double s = bv[static_cast<size_t>(o)];
+          int64_t g = o / (O / G);
+          for (int64_t ci = 0; ci < C / G; ++ci)
+            for (int64_t i = 0; i < kh; ++i)
+              for (int64_t j = 0; j < kw; ++j) {
+                int64_t ih = oh * sh - ph + i * dh, iw = ow * sw - pw + j * dw;
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                int64_t c = g * (C / G) + ci;
+                s += xv[static_cast<size_t>(((n * C + c) * H + ih) * W + iw)] *
+                     wv[static_cast<size_t>(((o * (C / G) + ci) * kh + i) * kw + j)];
+              }
+          ref[static_cast<size_t>(((n * O + o) * Ho + oh) * Wo + ow)] = s;
+        }
+  SL_CHECK_CLOSE(y, from_vector(ref, y.sizes()), 1e-12, 1e-12);
+}
+
+TEST_CASE("conv: error paths") {
+  Tensor x = randn({2, 3, 5, 5}), w = randn({4, 3, 3, 3});
+  SL_CHECK_THROWS(conv2d(randn({3, 5}), w), ShapeError,
+                  "conv2d: expected a 3-d (unbatched) or 4-d input");
+  SL_CHECK_THROWS(conv2d(x, randn({4, 3, 3})), ShapeError, "expected a 4-d weight");
+  SL_CHECK_THROWS(conv2d(x, randn({4, 2, 3, 3})), ShapeError, "input has 3 channels");
+  SL_CHECK_THROWS(conv2d(randn({2, 4, 5, 5}), randn({3, 2, 3, 3}), Tensor(), 1, 0, 1, 2),
+                  ShapeError, "out_channels (3) must be divisible by groups (2)");
+  SL_CHECK_THROWS(conv2d(x, w, randn({5})), ShapeError, "bias of shape [5]");
+  SL_CHECK_THROWS(conv2d(x, randn({4, 3, 7, 3}), Tensor(), 1, 0), ShapeError,
+                  "is larger than the padded input");
+  SL_CHECK_THROWS(conv2d(x, w, Tensor(), 1, 0, 3), ShapeError, "is larger than the padded input");
+  SL_CHECK_THROWS(conv2d(x, w, Tensor(), 2, "same"), ValueError,
+                  "padding='same' is not supported for strided convolutions");
+  SL_CHECK_THROWS(conv2d(x, w, Tensor(), 0), ValueError, "stride must be positive");
+  SL_CHECK_THROWS(conv2d(x, w, Tensor(), 1, -1), ValueError, "padding must be non-negative");
+  SL_CHECK_THROWS(conv2d(x, w, Tensor(), 1, 0, 1, 0), ValueError, "groups must be positive");
+  SL_CHECK_THROWS(conv2d(x, w.to(DType::f64)), DTypeError, "must have the same dtype");
+  SL_CHECK_THROWS(conv2d(x.to(DType::i64), w.to(DType::i64)), DTypeError,
+                  "expected a floating input");
+  SL_CHECK_THROWS(ConvPadding<2>(std::string("full")), ValueError, "'same' or 'valid', got 'full'");
+  SL_CHECK_THROWS(conv1d(randn({2, 3, 4, 5}), randn({2, 3, 3})), ShapeError,
+                  "conv1d: expected a 2-d (unbatched) or 3-d input");
+  SL_CHECK_THROWS(conv1d(randn({2, 3, 5}), randn({2, 4, 3})), ShapeError,
+                  "conv1d: input has 3 channels");
+  SL_CHECK_THROWS(conv1d(randn({2, 3, 2}), randn({2, 3, 3})), ShapeError, "conv1d: kernel size");
+}

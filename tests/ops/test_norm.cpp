@@ -1,0 +1,147 @@
+// layer_norm / batch_norm: PyTorch parity (fixtures from tools/gen_op_fixtures.py), running
+// statistics, train vs eval, gradcheck in f64, error paths.
+#include "ops/fixtures.h"
+#include "support/testing.h"
+
+using namespace sl;
+using sl::testing::Fixture;
+
+TEST_CASE("layer_norm: PyTorch parity of outputs and gradients (f32)") {
+  Fixture fx("norm");
+  auto cases = fx.cases("ln_");
+  REQUIRE(cases.size() == 3);
+  for (const auto& c : cases) {
+    CAPTURE(c);
+    Tensor x = fx.get(c, "x").requires_grad_();
+    Tensor w = fx.has(c, "w") ? fx.get(c, "w").requires_grad_() : Tensor();
+    Tensor b = fx.has(c, "b") ? fx.get(c, "b").requires_grad_() : Tensor();
+    Tensor y = layer_norm(x, fx.ints(c, "normalized_shape"), w, b, 1e-5);
+    SL_CHECK_CLOSE(y, fx.get(c, "y"), 1e-5, 1e-6);
+    y.backward(fx.get(c, "gy"));
+    SL_CHECK_CLOSE(x.grad(), fx.get(c, "grad_x"), 1e-5, 1e-6);
+    if (w.defined()) {
+      SL_CHECK_CLOSE(w.grad(), fx.get(c, "grad_w"), 1e-5, 1e-6);
+      SL_CHECK_CLOSE(b.grad(), fx.get(c, "grad_b"), 1e-5, 1e-6);
+    }
+  }
+}
+
+TEST_CASE("batch_norm: PyTorch parity of outputs, running stats and gradients (f32)") {
+  Fixture fx("norm");
+  auto cases = fx.cases("bn");
+  REQUIRE(cases.size() == 5);
+  for (const auto& c : cases) {
+    CAPTURE(c);
+    Tensor x = fx.get(c, "x").requires_grad_();
+    Tensor w = fx.has(c, "w") ? fx.get(c, "w").requires_grad_() : Tensor();
+    Tensor b = fx.has(c, "b") ? fx.get(c, "b").requires_grad_() : Tensor();
+    Tensor rm = fx.get(c, "running_mean").clone(), rv = fx.get(c, "running_var").clone();
+    bool training = fx.ints(c, "training")[0] != 0;
+    Tensor y = batch_norm(x, rm, rv, w, b, training, fx.number(c, "momentum"), 1e-5);
+    SL_CHECK_CLOSE(y, fx.get(c, "y"), 1e-5, 1e-6);
+    SL_CHECK_CLOSE(rm, fx.get(c, "running_mean_after"), 1e-5, 1e-6);
+    SL_CHECK_CLOSE(rv, fx.get(c, "running_var_after"), 1e-5, 1e-6);
+    y.backward(fx.get(c, "gy"));
+    SL_CHECK_CLOSE(x.grad(), fx.get(c, "grad_x"), 1e-5, 1e-6);
+    if (w.defined()) {
+      SL_CHECK_CLOSE(w.grad(), fx.get(c, "grad_w"), 1e-5, 1e-6);
+      SL_CHECK_CLOSE(b.grad(), fx.get(c, "grad_b"), 1e-5, 1e-6);
+    }
+  }
+}
+
+TEST_CASE("norm: gradcheck (f64)") {
+  manual_seed(21);
+  auto f64 = TensorOptions{.dtype = DType::f64};
+  Tensor x = randn({3, 4, 5}, f64).requires_grad_();
+  Tensor w = randn({4, 5}, f64).requires_grad_(), b = randn({4, 5}, f64).requires_grad_();
+  CHECK(gradcheck(
+      [](const TensorList& in) {
+        return layer_norm(in[0], {4, 5}, in[1], in[2]);
+      },
+      {x, w, b}));
+  CHECK(gradcheck([](const TensorList& in) { return layer_norm(in[0], {5}); }, {x}));
+  Tensor w1 = randn({5}, f64).requires_grad_();
+  CHECK(gradcheck([](const TensorList& in) { return layer_norm(in[0], {5}, in[1]); }, {x, w1}));
+  for (Shape shape : {Shape{6, 3}, Shape{4, 3, 5}, Shape{2, 3, 3, 2}}) {
+    CAPTURE(shape_str(shape));
+    Tensor xb = randn(shape, f64).requires_grad_();
+    Tensor wb = randn({3}, f64).requires_grad_(), bb = randn({3}, f64).requires_grad_();
+    Tensor rm = zeros({3}, f64), rv = ones({3}, f64);
+    for (bool training : {true, false}) {
+      CAPTURE(training);
+      CHECK(gradcheck(
+          [&](const TensorList& in) {
+            // fresh running stats each call so the eval branch sees the same statistics
+            Tensor m = rm.clone(), v = rv.clone();
+            return batch_norm(in[0], m, v, in[1], in[2], training, 0.1, 1e-5);
+          },
+          {xb, wb, bb}));
+    }
+    CHECK(gradcheck(
+        [](const TensorList& in) {
+          return batch_norm(in[0], Tensor(), Tensor(), Tensor(), Tensor(), true);
+        },
+        {xb}));
+  }
+}
+
+TEST_CASE("batch_norm: train uses batch statistics, eval the running ones") {
+  manual_seed(22);
+  Tensor x = randn({16, 3, 4}) * 2.0 + 1.0;
+  Tensor rm = zeros({3}), rv = ones({3});
+  Tensor y = batch_norm(x, rm, rv, Tensor(), Tensor(), true, 0.25);
+  // training output has zero mean and unit (biased) variance per channel
+  SL_CHECK_CLOSE(y.mean({0, 2}), zeros({3}), 0, 1e-6);
+  SL_CHECK_CLOSE(y.var({0, 2}, 0), ones({3}), 1e-4, 1e-4);  // eps = 1e-5 shrinks it by ~1e-5/var
+  // running stats moved a quarter of the way to the batch statistics (unbiased variance)
+  Tensor xd = x.to(DType::f64);
+  SL_CHECK_CLOSE(rm, (xd.mean({0, 2}) * 0.25).to(DType::f32), 1e-5, 1e-6);
+  SL_CHECK_CLOSE(rv, (xd.var({0, 2}, 1) * 0.25 + 0.75).to(DType::f32), 1e-5, 1e-6);
+  // eval: a fixed affine map with the running statistics, which it leaves alone
+  Tensor rm0 = rm.clone(), rv0 = rv.clone();
+  Tensor ye = batch_norm(x, rm, rv, Tensor(), Tensor(), false);
+  SL_CHECK_CLOSE(rm, rm0, 0, 0);
+  SL_CHECK_CLOSE(rv, rv0, 0, 0);
+  SL_CHECK_CLOSE(ye, (x - rm.view({1, 3, 1})) / (rv.view({1, 3, 1}) + 1e-5).sqrt(), 1e-5, 1e-6);
+  // momentum 0 keeps the running stats; in-place updates bump their versions
+  uint32_t v0 = rm.version();
+  batch_norm(x, rm, rv, Tensor(), Tensor(), true, 0.0);
+  SL_CHECK_CLOSE(rm, rm0, 0, 0);
+  CHECK(rm.version() > v0);
+}
+
+TEST_CASE("norm: float64 and 16-bit inputs") {
+  manual_seed(23);
+  Tensor x = randn({5, 8}, {.dtype = DType::f64});
+  Tensor y = layer_norm(x, {8});
+  CHECK(y.dtype() == DType::f64);
+  SL_CHECK_CLOSE(y, (x - x.mean({1}, true)) / (x.var({1}, 0, true) + 1e-5).sqrt(), 1e-12, 1e-12);
+  Tensor xh = x.to(DType::bf16);
+  Tensor yh = layer_norm(xh, {8});
+  CHECK(yh.dtype() == DType::bf16);
+  SL_CHECK_CLOSE(yh, layer_norm(xh.to(DType::f32), {8}).to(DType::bf16), 0, 0);
+}
+
+TEST_CASE("norm: error paths") {
+  Tensor x = randn({2, 3, 4});
+  SL_CHECK_THROWS(layer_norm(x, {3}), ShapeError, "does not end with normalized_shape [3]");
+  SL_CHECK_THROWS(layer_norm(x, {}), ValueError, "normalized_shape must not be empty");
+  SL_CHECK_THROWS(layer_norm(x, {4}, randn({3})), ShapeError, "weight of shape [3]");
+  SL_CHECK_THROWS(layer_norm(x, {4}, Tensor(), Tensor(), -1.0), ValueError,
+                  "eps must be non-negative");
+  SL_CHECK_THROWS(layer_norm(x.to(DType::i64), {4}), DTypeError, "expected a floating input");
+  SL_CHECK_THROWS(batch_norm(randn({4}), Tensor(), Tensor(), Tensor(), Tensor(), true), ShapeError,
+                  "at least 2 dims");
+  SL_CHECK_THROWS(batch_norm(x, zeros({4}), ones({4})), ShapeError, "running_mean of shape [4]");
+  SL_CHECK_THROWS(batch_norm(x, Tensor(), Tensor()), ValueError,
+                  "must be defined in evaluation mode");
+  SL_CHECK_THROWS(batch_norm(randn({1, 3}), Tensor(), Tensor(), Tensor(), Tensor(), true),
+                  ValueError, "expected more than 1 value per channel when training");
+  SL_CHECK_THROWS(batch_norm(x, zeros({3}), Tensor(), Tensor(), Tensor(), true), ValueError,
+                  "must both be given");
+  SL_CHECK_THROWS(batch_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), true, 1.5), ValueError,
+                  "momentum must be in [0, 1]");
+  SL_CHECK_THROWS(batch_norm(x, Tensor(), Tensor(), randn({2}), Tensor(), true), ShapeError,
+                  "weight of shape [2]");
+}

@@ -1,0 +1,103 @@
+// max_pool2d / avg_pool2d / adaptive_avg_pool2d: PyTorch parity (fixtures from
+// tools/gen_op_fixtures.py), gradcheck in f64, error paths.
+#include "ops/fixtures.h"
+#include "support/testing.h"
+
+using namespace sl;
+using sl::testing::Fixture;
+
+namespace {
+
+ExpandingArray<2> arr2(const std::vector<int64_t>& v) {
+  return ExpandingArray<2>({v[0], v[1]});
+}
+
+Tensor run_max(const Fixture& fx, const std::string& c, const Tensor& x) {
+  return max_pool2d(x, arr2(fx.ints(c, "kernel")), arr2(fx.ints(c, "stride")),
+                    arr2(fx.ints(c, "padding")), arr2(fx.ints(c, "dilation")),
+                    fx.ints(c, "ceil_mode")[0] != 0);
+}
+
+Tensor run_avg(const Fixture& fx, const std::string& c, const Tensor& x) {
+  int64_t div = fx.ints(c, "divisor_override")[0];
+  return avg_pool2d(x, arr2(fx.ints(c, "kernel")), arr2(fx.ints(c, "stride")),
+                    arr2(fx.ints(c, "padding")), fx.ints(c, "ceil_mode")[0] != 0,
+                    fx.ints(c, "count_include_pad")[0] != 0,
+                    div ? std::optional<int64_t>(div) : std::nullopt);
+}
+
+Tensor run_adaptive(const Fixture& fx, const std::string& c, const Tensor& x) {
+  return adaptive_avg_pool2d(x, arr2(fx.ints(c, "output_size")));
+}
+
+Tensor run_any(const Fixture& fx, const std::string& c, const Tensor& x) {
+  if (c.rfind("max_", 0) == 0) return run_max(fx, c, x);
+  if (c.rfind("avg_", 0) == 0) return run_avg(fx, c, x);
+  return run_adaptive(fx, c, x);
+}
+
+}  // namespace
+
+TEST_CASE("pool: PyTorch parity of outputs, indices and gradients (f32)") {
+  Fixture fx("pool");
+  auto cases = fx.cases();
+  REQUIRE(cases.size() == 13);
+  for (const auto& c : cases) {
+    CAPTURE(c);
+    Tensor x = fx.get(c, "x").requires_grad_();
+    Tensor y = run_any(fx, c, x);
+    SL_CHECK_CLOSE(y, fx.get(c, "y"), 1e-5, 1e-6);
+    if (c.rfind("max_", 0) == 0) {
+      auto [y2, idx] =
+          max_pool2d_with_indices(x.detach(), arr2(fx.ints(c, "kernel")),
+                                  arr2(fx.ints(c, "stride")), arr2(fx.ints(c, "padding")),
+                                  arr2(fx.ints(c, "dilation")), fx.ints(c, "ceil_mode")[0] != 0);
+      CHECK(idx.dtype() == DType::i64);
+      CHECK(idx.to_vector<int64_t>() == fx.get(c, "indices").to_vector<int64_t>());
+    }
+    y.backward(fx.get(c, "gy"));
+    SL_CHECK_CLOSE(x.grad(), fx.get(c, "grad_x"), 1e-5, 1e-6);
+  }
+}
+
+TEST_CASE("pool: gradcheck (f64) for every fixture option combination") {
+  Fixture fx("pool");
+  for (const auto& c : fx.cases()) {
+    CAPTURE(c);
+    Tensor x = fx.get_f64(c, "x");
+    if (x.dim() == 4) x = x.narrow(0, 0, 1).contiguous();
+    x.requires_grad_();
+    CHECK(gradcheck([&](const TensorList& in) { return run_any(fx, c, in[0]); }, {x}));
+  }
+}
+
+TEST_CASE("max_pool2d: ties, -inf and NaN follow PyTorch's rule") {
+  // window of 4: ties keep the first maximum; NaN takes over; all -inf reports the first slot
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor x = from_vector<double>({1, 3, 3, 2, nan, 5, 7, nan, -inf, -inf, -inf, -inf}, {3, 2, 2});
+  auto [y, idx] = max_pool2d_with_indices(x, 2);
+  CHECK(idx.to_vector<int64_t>() == std::vector<int64_t>{1, 3, 0});
+  auto yv = y.to_vector<double>();
+  CHECK(yv[0] == 3);
+  CHECK(std::isnan(yv[1]));
+  CHECK(yv[2] == -inf);
+}
+
+TEST_CASE("pool: error paths") {
+  Tensor x = randn({1, 2, 5, 5});
+  SL_CHECK_THROWS(max_pool2d(randn({5, 5}), 2), ShapeError, "max_pool2d: expected a 3-d");
+  SL_CHECK_THROWS(max_pool2d(x, 0), ValueError, "kernel_size must be positive");
+  SL_CHECK_THROWS(max_pool2d(x, 2, 0), ValueError, "stride must be positive");
+  SL_CHECK_THROWS(max_pool2d(x, 2, 1, 2), ValueError, "at most half of the kernel size");
+  SL_CHECK_THROWS(max_pool2d(x, 2, 1, 0, 0), ValueError, "dilation must be positive");
+  SL_CHECK_THROWS(max_pool2d(x, 6), ShapeError, "is too small for kernel_size [6, 6]");
+  SL_CHECK_THROWS(max_pool2d(x, 3, 1, 0, 3), ShapeError, "is too small");
+  SL_CHECK_THROWS(max_pool2d(x.to(DType::i64), 2), DTypeError, "expected a floating input");
+  SL_CHECK_THROWS(avg_pool2d(x, 7), ShapeError,
+                  "avg_pool2d: input of shape [1, 2, 5, 5] is too small");
+  SL_CHECK_THROWS(avg_pool2d(x, 2, {}, 0, false, true, 0), ValueError,
+                  "divisor_override must be positive");
+  SL_CHECK_THROWS(adaptive_avg_pool2d(x, {0, 2}), ShapeError, "output_size must be positive");
+  SL_CHECK_THROWS(adaptive_avg_pool2d(randn({2, 0, 3}), 2), ShapeError, "non-empty spatial dims");
+}

@@ -1,0 +1,242 @@
+#!/usr/bin/python3
+"""Regenerates the PyTorch parity fixtures of tests/ops/ (tests/fixtures/ops/*.safetensors).
+
+Run from the repository root with Debian's PyTorch (1.13, CPU):
+    /usr/bin/python3 tools/gen_op_fixtures.py            # all families
+    /usr/bin/python3 tools/gen_op_fixtures.py conv pool  # some of them
+
+Format: one safetensors file per op family (8-byte little-endian header length, JSON header
+{"name": {"dtype", "shape", "data_offsets"}}, raw little-endian data), written here with the
+standard library only, so the `safetensors` package is not needed. Tensor names are
+"<case>/<what>": inputs ("x", "w", "b", ...), the upstream gradient "gy" used for the backward
+(the backward computes the gradients of sum(y * gy)), the outputs ("y", ...) and the gradients
+("grad_x", "grad_w", ...). Options of a case are stored as small int64 / float64 tensors
+("<case>/stride", ...), so the C++ tests read them instead of repeating the case table. Values
+are float32 unless the case says otherwise; every case is seeded, so rerunning the script
+reproduces the files byte for byte.
+"""
+import json
+import os
+import struct
+import sys
+
+import torch
+import torch.nn.functional as F
+
+OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures", "ops")
+
+_DTYPES = {torch.float32: ("F32", "<f4"), torch.float64: ("F64", "<f8"),
+           torch.int64: ("I64", "<i8"), torch.bool: ("BOOL", "?")}
+
+
+def write_safetensors(path, tensors):
+    """Writes {name: tensor} as safetensors (tensors packed in name order)."""
+    header, blobs, offset = {}, [], 0
+    for name in sorted(tensors):
+        t = tensors[name].detach().contiguous().cpu()
+        code, _ = _DTYPES[t.dtype]
+        data = t.numpy().tobytes()
+        header[name] = {"dtype": code, "shape": list(t.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)))
+        f.write(h)
+        for b in blobs:
+            f.write(b)
+
+
+class Family:
+    """Collects the tensors of one fixture file."""
+
+    def __init__(self, name):
+        self.name, self.tensors = name, {}
+
+    def put(self, case, what, t):
+        key = f"{case}/{what}"
+        assert key not in self.tensors, key
+        if not torch.is_tensor(t):
+            t = torch.tensor(t, dtype=torch.float64 if isinstance(t, float) else torch.int64)
+        self.tensors[key] = t
+
+    def save(self):
+        write_safetensors(os.path.join(OUT_DIR, self.name + ".safetensors"), self.tensors)
+        print(f"{self.name}: {len(self.tensors)} tensors")
+
+
+def leaf(*shape, dtype=torch.float32, scale=1.0):
+    return (torch.randn(*shape, dtype=dtype) * scale).requires_grad_()
+
+
+def backward_with(fam, case, y, inputs):
+    """Stores gy and the gradients of sum(y * gy) w.r.t. inputs {name: tensor}."""
+    gy = torch.randn_like(y)
+    fam.put(case, "gy", gy)
+    named = [(k, v) for k, v in inputs.items() if v is not None and v.requires_grad]
+    grads = torch.autograd.grad(y, [v for _, v in named], gy)
+    for (k, _), g in zip(named, grads):
+        fam.put(case, "grad_" + k, g)
+
+
+# ---- conv ----------------------------------------------------------------------------------
+
+def gen_conv():
+    fam = Family("conv")
+    torch.manual_seed(1)
+    # (case, dims, N, C, spatial, O, kernel, stride, padding, dilation, groups, bias)
+    cases = [
+        ("c2_basic", 2, 2, 3, (7, 6), 4, (3, 3), (1, 1), (1, 1), (1, 1), 1, True),
+        ("c2_strided", 2, 2, 3, (9, 8), 5, (3, 2), (2, 3), (1, 2), (2, 1), 1, False),
+        ("c2_groups", 2, 2, 4, (6, 7), 6, (3, 2), (2, 1), (0, 1), (1, 1), 2, True),
+        ("c2_depthwise", 2, 1, 4, (5, 5), 8, (3, 3), (1, 1), (1, 1), (1, 1), 4, True),
+        ("c2_same_even", 2, 2, 3, (6, 5), 4, (4, 2), (1, 1), "same", (1, 1), 1, True),
+        ("c2_same_dilated", 2, 1, 2, (7, 6), 3, (3, 4), (1, 1), "same", (2, 3), 1, False),
+        ("c2_valid", 2, 2, 3, (5, 6), 2, (2, 3), (1, 1), "valid", (1, 1), 1, True),
+        ("c2_pointwise", 2, 2, 6, (4, 5), 4, (1, 1), (1, 1), (0, 0), (1, 1), 2, True),
+        ("c2_1x1_strided", 2, 2, 3, (5, 5), 4, (1, 1), (2, 2), (1, 1), (1, 1), 1, True),
+        ("c1_basic", 1, 2, 4, (10,), 3, (3,), (2,), (1,), (2,), 1, True),
+        ("c1_same_even", 1, 2, 4, (9,), 6, (4,), (1,), "same", (1,), 2, True),
+        ("c1_valid", 1, 3, 2, (6,), 2, (6,), (1,), "valid", (1,), 1, False),
+    ]
+    for case, dims, N, C, sp, O, k, s, p, d, g, bias in cases:
+        x = leaf(N, C, *sp)
+        w = leaf(O, C // g, *k, scale=0.5)
+        b = leaf(O) if bias else None
+        conv = F.conv2d if dims == 2 else F.conv1d
+        y = conv(x, w, b, stride=s, padding=p, dilation=d, groups=g)
+        for name, t in (("x", x), ("w", w), ("y", y)):
+            fam.put(case, name, t)
+        if b is not None:
+            fam.put(case, "b", b)
+        fam.put(case, "stride", list(s))
+        fam.put(case, "dilation", list(d))
+        fam.put(case, "groups", [g])
+        # padding: [mode, values...] with mode 0 explicit, 1 same, 2 valid
+        mode = {"same": 1, "valid": 2}.get(p, 0) if isinstance(p, str) else 0
+        fam.put(case, "padding", [mode] + (list(p) if mode == 0 else [0] * dims))
+        backward_with(fam, case, y, {"x": x, "w": w, "b": b})
+    fam.save()
+
+
+# ---- pool ----------------------------------------------------------------------------------
+
+def gen_pool():
+    fam = Family("pool")
+    torch.manual_seed(2)
+    # max: (case, shape, kernel, stride, padding, dilation, ceil_mode)
+    for case, shape, k, s, p, d, ceil in [
+        ("max_basic", (2, 3, 7, 6), (3, 3), (2, 2), (1, 1), (1, 1), False),
+        ("max_ceil", (2, 2, 8, 7), (3, 2), (2, 2), (1, 0), (1, 1), True),
+        ("max_dilated", (1, 3, 9, 8), (3, 2), (1, 2), (0, 1), (2, 3), False),
+        ("max_rect_ceil", (2, 2, 5, 9), (2, 3), (3, 2), (0, 1), (1, 1), True),
+        ("max_unbatched", (3, 6, 6), (2, 2), (2, 2), (0, 0), (1, 1), False),
+    ]:
+        x = leaf(*shape)
+        y, idx = F.max_pool2d(x, k, s, p, d, ceil_mode=ceil, return_indices=True)
+        fam.put(case, "x", x)
+        fam.put(case, "y", y)
+        fam.put(case, "indices", idx)
+        fam.put(case, "kernel", list(k))
+        fam.put(case, "stride", list(s))
+        fam.put(case, "padding", list(p))
+        fam.put(case, "dilation", list(d))
+        fam.put(case, "ceil_mode", [int(ceil)])
+        backward_with(fam, case, y, {"x": x})
+    # avg: (case, shape, kernel, stride, padding, ceil_mode, count_include_pad, divisor)
+    for case, shape, k, s, p, ceil, cip, div in [
+        ("avg_basic", (2, 3, 7, 6), (3, 3), (2, 2), (1, 1), False, True, 0),
+        ("avg_exclude_pad", (2, 3, 7, 6), (3, 3), (2, 2), (1, 1), False, False, 0),
+        ("avg_ceil", (2, 2, 8, 7), (3, 2), (2, 2), (1, 1), True, True, 0),
+        ("avg_ceil_exclude", (2, 2, 8, 7), (3, 3), (2, 2), (1, 1), True, False, 0),
+        ("avg_divisor", (1, 2, 6, 6), (2, 3), (2, 1), (1, 0), False, True, 5),
+    ]:
+        x = leaf(*shape)
+        y = F.avg_pool2d(x, k, s, p, ceil_mode=ceil, count_include_pad=cip,
+                         divisor_override=div if div else None)
+        fam.put(case, "x", x)
+        fam.put(case, "y", y)
+        fam.put(case, "kernel", list(k))
+        fam.put(case, "stride", list(s))
+        fam.put(case, "padding", list(p))
+        fam.put(case, "ceil_mode", [int(ceil)])
+        fam.put(case, "count_include_pad", [int(cip)])
+        fam.put(case, "divisor_override", [div])
+        backward_with(fam, case, y, {"x": x})
+    for case, shape, out in [
+        ("adaptive_shrink", (2, 3, 7, 5), (3, 2)),
+        ("adaptive_global", (2, 4, 5, 6), (1, 1)),
+        ("adaptive_grow", (1, 2, 3, 4), (5, 7)),
+    ]:
+        x = leaf(*shape)
+        y = F.adaptive_avg_pool2d(x, out)
+        fam.put(case, "x", x)
+        fam.put(case, "y", y)
+        fam.put(case, "output_size", list(out))
+        backward_with(fam, case, y, {"x": x})
+    fam.save()
+
+
+# ---- norm ----------------------------------------------------------------------------------
+
+def gen_norm():
+    fam = Family("norm")
+    torch.manual_seed(3)
+    for case, shape, nshape, affine in [
+        ("ln_last", (4, 5, 6), (6,), True),
+        ("ln_two_dims", (3, 4, 5), (4, 5), True),
+        ("ln_plain", (6, 7), (7,), False),
+    ]:
+        x = leaf(*shape, scale=2.0)
+        with torch.no_grad():
+            x += 0.5
+        w = leaf(*nshape) if affine else None
+        b = leaf(*nshape) if affine else None
+        y = F.layer_norm(x, nshape, w, b, eps=1e-5)
+        fam.put(case, "x", x)
+        fam.put(case, "y", y)
+        fam.put(case, "normalized_shape", list(nshape))
+        if affine:
+            fam.put(case, "w", w)
+            fam.put(case, "b", b)
+        backward_with(fam, case, y, {"x": x, "w": w, "b": b})
+    for case, shape, training, affine, momentum in [
+        ("bn2d_train", (3, 4, 5, 5), True, True, 0.1),
+        ("bn2d_eval", (3, 4, 5, 5), False, True, 0.1),
+        ("bn1d_train", (8, 4), True, True, 0.3),
+        ("bn1d_seq_train", (4, 3, 7), True, False, 0.1),
+        ("bn1d_seq_eval", (4, 3, 7), False, False, 0.1),
+    ]:
+        C = shape[1]
+        x = leaf(*shape, scale=1.5)
+        with torch.no_grad():
+            x += 0.7
+        w = leaf(C) if affine else None
+        b = leaf(C) if affine else None
+        rm = torch.randn(C) * 0.2
+        rv = torch.rand(C) + 0.5
+        fam.put(case, "running_mean", rm.clone())
+        fam.put(case, "running_var", rv.clone())
+        y = F.batch_norm(x, rm, rv, w, b, training=training, momentum=momentum, eps=1e-5)
+        fam.put(case, "x", x)
+        fam.put(case, "y", y)
+        fam.put(case, "running_mean_after", rm)
+        fam.put(case, "running_var_after", rv)
+        fam.put(case, "training", [int(training)])
+        fam.put(case, "momentum", float(momentum))
+        if affine:
+            fam.put(case, "w", w)
+            fam.put(case, "b", b)
+        backward_with(fam, case, y, {"x": x, "w": w, "b": b})
+    fam.save()
+
+
+GENERATORS = {"conv": gen_conv, "pool": gen_pool, "norm": gen_norm}
+
+if __name__ == "__main__":
+    torch.set_num_threads(1)
+    os.makedirs(OUT_DIR, exist_ok=True)
+    for name in sys.argv[1:] or GENERATORS:
+        GENERATORS[name]()
