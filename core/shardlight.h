@@ -20,6 +20,7 @@
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/matmul.h"
 #include "autograd/ops/reduce.h"
+#include "autograd/ops/attention.h"
 #include "autograd/ops/conv.h"
 #include "autograd/ops/dropout.h"
 #include "autograd/ops/norm.h"

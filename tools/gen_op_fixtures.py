@@ -233,7 +233,66 @@ def gen_norm():
     fam.save()
 
 
-GENERATORS = {"conv": gen_conv, "pool": gen_pool, "norm": gen_norm}
+# ---- attention -----------------------------------------------------------------------------
+
+def sdpa_reference(q, k, v, mask, causal, scale):
+    """torch.nn.functional.scaled_dot_product_attention's documented math (PyTorch 2.x), which
+    torch 1.13 lacks: softmax(q k^T * scale + mask) @ v, bool masks keeping the true entries."""
+    scores = q @ k.transpose(-2, -1) * scale
+    L, S = scores.shape[-2:]
+    if causal:
+        scores = scores.masked_fill(~torch.ones(L, S, dtype=torch.bool).tril(), float("-inf"))
+    if mask is not None:
+        if mask.dtype == torch.bool:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        else:
+            scores = scores + mask
+    return torch.softmax(scores, dim=-1) @ v
+
+
+def gen_attention():
+    fam = Family("attention")
+    torch.manual_seed(4)
+    # (case, q shape, S, Ev, mask kind, causal, scale)
+    for case, qs, S, Ev, mask_kind, causal, scale in [
+        ("plain", (2, 3, 5, 4), 6, 5, None, False, None),
+        ("bool_mask", (2, 3, 5, 4), 6, 5, "bool_ls", False, None),
+        ("key_padding", (2, 3, 5, 4), 6, 5, "bool_pad", False, None),
+        ("float_mask", (2, 3, 5, 4), 6, 3, "float_pad", False, None),
+        ("causal", (2, 2, 5, 4), 5, 4, None, True, None),
+        ("causal_rect", (1, 2, 4, 3), 6, 3, None, True, None),
+        ("causal_and_mask", (2, 2, 5, 4), 5, 4, "bool_pad", True, None),
+        ("three_d_scaled", (4, 5, 8), 7, 6, "float_ls", False, 0.3),
+    ]:
+        batch, L, E = qs[:-2], qs[-2], qs[-1]
+        q = leaf(*qs)
+        k = leaf(*batch, S, E)
+        v = leaf(*batch, S, Ev)
+        mask = None
+        if mask_kind == "bool_ls":
+            mask = torch.rand(L, S) > 0.3
+            mask[:, 0] = True  # no fully masked row
+        elif mask_kind == "bool_pad":
+            mask = torch.ones(batch[0], 1, 1, S, dtype=torch.bool)
+            mask[0, ..., S - 2:] = False
+        elif mask_kind == "float_pad":
+            mask = torch.randn(batch[0], 1, 1, S)
+            mask[1, ..., -1] = float("-inf")
+        elif mask_kind == "float_ls":
+            mask = torch.randn(L, S)
+        sc = scale if scale is not None else 1.0 / E ** 0.5
+        y = sdpa_reference(q, k, v, mask, causal, sc)
+        for name, t in (("q", q), ("k", k), ("v", v), ("y", y)):
+            fam.put(case, name, t)
+        if mask is not None:
+            fam.put(case, "mask", mask)
+        fam.put(case, "causal", [int(causal)])
+        fam.put(case, "scale", float(scale) if scale is not None else -1.0)
+        backward_with(fam, case, y, {"q": q, "k": k, "v": v})
+    fam.save()
+
+
+GENERATORS = {"conv": gen_conv, "pool": gen_pool, "norm": gen_norm, "attention": gen_attention}
 
 if __name__ == "__main__":
     torch.set_num_threads(1)

@@ -1,0 +1,44 @@
+// Differentiable scaled dot-product attention, as
+// torch.nn.functional.scaled_dot_product_attention (PyTorch 2.x semantics), built from the
+// matmul family and the attention family's fused masked softmax (core/ops/attention.h).
+#pragma once
+
+#include <optional>
+#include <utility>
+
+#include "core/random.h"
+#include "core/tensor.h"
+
+namespace sl {
+
+/// softmax(scale * scores + mask) over the last dim of scores [..., L, S], with the masks of
+/// Note [Attention masks] (core/ops/attention.h): bool attn_mask keeps the true positions,
+/// floating attn_mask is added, is_causal masks key j > query i. Differentiable w.r.t. scores.
+/// Throws ShapeError (mask does not broadcast), DTypeError, DeviceError.
+Tensor attention_softmax(const Tensor& scores, const Tensor& attn_mask = Tensor(),
+                         bool is_causal = false, double scale = 1.0);
+
+/// Attention of queries q [..., L, E] over keys k [..., S, E] and values v [..., S, Ev]
+/// (batch dims broadcast, as torch.matmul):
+///   softmax(q k^T * scale + mask) (dropout with dropout_p) @ v  ->  [..., L, Ev]
+/// scale defaults to 1 / sqrt(E). attn_mask: bool (true = take part in attention) or
+/// floating (added), broadcastable to [..., L, S]; is_causal: key j > query i is masked (with
+/// attn_mask also given, both apply). dropout_p > 0 drops attention weights with the
+/// generator `gen` (default generator when null); pass 0 in evaluation. Rows with every key
+/// masked give NaN, as in PyTorch. Differentiable w.r.t. q, k, v (and a floating mask is
+/// treated as a constant). Throws ShapeError (ranks, E or S mismatch, mask shape), ValueError
+/// (dropout_p outside [0, 1)), DTypeError, DeviceError.
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const Tensor& attn_mask = Tensor(), double dropout_p = 0.0,
+                                    bool is_causal = false,
+                                    std::optional<double> scale = std::nullopt,
+                                    Generator* gen = nullptr);
+
+/// scaled_dot_product_attention that also returns the attention weights [..., L, S] (after
+/// dropout, as nn.MultiheadAttention's need_weights reports them).
+std::pair<Tensor, Tensor> scaled_dot_product_attention_with_weights(
+    const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask = Tensor(),
+    double dropout_p = 0.0, bool is_causal = false, std::optional<double> scale = std::nullopt,
+    Generator* gen = nullptr);
+
+}  // namespace sl
