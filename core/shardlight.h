@@ -25,6 +25,7 @@
 #include "autograd/ops/dropout.h"
 #include "autograd/ops/norm.h"
 #include "autograd/ops/pool.h"
+#include "autograd/ops/rnn.h"
 
 #include "nn/activation.h"
 #include "nn/containers.h"

@@ -292,7 +292,100 @@ def gen_attention():
     fam.save()
 
 
-GENERATORS = {"conv": gen_conv, "pool": gen_pool, "norm": gen_norm, "attention": gen_attention}
+# ---- rnn -----------------------------------------------------------------------------------
+
+def gen_rnn():
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+    fam = Family("rnn")
+    torch.manual_seed(5)
+    # cells: (case, kind, N or None (unbatched), I, H, bias)
+    for case, kind, N, I, H, bias in [
+        ("lstm_cell", "lstm", 3, 4, 5, True),
+        ("lstm_cell_nobias", "lstm", 2, 3, 4, False),
+        ("gru_cell", "gru", 3, 4, 5, True),
+        ("gru_cell_unbatched", "gru", None, 3, 4, True),
+    ]:
+        cell = (torch.nn.LSTMCell if kind == "lstm" else torch.nn.GRUCell)(I, H, bias=bias)
+        shape = (N,) if N else ()
+        x = leaf(*shape, I)
+        h = leaf(*shape, H)
+        inputs = {"x": x, "h": h}
+        for name, p in cell.named_parameters():
+            inputs[name] = p
+        if kind == "lstm":
+            c = leaf(*shape, H)
+            inputs["c"] = c
+            h1, c1 = cell(x, (h, c))
+            outs = [h1, c1]
+        else:
+            outs = [cell(x, h)]
+        for k, v in inputs.items():
+            fam.put(case, k, v)
+        grads_out = []
+        for i, o in enumerate(outs):
+            fam.put(case, f"y{i}", o)
+            g = torch.randn_like(o)
+            fam.put(case, f"gy{i}", g)
+            grads_out.append(g)
+        names = list(inputs)
+        grads = torch.autograd.grad(outs, [inputs[k] for k in names], grads_out)
+        for k, g in zip(names, grads):
+            fam.put(case, "grad_" + k, g)
+    # sequences: (case, kind, T, N, I, H, layers, bidirectional, batch_first, bias, states,
+    #             lengths)
+    for case, kind, T, N, I, H, L, bidi, bf, bias, states, lengths in [
+        ("lstm_1l", "lstm", 5, 3, 4, 6, 1, False, False, True, True, None),
+        ("lstm_2l_bidi_bf", "lstm", 4, 2, 3, 5, 2, True, True, True, False, None),
+        ("lstm_bidi_lengths", "lstm", 6, 3, 4, 5, 1, True, False, True, True, [6, 2, 4]),
+        ("lstm_2l_lengths_bf", "lstm", 5, 4, 3, 4, 2, False, True, False, True, [3, 5, 1, 4]),
+        ("gru_1l", "gru", 5, 3, 4, 6, 1, False, False, True, True, None),
+        ("gru_2l_bidi_lengths", "gru", 6, 3, 4, 5, 2, True, False, True, True, [4, 6, 1]),
+        ("gru_nobias_bf", "gru", 4, 2, 3, 4, 1, True, True, False, False, None),
+    ]:
+        mod = (torch.nn.LSTM if kind == "lstm" else torch.nn.GRU)(
+            I, H, num_layers=L, bias=bias, batch_first=bf, bidirectional=bidi)
+        D = 2 if bidi else 1
+        x = leaf(*((N, T, I) if bf else (T, N, I)))
+        inputs = {"x": x}
+        for name, p in mod.named_parameters():
+            inputs[name] = p
+        hx = None
+        if states:
+            h0 = leaf(L * D, N, H)
+            inputs["h0"] = h0
+            if kind == "lstm":
+                c0 = leaf(L * D, N, H)
+                inputs["c0"] = c0
+                hx = (h0, c0)
+            else:
+                hx = h0
+        if lengths is None:
+            out, hn = mod(x, hx)
+        else:
+            packed = pack_padded_sequence(x, torch.tensor(lengths), batch_first=bf,
+                                          enforce_sorted=False)
+            out, hn = mod(packed, hx)
+            out, _ = pad_packed_sequence(out, batch_first=bf, total_length=T)
+            fam.put(case, "lengths", lengths)
+        outs = [out] + (list(hn) if kind == "lstm" else [hn])
+        for k, v in inputs.items():
+            fam.put(case, k, v)
+        fam.put(case, "config", [L, int(bidi), int(bf), int(bias)])
+        grads_out = []
+        for i, o in enumerate(outs):
+            fam.put(case, f"y{i}", o)
+            g = torch.randn_like(o)
+            fam.put(case, f"gy{i}", g)
+            grads_out.append(g)
+        names = list(inputs)
+        grads = torch.autograd.grad(outs, [inputs[k] for k in names], grads_out)
+        for k, g in zip(names, grads):
+            fam.put(case, "grad_" + k, g)
+    fam.save()
+
+
+GENERATORS = {"conv": gen_conv, "pool": gen_pool, "norm": gen_norm, "attention": gen_attention,
+              "rnn": gen_rnn}
 
 if __name__ == "__main__":
     torch.set_num_threads(1)

@@ -1,0 +1,342 @@
+// Differentiable LSTM / GRU: one autograd node per layer (both directions), whose backward is
+// the layer's BPTT (core/ops/rnn.cpp); cells reuse the step kernels through a fused pointwise
+// node after two linear projections.
+#include "autograd/ops/rnn.h"
+
+#include "autograd/function.h"
+#include "autograd/ops/dropout.h"
+#include "autograd/ops/elementwise.h"
+#include "autograd/ops/matmul.h"
+#include "core/creation.h"
+#include "core/ops/copy.h"
+#include "core/ops/reduce.h"
+#include "core/ops/rnn.h"
+#include "core/ops/view.h"
+
+namespace sl {
+
+namespace {
+
+// ---- shared checks ------------------------------------------------------------------------
+
+void check_same(const char* op, const Tensor& ref, const Tensor& t, const char* what) {
+  if (!t.defined()) return;
+  SL_CHECK_DEVICE(t.device() == ref.device(), op, ": ", what, " is on ", t.device(),
+                  " but the input is on ", ref.device());
+  SL_CHECK_DTYPE(t.dtype() == ref.dtype(), op, ": ", what, " has dtype ", dtype_name(t.dtype()),
+                 " but the input has ", dtype_name(ref.dtype()));
+}
+
+void check_shape(const char* op, const Tensor& t, const Shape& want, const std::string& what) {
+  SL_CHECK_SHAPE(t.sizes() == want, op, ": ", what, " has shape ", shape_str(t.sizes()),
+                 ", expected ", shape_str(want));
+}
+
+// ---- cells ------------------------------------------------------------------------------------
+
+/// Fused LSTM pointwise step on pre-activation gates [N, 4H] and c [N, H]: (h', c').
+std::pair<Tensor, Tensor> lstm_pointwise(const Tensor& gates, const Tensor& c) {
+  const int64_t N = gates.size(0), H = c.size(1);
+  LstmStep st;
+  st.gates = ops::contiguous(gates, /*force_copy=*/true);  // becomes the activations
+  st.c_prev = ops::contiguous(c);
+  st.h_prev = st.c_prev;  // read only for inactive rows; there are none without lengths
+  st.h_next = ops::empty({N, H}, c.dtype(), c.device());
+  st.c_next = ops::empty({N, H}, c.dtype(), c.device());
+  lstm_step_forward_kernel(c.device().kind, st);
+  Tensor h_out = st.h_next, c_out = st.c_next;
+  if (needs_grad(gates, c)) {
+    record("LstmCellBackward", {gates, c}, {&h_out, &c_out},
+           [act = st.gates, cp = st.c_prev, cn = st.c_next](const BackwardCtx& ctx) {
+             LstmStepBackward b;
+             b.gates = act;
+             b.c_prev = cp;
+             b.c_next = cn;
+             b.dh = ops::contiguous(ctx.grad(0));
+             b.dc = ops::contiguous(ctx.grad(1), /*force_copy=*/true);
+             b.dgates = ops::empty(act.sizes(), act.dtype(), act.device());
+             b.dh_prev = ops::empty(cp.sizes(), cp.dtype(), cp.device());
+             lstm_step_backward_kernel(act.device().kind, b);
+             return variable_list{b.dgates, b.dc};
+           });
+  }
+  return {h_out, c_out};
+}
+
+/// Fused GRU pointwise step on gx [N, 3H] (input projection with b_ih), gh [N, 3H]
+/// (h @ W_hh^T), h [N, H] and b_hh [3H] (or undefined): h'.
+Tensor gru_pointwise(const Tensor& gx, const Tensor& gh, const Tensor& h, const Tensor& b_hh) {
+  const int64_t N = gx.size(0), H = h.size(1);
+  GruStep st;
+  st.gx = ops::contiguous(gx, true);
+  st.gh = ops::contiguous(gh, true);
+  st.bias_hh = b_hh.defined() ? ops::contiguous(b_hh) : b_hh;
+  st.h_prev = ops::contiguous(h);
+  st.h_next = ops::empty({N, H}, h.dtype(), h.device());
+  gru_step_forward_kernel(h.device().kind, st);
+  Tensor out = st.h_next;
+  if (needs_grad(gx, gh, h, b_hh)) {
+    record("GruCellBackward", {gx, gh, h, b_hh}, {&out},
+           [sx = st.gx, sh = st.gh, hp = st.h_prev](const BackwardCtx& ctx) {
+             GruStepBackward b;
+             b.gx = sx;
+             b.gh = sh;
+             b.h_prev = hp;
+             b.dh = ops::contiguous(ctx.grad(0));
+             b.dgx = ops::empty(sx.sizes(), sx.dtype(), sx.device());
+             b.dgh = ops::empty(sh.sizes(), sh.dtype(), sh.device());
+             b.dh_prev = ops::empty(hp.sizes(), hp.dtype(), hp.device());
+             gru_step_backward_kernel(sx.device().kind, b);
+             Tensor db = ctx.needs(3) ? ops::reduce(ReduceOp::sum, b.dgh, {0}, false) : Tensor();
+             return variable_list{b.dgx, b.dgh, b.dh_prev, db};
+           });
+  }
+  return out;
+}
+
+/// Checks a cell call; returns (input, h, c) as 2-d tensors (zeros for undefined states) and
+/// whether the input was unbatched.
+struct CellArgs {
+  Tensor x, h, c;
+  bool unbatched = false;
+};
+
+CellArgs check_cell(const char* op, int64_t G, const Tensor& input, const Tensor& h,
+                    const Tensor& c, bool has_c, const Tensor& w_ih, const Tensor& w_hh,
+                    const Tensor& b_ih, const Tensor& b_hh) {
+  ops::check_defined(op, input);
+  ops::check_defined(op, w_ih, "weight_ih");
+  ops::check_defined(op, w_hh, "weight_hh");
+  SL_CHECK_DTYPE(is_floating(input.dtype()), op, ": expected a floating input, got ",
+                 dtype_name(input.dtype()));
+  SL_CHECK_SHAPE(input.dim() == 1 || input.dim() == 2, op, ": expected input [N, I] or [I], got ",
+                 shape_str(input.sizes()));
+  SL_CHECK_SHAPE(w_hh.dim() == 2 && w_hh.size(0) % G == 0 && w_hh.size(1) * G == w_hh.size(0), op,
+                 ": weight_hh must be [", G, " * H, H], got ", shape_str(w_hh.sizes()));
+  const int64_t H = w_hh.size(1);
+  CellArgs a;
+  a.unbatched = input.dim() == 1;
+  a.x = a.unbatched ? input.unsqueeze(0) : input;
+  const int64_t N = a.x.size(0), I = a.x.size(1);
+  check_shape(op, w_ih, {G * H, I}, "weight_ih");
+  for (const auto& [t, name] : {std::pair{&b_ih, "bias_ih"}, std::pair{&b_hh, "bias_hh"}}) {
+    if (t->defined()) check_shape(op, *t, {G * H}, name);
+  }
+  auto state = [&](const Tensor& s, const char* name) {
+    if (!s.defined()) return zeros({N, H}, {.dtype = input.dtype(), .device = input.device()});
+    check_shape(op, s, a.unbatched ? Shape{H} : Shape{N, H}, name);
+    return a.unbatched ? s.unsqueeze(0) : s;
+  };
+  a.h = state(h, "hx");
+  if (has_c) a.c = state(c, "cx");
+  check_same(op, input, w_ih, "weight_ih");
+  check_same(op, input, w_hh, "weight_hh");
+  check_same(op, input, b_ih, "bias_ih");
+  check_same(op, input, b_hh, "bias_hh");
+  check_same(op, input, a.h, "hx");
+  check_same(op, input, a.c, "cx");
+  return a;
+}
+
+// ---- whole sequences ------------------------------------------------------------------------
+
+/// One layer (both directions) as one autograd node: outputs y, h_n (and c_n for LSTM).
+std::vector<Tensor> rnn_layer(RnnMode mode, const Tensor& x, const Tensor& h0, const Tensor& c0,
+                              const std::vector<RnnWeights>& w, const Tensor& lengths) {
+  const bool lstm = mode == RnnMode::lstm;
+  RnnLayerOutput r = ops::rnn_layer_forward(mode, ops::contiguous(x), ops::contiguous(h0),
+                                            lstm ? ops::contiguous(c0) : Tensor(), w, lengths);
+  Tensor y = r.y, hn = r.h_n, cn = r.c_n;
+  TensorList inputs{x, h0, c0};
+  for (const auto& wd : w) inputs.insert(inputs.end(), {wd.w_ih, wd.w_hh, wd.b_ih, wd.b_hh});
+  if (needs_grad_list(inputs)) {
+    std::vector<Tensor*> outs{&y, &hn};
+    if (lstm) outs.push_back(&cn);
+    const char* name = lstm ? "LstmLayerBackward" : "GruLayerBackward";
+    // version guards: the backward reads x and the weights, which must not change in between
+    std::vector<SavedTensor> guards{SavedTensor(r.saved.x)};
+    for (const auto& wd : w) {
+      for (const Tensor* t : {&wd.w_ih, &wd.w_hh}) guards.emplace_back(*t);
+    }
+    record(name, inputs, outs,
+           [saved = std::move(r.saved), guards, lstm, name](const BackwardCtx& c) {
+             for (const auto& g : guards) g.unpack(name);
+             bool any_w = false;
+             for (size_t i = 3; i < 3 + 4 * saved.w.size(); ++i) any_w = any_w || c.needs(i);
+             RnnLayerGrads g =
+                 ops::rnn_layer_backward(saved, c.grad(0), c.grad(1), lstm ? c.grad(2) : Tensor(),
+                                         {c.needs(0), c.needs(1), c.needs(2), any_w});
+             variable_list out{g.x, g.h0, g.c0};
+             for (size_t d = 0; d < saved.w.size(); ++d) {
+               const RnnWeights& gw = g.w[d];
+               size_t base = 3 + 4 * d;
+               out.push_back(c.needs(base) ? gw.w_ih : Tensor());
+               out.push_back(c.needs(base + 1) ? gw.w_hh : Tensor());
+               out.push_back(c.needs(base + 2) ? gw.b_ih : Tensor());
+               out.push_back(c.needs(base + 3) ? gw.b_hh : Tensor());
+             }
+             return out;
+           });
+  }
+  return {y, hn, cn};
+}
+
+/// Concatenation along dim 0 with its gradient (the layers' final states into [L * D, N, H]).
+Tensor concat0(const TensorList& parts) {
+  int64_t total = 0;
+  for (const auto& p : parts) total += p.size(0);
+  Shape s = parts[0].sizes();
+  s[0] = total;
+  Tensor out = ops::empty(s, parts[0].dtype(), parts[0].device());
+  std::vector<int64_t> starts;
+  int64_t at = 0;
+  for (const auto& p : parts) {
+    ops::copy_(ops::narrow(out, 0, at, p.size(0)), p);
+    starts.push_back(at);
+    at += p.size(0);
+  }
+  if (needs_grad_list(parts)) {
+    std::vector<int64_t> sizes;
+    for (const auto& p : parts) sizes.push_back(p.size(0));
+    record("CatBackward", parts, {&out}, [starts, sizes](const BackwardCtx& c) {
+      variable_list g;
+      for (size_t i = 0; i < starts.size(); ++i)
+        g.push_back(ops::narrow(c.grad(), 0, starts[i], sizes[i]));
+      return g;
+    });
+  }
+  return out;
+}
+
+struct SeqResult {
+  Tensor output, h_n, c_n;
+};
+
+SeqResult run_rnn(RnnMode mode, const Tensor& input, const Tensor& h0_in, const Tensor& c0_in,
+                  const TensorList& params, bool has_biases, int64_t num_layers, double dropout_p,
+                  bool train, bool bidirectional, bool batch_first, const Tensor& lengths,
+                  Generator* gen) {
+  const char* op = rnn_mode_name(mode);
+  const bool lstm = mode == RnnMode::lstm;
+  const int64_t G = lstm ? 4 : 3, D = bidirectional ? 2 : 1, L = num_layers;
+  ops::check_defined(op, input);
+  SL_CHECK(L >= 1, op, ": num_layers must be at least 1, got ", L);
+  SL_CHECK(dropout_p >= 0.0 && dropout_p <= 1.0, op, ": dropout must be in [0, 1], got ",
+           dropout_p);
+  SL_CHECK_DTYPE(is_floating(input.dtype()), op, ": expected a floating input, got ",
+                 dtype_name(input.dtype()));
+  SL_CHECK_SHAPE(input.dim() == 2 || input.dim() == 3, op,
+                 ": expected input [T, N, I] (or [N, T, I] with batch_first, [T, I] unbatched), "
+                 "got ",
+                 shape_str(input.sizes()));
+  const size_t per = has_biases ? 4 : 2;
+  SL_CHECK_SHAPE(params.size() == static_cast<size_t>(L * D) * per, op, ": expected ",
+                 L * D * static_cast<int64_t>(per), " parameters (", L, " layers x ", D,
+                 " directions x ", per, "), got ", params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    SL_CHECK(params[i].defined(), op, ": parameter ", i, " is undefined");
+    check_same(op, input, params[i], "a parameter");
+  }
+  const bool unbatched = input.dim() == 2;
+  Tensor x = unbatched ? input.unsqueeze(1) : (batch_first ? input.transpose(0, 1) : input);
+  const int64_t T = x.size(0), N = x.size(1), I = x.size(2);
+  SL_CHECK_SHAPE(T > 0 && N > 0, op, ": expected a non-empty sequence and batch, got input ",
+                 shape_str(input.sizes()));
+  SL_CHECK_SHAPE(params[1].dim() == 2, op, ": weight_hh_l0 must be 2-d, got ",
+                 shape_str(params[1].sizes()));
+  const int64_t H = params[1].size(1);
+  // per layer and direction: the weights, checked against the expected shapes
+  std::vector<std::vector<RnnWeights>> layers(static_cast<size_t>(L));
+  for (int64_t l = 0; l < L; ++l) {
+    for (int64_t d = 0; d < D; ++d) {
+      size_t base = static_cast<size_t>(l * D + d) * per;
+      std::string sfx = "_l" + std::to_string(l) + (d == 1 ? "_reverse" : "");
+      RnnWeights w{params[base], params[base + 1], has_biases ? params[base + 2] : Tensor(),
+                   has_biases ? params[base + 3] : Tensor()};
+      check_shape(op, w.w_ih, {G * H, l == 0 ? I : D * H}, "weight_ih" + sfx);
+      check_shape(op, w.w_hh, {G * H, H}, "weight_hh" + sfx);
+      if (has_biases) {
+        check_shape(op, w.b_ih, {G * H}, "bias_ih" + sfx);
+        check_shape(op, w.b_hh, {G * H}, "bias_hh" + sfx);
+      }
+      layers[static_cast<size_t>(l)].push_back(w);
+    }
+  }
+  auto state = [&](const Tensor& s, const char* name) {
+    if (!s.defined()) {
+      return zeros({L * D, N, H}, {.dtype = input.dtype(), .device = input.device()});
+    }
+    check_same(op, input, s, name);
+    check_shape(op, s, unbatched ? Shape{L * D, H} : Shape{L * D, N, H}, name);
+    return unbatched ? s.unsqueeze(1) : s;
+  };
+  Tensor h0 = state(h0_in, "h0");
+  Tensor c0 = lstm ? state(c0_in, "c0") : Tensor();
+  Tensor len;
+  if (lengths.defined()) len = ops::check_rnn_lengths(op, lengths, T, N, input.device());
+
+  TensorList hs, cs;
+  Tensor layer_in = x;
+  for (int64_t l = 0; l < L; ++l) {
+    if (l > 0 && train && dropout_p > 0.0) layer_in = sl::dropout(layer_in, dropout_p, true, gen);
+    Tensor h0l = h0.narrow(0, l * D, D);
+    Tensor c0l = lstm ? c0.narrow(0, l * D, D) : Tensor();
+    std::vector<Tensor> r =
+        rnn_layer(mode, layer_in, h0l, c0l, layers[static_cast<size_t>(l)], len);
+    layer_in = r[0];
+    hs.push_back(r[1]);
+    if (lstm) cs.push_back(r[2]);
+  }
+  SeqResult res;
+  res.output = layer_in;
+  res.h_n = L == 1 ? hs[0] : concat0(hs);
+  if (lstm) res.c_n = L == 1 ? cs[0] : concat0(cs);
+  if (unbatched) {
+    res.output = res.output.squeeze(1);
+    res.h_n = res.h_n.squeeze(1);
+    if (lstm) res.c_n = res.c_n.squeeze(1);
+  } else if (batch_first) {
+    res.output = res.output.transpose(0, 1);
+  }
+  return res;
+}
+
+}  // namespace
+
+std::pair<Tensor, Tensor> lstm_cell(const Tensor& input, const Tensor& h, const Tensor& c,
+                                    const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
+                                    const Tensor& b_hh) {
+  CellArgs a = check_cell("lstm_cell", 4, input, h, c, true, w_ih, w_hh, b_ih, b_hh);
+  Tensor gates = add(linear(a.x, w_ih, b_ih), linear(a.h, w_hh, b_hh));
+  auto [h1, c1] = lstm_pointwise(gates, a.c);
+  if (a.unbatched) return {h1.squeeze(0), c1.squeeze(0)};
+  return {h1, c1};
+}
+
+Tensor gru_cell(const Tensor& input, const Tensor& h, const Tensor& w_ih, const Tensor& w_hh,
+                const Tensor& b_ih, const Tensor& b_hh) {
+  CellArgs a = check_cell("gru_cell", 3, input, h, Tensor(), false, w_ih, w_hh, b_ih, b_hh);
+  Tensor h1 = gru_pointwise(linear(a.x, w_ih, b_ih), linear(a.h, w_hh), a.h, b_hh);
+  return a.unbatched ? h1.squeeze(0) : h1;
+}
+
+std::tuple<Tensor, Tensor, Tensor> lstm(const Tensor& input, const Tensor& h0, const Tensor& c0,
+                                        const TensorList& params, bool has_biases,
+                                        int64_t num_layers, double dropout, bool train,
+                                        bool bidirectional, bool batch_first, const Tensor& lengths,
+                                        Generator* gen) {
+  SeqResult r = run_rnn(RnnMode::lstm, input, h0, c0, params, has_biases, num_layers, dropout,
+                        train, bidirectional, batch_first, lengths, gen);
+  return {r.output, r.h_n, r.c_n};
+}
+
+std::pair<Tensor, Tensor> gru(const Tensor& input, const Tensor& h0, const TensorList& params,
+                              bool has_biases, int64_t num_layers, double dropout, bool train,
+                              bool bidirectional, bool batch_first, const Tensor& lengths,
+                              Generator* gen) {
+  SeqResult r = run_rnn(RnnMode::gru, input, h0, Tensor(), params, has_biases, num_layers, dropout,
+                        train, bidirectional, batch_first, lengths, gen);
+  return {r.output, r.h_n};
+}
+
+}  // namespace sl
