@@ -22,6 +22,7 @@
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/attention.h"
 #include "autograd/ops/conv.h"
+#include "autograd/ops/ctc.h"
 #include "autograd/ops/dropout.h"
 #include "autograd/ops/norm.h"
 #include "autograd/ops/pool.h"

@@ -384,7 +384,53 @@ def gen_rnn():
     fam.save()
 
 
-GENERATORS = {"conv": gen_conv, "pool": gen_pool, "norm": gen_norm, "attention": gen_attention,
+# ---- ctc -----------------------------------------------------------------------------------
+
+def gen_ctc():
+    fam = Family("ctc")
+    torch.manual_seed(6)
+    # (case, T, N, C, targets per sample, input lengths, blank, reduction, layout, zero_inf)
+    for case, T, N, C, tgts, ilens, blank, red, layout, zinf in [
+        ("mean_padded", 8, 3, 5, [[1, 2, 3, 4], [2, 2], [4, 1, 4]], [8, 6, 7], 0, "mean",
+         "padded", False),
+        ("sum_concat_blank_last", 7, 2, 4, [[0, 1, 1], [2]], [7, 5], 3, "sum", "concat", False),
+        ("none_repeats", 6, 3, 4, [[1, 1, 2], [3, 3], []], [6, 4, 3], 0, "none", "padded", False),
+        ("infeasible", 5, 2, 3, [[1, 1, 1], [2, 1]], [3, 5], 0, "none", "padded", False),
+        ("zero_infinity", 5, 2, 3, [[1, 1, 1], [2, 1]], [3, 5], 0, "mean", "padded", True),
+        ("unbatched", 6, None, 5, [[3, 1, 2]], [6], 0, "mean", "padded", False),
+    ]:
+        logits = torch.randn(T, N or 1, C) * 2
+        lp = logits.log_softmax(-1).detach()
+        if N is None:
+            lp = lp[:, 0]
+        lp.requires_grad_()
+        tl = [len(t) for t in tgts]
+        if layout == "concat":
+            targets = torch.tensor([v for t in tgts for v in t], dtype=torch.int64)
+        else:
+            S = max(max(tl), 1)
+            targets = torch.zeros(len(tgts), S, dtype=torch.int64)
+            for b, t in enumerate(tgts):
+                targets[b, :len(t)] = torch.tensor(t, dtype=torch.int64)
+            if N is None:
+                targets = targets[0]
+        il_t = torch.tensor(ilens if N else ilens[0])
+        tl_t = torch.tensor(tl if N else tl[0])
+        y = F.ctc_loss(lp, targets, il_t, tl_t, blank=blank, reduction=red, zero_infinity=zinf)
+        fam.put(case, "log_probs", lp)
+        fam.put(case, "targets", targets)
+        fam.put(case, "input_lengths", il_t)
+        fam.put(case, "target_lengths", tl_t)
+        fam.put(case, "y", y)
+        fam.put(case, "blank", [blank])
+        fam.put(case, "reduction", [["none", "sum", "mean"].index(red)])
+        fam.put(case, "zero_infinity", [int(zinf)])
+        if torch.isfinite(y).all():
+            backward_with(fam, case, y, {"log_probs": lp})
+    fam.save()
+
+
+GENERATORS = {"ctc": gen_ctc, "conv": gen_conv, "pool": gen_pool, "norm": gen_norm, "attention": gen_attention,
               "rnn": gen_rnn}
 
 if __name__ == "__main__":

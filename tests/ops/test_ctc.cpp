@@ -1,0 +1,138 @@
+// ctc_loss: PyTorch parity (fixtures from tools/gen_op_fixtures.py), gradcheck in f64 through
+// log_softmax, an independent brute-force check over all alignments, error paths.
+#include <cmath>
+#include <functional>
+
+#include "ops/fixtures.h"
+#include "support/testing.h"
+
+using namespace sl;
+using sl::testing::Fixture;
+
+namespace {
+
+const char* kReductions[] = {"none", "sum", "mean"};
+
+Tensor run_case(const Fixture& fx, const std::string& c, const Tensor& lp) {
+  return ctc_loss(lp, fx.get(c, "targets"), fx.get(c, "input_lengths"), fx.get(c, "target_lengths"),
+                  fx.ints(c, "blank")[0], kReductions[fx.ints(c, "reduction")[0]],
+                  fx.ints(c, "zero_infinity")[0] != 0);
+}
+
+Tensor log_softmax_last(const Tensor& x) {
+  return x - x.logsumexp({-1}, true);
+}
+
+}  // namespace
+
+TEST_CASE("ctc_loss: PyTorch parity of losses and gradients (f32)") {
+  Fixture fx("ctc");
+  auto cases = fx.cases();
+  REQUIRE(cases.size() == 6);
+  for (const auto& c : cases) {
+    CAPTURE(c);
+    Tensor lp = fx.get(c, "log_probs").requires_grad_();
+    Tensor y = run_case(fx, c, lp);
+    SL_CHECK_CLOSE(y, fx.get(c, "y"), 1e-5, 1e-6);
+    if (!fx.has(c, "gy")) continue;  // an infinite loss has no gradient to compare
+    y.backward(fx.get(c, "gy"));
+    SL_CHECK_CLOSE(lp.grad(), fx.get(c, "grad_log_probs"), 1e-5, 1e-6);
+  }
+}
+
+TEST_CASE("ctc_loss: gradcheck (f64) through log_softmax for every fixture case") {
+  Fixture fx("ctc");
+  for (const auto& c : fx.cases()) {
+    if (c == "infeasible") continue;  // infinite loss: no finite derivative
+    CAPTURE(c);
+    // logits whose log_softmax is the fixture's log_probs (shift invariance)
+    Tensor logits = fx.get_f64(c, "log_probs").requires_grad_();
+    CHECK(gradcheck([&](const TensorList& in) { return run_case(fx, c, log_softmax_last(in[0])); },
+                    {logits}));
+  }
+}
+
+TEST_CASE("ctc_loss: equals -log of the summed probability of all alignments (brute force)") {
+  manual_seed(51);
+  const int64_t T = 5, C = 3;
+  Tensor lp = log_softmax_last(randn({T, 1, C}, {.dtype = DType::f64}));
+  auto lpv = lp.to_vector<double>();
+  const std::vector<int64_t> target{1, 2, 2};
+  // enumerate all C^T paths, collapse repeats then drop blanks (0), sum matching ones
+  double total = 0;
+  std::vector<int64_t> path(T, 0);
+  std::function<void(int64_t)> rec = [&](int64_t t) {
+    if (t == T) {
+      std::vector<int64_t> out;
+      for (int64_t i = 0; i < T; ++i) {
+        if (path[i] != 0 && (i == 0 || path[i] != path[i - 1])) out.push_back(path[i]);
+      }
+      if (out == target) {
+        double lsum = 0;
+        for (int64_t i = 0; i < T; ++i) lsum += lpv[static_cast<size_t>(i * C + path[i])];
+        total += std::exp(lsum);
+      }
+      return;
+    }
+    for (int64_t k = 0; k < C; ++k) {
+      path[t] = k;
+      rec(t + 1);
+    }
+  };
+  rec(0);
+  Tensor y = ctc_loss(lp, from_vector(target, {1, 3}), std::vector<int64_t>{T},
+                      std::vector<int64_t>{3}, 0, "sum");
+  CHECK(y.item<double>() == doctest::Approx(-std::log(total)).epsilon(1e-12));
+}
+
+TEST_CASE("ctc_loss: padded and concatenated targets agree; zero_infinity") {
+  manual_seed(52);
+  Tensor lp = log_softmax_last(randn({6, 2, 4}));
+  Tensor padded = from_vector<int64_t>({1, 2, 3, 3, 0, 0}, {2, 3});
+  Tensor concat = from_vector<int64_t>({1, 2, 3, 3});
+  std::vector<int64_t> il{6, 5}, tl{3, 1};
+  SL_CHECK_CLOSE(ctc_loss(lp, padded, il, tl, 0, "none"), ctc_loss(lp, concat, il, tl, 0, "none"),
+                 0, 0);
+  // [2, 2, 2] needs 5 steps (blanks between repeats): 4 steps is infeasible
+  Tensor x = randn({4, 1, 3}).requires_grad_();
+  Tensor rep = from_vector<int64_t>({2, 2, 2}, {1, 3});
+  Tensor inf = ctc_loss(log_softmax_last(x), rep, std::vector<int64_t>{4}, std::vector<int64_t>{3},
+                        0, "sum");
+  CHECK(std::isinf(inf.item<float>()));
+  Tensor z = ctc_loss(log_softmax_last(x), rep, std::vector<int64_t>{4}, std::vector<int64_t>{3}, 0,
+                      "sum", true);
+  CHECK(z.item<float>() == 0.0f);
+  z.backward();
+  SL_CHECK_CLOSE(x.grad(), zeros({4, 1, 3}), 0, 0);
+}
+
+TEST_CASE("ctc_loss: error paths") {
+  Tensor lp = log_softmax_last(randn({5, 2, 4}));
+  Tensor tg = from_vector<int64_t>({1, 2, 3, 1}, {2, 2});
+  std::vector<int64_t> il{5, 4}, tl{2, 2};
+  SL_CHECK_THROWS(ctc_loss(lp.select(2, 0).unsqueeze(0).unsqueeze(0), tg, il, tl), ShapeError,
+                  "expected log_probs [T, N, C]");
+  SL_CHECK_THROWS(ctc_loss(lp, tg, il, tl, 4), ValueError, "blank must be in [0, 4), got 4");
+  SL_CHECK_THROWS(ctc_loss(lp, tg, il, tl, -1), ValueError, "blank must be in [0, 4)");
+  SL_CHECK_THROWS(ctc_loss(lp, tg, std::vector<int64_t>{6, 4}, tl), ValueError,
+                  "input_lengths[0] = 6 is out of range for log_probs with 5 time steps");
+  SL_CHECK_THROWS(ctc_loss(lp, from_vector<int64_t>({1, 2, 3, 1, 2, 1}, {2, 3}),
+                           std::vector<int64_t>{5, 2}, std::vector<int64_t>{2, 3}),
+                  ValueError, "target_lengths[1] = 3 is longer than input_lengths[1] = 2");
+  SL_CHECK_THROWS(ctc_loss(lp, tg, il, std::vector<int64_t>{2, 3}), ValueError,
+                  "exceeds the padded targets' length 2");
+  SL_CHECK_THROWS(ctc_loss(lp, tg, il, std::vector<int64_t>{-1, 2}), ValueError, "is negative");
+  SL_CHECK_THROWS(ctc_loss(lp, from_vector<int64_t>({1, 2, 3}), il, tl), ShapeError,
+                  "1-d targets hold 3 labels but target_lengths sum to 4");
+  SL_CHECK_THROWS(ctc_loss(lp, from_vector<int64_t>({1, 7, 3, 1}, {2, 2}), il, tl), IndexError,
+                  "target label 7 (sample 0, position 1) is out of range for 4 classes");
+  SL_CHECK_THROWS(ctc_loss(lp, from_vector<int64_t>({1, 0, 3, 1}, {2, 2}), il, tl), ValueError,
+                  "is the blank index");
+  SL_CHECK_THROWS(ctc_loss(lp, tg, std::vector<int64_t>{5}, tl), ShapeError,
+                  "input_lengths must hold one value per sample (2)");
+  SL_CHECK_THROWS(ctc_loss(lp, tg, il, tl, 0, "avg"), ValueError, "reduction must be");
+  SL_CHECK_THROWS(ctc_loss(lp, tg.to(DType::f32), il, tl), DTypeError,
+                  "targets must be an integer");
+  SL_CHECK_THROWS(ctc_loss(lp.to(DType::i64), tg, il, tl), DTypeError,
+                  "log_probs must be floating");
+}
