@@ -38,3 +38,16 @@
 
 #include "dist/process_group.h"
 #include "dist/work.h"
+
+#include "core/ops/optim.h"
+#include "nn/serialize/checkpoint.h"
+#include "nn/serialize/json.h"
+#include "nn/serialize/safetensors.h"
+#include "nn/serialize/state_dict.h"
+#include "optim/adam.h"
+#include "optim/clip_grad.h"
+#include "optim/functional.h"
+#include "optim/grad_scaler.h"
+#include "optim/lr_scheduler.h"
+#include "optim/optimizer.h"
+#include "optim/sgd.h"

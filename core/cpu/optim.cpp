@@ -1,0 +1,256 @@
+// CPU kernels of the optim-fused family (Note [Optimizer kernels over flat spans]).
+//
+// Each kernel walks its spans once: the range is split across threads, and each thread works
+// through chunks small enough to stay in L1, running the update's statements chunk by chunk as
+// Eigen array expressions. Eigen keeps every operation of an expression (one rounding per
+// operation, no reassociation, no FMA contraction without -mfma) and vectorises sqrt, which a
+// plain loop with std::sqrt does not under GCC's default -fmath-errno. 16-bit operands are
+// converted to float in a per-chunk buffer and written back after the chunk.
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+#include "core/cpu/loops.h"
+#include "core/ops/optim.h"
+
+namespace sl::cpu {
+namespace {
+
+/// Elements per chunk (per operand buffer: 4 KiB in float, 8 KiB in double).
+constexpr int64_t kChunk = 1024;
+/// Elements per thread below which a step stays single-threaded.
+constexpr int64_t kOptimGrain = 1 << 16;
+
+template <class C>
+using Arr = Eigen::Map<Eigen::Array<C, Eigen::Dynamic, 1>>;
+
+/// A chunk of a span of T seen as compute type C: the span itself when T == C, else a local
+/// float buffer filled from it (load) and, for outputs, stored back (store).
+template <class T, class C>
+struct ChunkView {
+  T* src;
+  int64_t n;
+  C local[std::is_same_v<T, C> ? 1 : kChunk];
+  ChunkView(T* s, int64_t count, bool load) : src(s), n(count) {
+    if constexpr (!std::is_same_v<T, C>) {
+      if (load) {
+        for (int64_t i = 0; i < n; ++i) local[i] = static_cast<C>(src[i]);
+      }
+    }
+  }
+  C* data() {
+    if constexpr (std::is_same_v<T, C>)
+      return src;
+    else
+      return local;
+  }
+  Arr<C> arr() { return Arr<C>(data(), n); }
+  void store() {
+    if constexpr (!std::is_same_v<T, C>) {
+      for (int64_t i = 0; i < n; ++i) src[i] = static_cast<T>(local[i]);
+    }
+  }
+};
+
+/// Runs body(begin, n) over chunks of [0, total), threads over large ranges.
+template <class Body>
+void for_chunks(int64_t total, const Body& body) {
+  parallel_for(0, total, kOptimGrain, [&](int64_t b, int64_t e) {
+    for (int64_t s = b; s < e; s += kChunk) body(s, std::min(kChunk, e - s));
+  });
+}
+
+// ---- SGD ------------------------------------------------------------------------------------
+
+template <class T, class G>
+void sgd_typed(const Tensor& param, const Tensor& grad, const Tensor& buf, const SgdHyper& h,
+               bool init) {
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  T* p = param.data_ptr<T>();
+  G* g = grad.data_ptr<G>();
+  T* mb = h.momentum != 0.0 ? buf.data_ptr<T>() : nullptr;
+  const C wd = static_cast<C>(h.weight_decay), mom = static_cast<C>(h.momentum);
+  const C one_minus_damp = static_cast<C>(1.0 - h.dampening);
+  const C neg_lr = static_cast<C>(-h.lr);
+  for_chunks(param.numel(), [&](int64_t s, int64_t n) {
+    ChunkView<T, C> P(p + s, n, true);
+    // d_p starts as a copy of the gradient in compute precision (never written back)
+    C d_local[kChunk];
+    Arr<C> D(d_local, n);
+    for (int64_t i = 0; i < n; ++i) d_local[i] = static_cast<C>(g[s + i]);
+    if (h.maximize) D = -D;
+    if (h.weight_decay != 0.0) D = D + P.arr() * wd;  // d_p.add(param, alpha=wd)
+    if (mb) {
+      ChunkView<T, C> B(mb + s, n, !init);
+      if (init) {
+        B.arr() = D;  // buf = clone(d_p)
+      } else {
+        B.arr() = B.arr() * mom;                 // buf.mul_(momentum)
+        B.arr() = B.arr() + D * one_minus_damp;  // .add_(d_p, alpha=1 - dampening)
+      }
+      if (h.nesterov) {
+        D = D + B.arr() * mom;  // d_p.add(buf, alpha=momentum)
+      } else {
+        D = B.arr();
+      }
+      B.store();
+    }
+    P.arr() = P.arr() + D * neg_lr;  // param.add_(d_p, alpha=-lr)
+    P.store();
+  });
+}
+
+// ---- Adam / AdamW ---------------------------------------------------------------------------
+
+template <class T, class G>
+void adam_typed(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                const Tensor& exp_avg_sq, const Tensor& max_sq, int64_t step, const AdamHyper& h) {
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const AdamStepScalars sc = adam_step_scalars(h, step);
+  T* p = param.data_ptr<T>();
+  G* g = grad.data_ptr<G>();
+  T* m = exp_avg.data_ptr<T>();
+  T* v = exp_avg_sq.data_ptr<T>();
+  T* vmax = h.amsgrad ? max_sq.data_ptr<T>() : nullptr;
+  const C beta1 = static_cast<C>(h.beta1), beta2 = static_cast<C>(h.beta2);
+  const C one_minus_beta1 = static_cast<C>(1.0 - h.beta1);
+  const C one_minus_beta2 = static_cast<C>(1.0 - h.beta2);
+  const C wd = static_cast<C>(h.weight_decay), decay = static_cast<C>(sc.decay);
+  const C bc2_sqrt = static_cast<C>(sc.bias_correction2_sqrt), eps = static_cast<C>(h.eps);
+  const C neg_step_size = static_cast<C>(-sc.step_size);
+  for_chunks(param.numel(), [&](int64_t s, int64_t n) {
+    ChunkView<T, C> P(p + s, n, true), M(m + s, n, true), V(v + s, n, true);
+    C g_local[kChunk], denom_local[kChunk];
+    Arr<C> Gr(g_local, n), Den(denom_local, n);
+    for (int64_t i = 0; i < n; ++i) g_local[i] = static_cast<C>(g[s + i]);
+    if (h.maximize) Gr = -Gr;
+    if (h.decoupled_weight_decay) {
+      P.arr() = P.arr() * decay;  // param.mul_(1 - lr * weight_decay)
+    } else if (h.weight_decay != 0.0) {
+      Gr = Gr + P.arr() * wd;  // grad.add(param, alpha=weight_decay)
+    }
+    M.arr() = M.arr() * beta1;                        // exp_avg.mul_(beta1)
+    M.arr() = M.arr() + Gr * one_minus_beta1;         // .add_(grad, alpha=1 - beta1)
+    V.arr() = V.arr() * beta2;                        // exp_avg_sq.mul_(beta2)
+    V.arr() = V.arr() + (Gr * one_minus_beta2) * Gr;  // .addcmul_(grad, grad, value=1 - beta2)
+    if (vmax) {
+      ChunkView<T, C> X(vmax + s, n, true);
+      X.arr() = X.arr().max(V.arr());  // torch.maximum(max_exp_avg_sq, exp_avg_sq, out=...)
+      Den = X.arr().sqrt() / bc2_sqrt;
+      X.store();
+    } else {
+      Den = V.arr().sqrt() / bc2_sqrt;  // exp_avg_sq.sqrt() / bias_correction2_sqrt
+    }
+    Den = Den + eps;                                      // .add_(eps)
+    P.arr() = P.arr() + (M.arr() * neg_step_size) / Den;  // addcdiv_(exp_avg, denom, -step_size)
+    P.store();
+    M.store();
+    V.store();
+  });
+}
+
+/// Dispatches (param dtype T, grad dtype G) to f(TypeTag<T>, TypeTag<G>).
+template <class F>
+void visit_param_grad(DType pt, DType gt, const F& f) {
+  if (pt == DType::f32 && gt == DType::f16) return f(TypeTag<float>{}, TypeTag<Half>{});
+  if (pt == DType::f32 && gt == DType::bf16) return f(TypeTag<float>{}, TypeTag<BFloat16>{});
+  visit_floating(pt, "optimizer step", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    f(tag, TypeTag<T>{});
+  });
+}
+
+void sgd_step_cpu(const Tensor& param, const Tensor& grad, const Tensor& buf, const SgdHyper& h,
+                  bool init) {
+  visit_param_grad(param.dtype(), grad.dtype(), [&](auto pt, auto gt) {
+    sgd_typed<typename decltype(pt)::type, typename decltype(gt)::type>(param, grad, buf, h, init);
+  });
+}
+
+void adam_step_cpu(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                   const Tensor& exp_avg_sq, const Tensor& max_sq, int64_t step,
+                   const AdamHyper& h) {
+  visit_param_grad(param.dtype(), grad.dtype(), [&](auto pt, auto gt) {
+    adam_typed<typename decltype(pt)::type, typename decltype(gt)::type>(
+        param, grad, exp_avg, exp_avg_sq, max_sq, step, h);
+  });
+}
+
+// ---- mixed precision and norms ---------------------------------------------------------------
+
+void unscale_check_cpu(const Tensor& grad, const Tensor& found_inf, double inv_scale) {
+  visit_floating(grad.dtype(), "unscale_check_", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = compute_t<T>;
+    T* g = grad.data_ptr<T>();
+    const C scale = static_cast<C>(inv_scale);
+    auto bad = parallel_reduce<int>(
+        0, grad.numel(), kOptimGrain, 0,
+        [&](int64_t b, int64_t e) {
+          int any = 0;
+          for (int64_t i = b; i < e; ++i) {
+            C x = static_cast<C>(g[i]);
+            any |= !std::isfinite(x);
+            g[i] = static_cast<T>(x * scale);
+          }
+          return any;
+        },
+        [](int a, int b) { return a | b; });
+    if (bad) found_inf.data_ptr<float>()[0] = 1.0f;
+  });
+}
+
+/// Blocks of this many elements are summed independently, then combined in order.
+constexpr int64_t kNormBlock = 16384;
+
+double norm_partial_cpu(const Tensor& x, double p) {
+  return visit_floating(x.dtype(), "norm_partial", [&](auto tag) -> double {
+    using T = typename decltype(tag)::type;
+    const T* d = x.data_ptr<T>();
+    const int64_t n = x.numel();
+    if (std::isinf(p)) {
+      return parallel_reduce<double>(
+          0, n, kNormBlock, 0.0,
+          [&](int64_t b, int64_t e) {
+            double mx = 0.0;
+            bool nan = false;
+            for (int64_t i = b; i < e; ++i) {
+              double a = std::abs(static_cast<double>(d[i]));
+              nan |= std::isnan(a);
+              mx = a > mx ? a : mx;
+            }
+            return nan ? std::nan("") : mx;
+          },
+          [](double a, double b) {
+            return std::isnan(a) || std::isnan(b) ? std::nan("") : std::max(a, b);
+          });
+    }
+    auto block_sum = [&](int64_t b, int64_t e) {
+      double acc[8] = {};
+      int64_t i = b;
+      auto term = [&](T v) {
+        double a = std::abs(static_cast<double>(v));
+        if (p == 2.0) return a * a;
+        if (p == 1.0) return a;
+        return std::pow(a, p);
+      };
+      for (; i + 8 <= e; i += 8) {
+        for (int j = 0; j < 8; ++j) acc[j] += term(d[i + j]);
+      }
+      for (; i < e; ++i) acc[i & 7] += term(d[i]);
+      return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    };
+    return parallel_reduce<double>(0, n, kNormBlock, 0.0, block_sum,
+                                   [](double a, double b) { return a + b; });
+  });
+}
+
+}  // namespace
+
+SL_REGISTER_KERNEL(sgd_step_kernel, DeviceKind::cpu, &sgd_step_cpu);
+SL_REGISTER_KERNEL(adam_step_kernel, DeviceKind::cpu, &adam_step_cpu);
+SL_REGISTER_KERNEL(unscale_check_kernel, DeviceKind::cpu, &unscale_check_cpu);
+SL_REGISTER_KERNEL(norm_partial_kernel, DeviceKind::cpu, &norm_partial_cpu);
+
+}  // namespace sl::cpu

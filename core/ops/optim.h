@@ -1,0 +1,113 @@
+// The "optim-fused" family: one-pass optimizer updates over flat spans, and the gradient
+// checks that mixed-precision training needs. Not differentiable (optimizers run under no-grad).
+//
+// Note [Optimizer kernels over flat spans]
+// Every kernel here takes 1-d contiguous tensors of equal length: a parameter, its gradient
+// and its state buffers. They may be whole parameters flattened, or views into one flat buffer
+// (a ZeRO shard), because the update of element i depends only on element i of each operand and
+// on the scalars in the hyperparameter struct. The element update follows the order of
+// operations of PyTorch 1.13's single-tensor implementations (torch/optim/{sgd,adam,adamw}.py,
+// foreach=False), each operation rounded to the compute type as PyTorch's separate in-place ops
+// round, so results agree with PyTorch to f32 rounding (the only freedom left is whether a
+// backend contracts a*b+c into one fused multiply-add). The scalars derived from the
+// hyperparameters (bias corrections, step size) are computed once in double by
+// adam_step_scalars / sgd_step_scalars, shared by all backends.
+//
+// Dtypes: param is f32, f64, f16 or bf16; state buffers have param's dtype; grad has param's
+// dtype, or is f16/bf16 when param is f32 (an fp32 master copy of a low-precision parameter
+// updated from its low-precision gradient). Arithmetic is in float for f32/f16/bf16 and in
+// double for f64.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "core/dispatch.h"
+#include "core/tensor.h"
+
+namespace sl {
+
+/// Hyperparameters of torch.optim.SGD (one parameter group).
+struct SgdHyper {
+  double lr = 1e-3;
+  double momentum = 0.0;
+  double dampening = 0.0;
+  double weight_decay = 0.0;
+  bool nesterov = false;
+  bool maximize = false;
+};
+
+/// Hyperparameters of torch.optim.Adam / AdamW (decoupled_weight_decay = true).
+struct AdamHyper {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+  bool amsgrad = false;
+  bool maximize = false;
+  /// AdamW: param *= 1 - lr * weight_decay before the moments; otherwise (Adam) the decay is
+  /// added to the gradient (L2 penalty).
+  bool decoupled_weight_decay = false;
+};
+
+/// Scalars of one Adam step, computed in double exactly as PyTorch does in Python floats.
+struct AdamStepScalars {
+  double step_size;              ///< lr / (1 - beta1^step)
+  double bias_correction2_sqrt;  ///< sqrt(1 - beta2^step)
+  double decay;                  ///< AdamW: 1 - lr * weight_decay
+};
+inline AdamStepScalars adam_step_scalars(const AdamHyper& h, int64_t step) {
+  double s = static_cast<double>(step);
+  double bc1 = 1.0 - std::pow(h.beta1, s);
+  double bc2 = 1.0 - std::pow(h.beta2, s);
+  return {h.lr / bc1, std::sqrt(bc2), 1.0 - h.lr * h.weight_decay};
+}
+
+/// One SGD step: param, grad and (when h.momentum != 0) momentum_buf are 1-d contiguous tensors
+/// of equal length on one device (see Note [Optimizer kernels over flat spans]). With
+/// init_momentum the buffer is set to the (decayed) gradient, as PyTorch does on the first step;
+/// momentum_buf is undefined when h.momentum == 0.
+SL_DECLARE_KERNEL(sgd_step_kernel,
+                  void(const Tensor& param, const Tensor& grad, const Tensor& momentum_buf,
+                       const SgdHyper& h, bool init_momentum));
+/// One Adam/AdamW step; `step` is the step number after incrementing (1 on the first step).
+/// max_exp_avg_sq is used (and must be defined) only when h.amsgrad.
+SL_DECLARE_KERNEL(adam_step_kernel,
+                  void(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                       const Tensor& exp_avg_sq, const Tensor& max_exp_avg_sq, int64_t step,
+                       const AdamHyper& h));
+/// Mixed-precision unscale: grad *= inv_scale (any floating dtype, 1-d contiguous), and sets
+/// found_inf (a one-element f32 tensor on grad's device) to 1 when grad holds an inf or NaN;
+/// never clears it. Writing a device flag instead of returning a bool lets a CUDA backend check
+/// many tensors without a sync, and a distributed wrapper all-reduce (max) the flag.
+SL_DECLARE_KERNEL(unscale_check_kernel,
+                  void(const Tensor& grad, const Tensor& found_inf, double inv_scale));
+/// Sum of |x|^p (p > 0, finite) or, for p = inf, max |x| of a 1-d contiguous floating tensor,
+/// accumulated in double in a fixed order (the same bits for any thread count). A NaN element
+/// makes the result NaN. The building block of clip_grad_norm_ and its sharded version.
+SL_DECLARE_KERNEL(norm_partial_kernel, double(const Tensor& x, double p));
+
+namespace ops {
+
+/// Checks the operands (defined, one device, equal numel, contiguous, dtypes as in the Note,
+/// hyperparameters finite and in range) and runs sgd_step_kernel on flattened views. Throws
+/// ValueError/ShapeError/DTypeError/DeviceError naming "sgd_step" and the offending operand.
+void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& momentum_buf,
+              const SgdHyper& h, bool init_momentum);
+/// Checks as sgd_step does and runs adam_step_kernel; step >= 1.
+void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+               const Tensor& exp_avg_sq, const Tensor& max_exp_avg_sq, int64_t step,
+               const AdamHyper& h);
+/// grad *= inv_scale and found_inf = 1 if grad has a non-finite value (see unscale_check_kernel).
+/// grad must be contiguous; found_inf a one-element f32 tensor on grad's device.
+void unscale_check_(const Tensor& grad, const Tensor& found_inf, double inv_scale);
+/// sum |x|^p (or max |x| for p = inf) of a contiguous floating tensor, in double. p > 0.
+double norm_partial(const Tensor& x, double p);
+
+/// Checks the hyperparameters as PyTorch's constructors do; `op` names the caller.
+void check_sgd_hyper(const SgdHyper& h, const char* op);
+void check_adam_hyper(const AdamHyper& h, const char* op);
+
+}  // namespace ops
+}  // namespace sl

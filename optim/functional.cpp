@@ -1,0 +1,77 @@
+#include "optim/functional.h"
+
+#include "autograd/grad_mode.h"
+#include "core/ops/copy.h"
+
+namespace sl::optim {
+namespace {
+
+/// Runs update(target, grad) on the tensor that holds the parameter's value in full precision:
+/// the param itself, its fp32 master copy, or a contiguous copy written back afterwards.
+template <class Update>
+void with_target(const Tensor& param, const Tensor& grad_in, ParamState& st, bool master_weights,
+                 const char* op, const Update& update) {
+  ops::check_defined(op, param, "param");
+  ops::check_defined(op, grad_in, "grad");
+  SL_CHECK_SHAPE(grad_in.numel() == param.numel(), op, ": grad of shape ",
+                 shape_str(grad_in.sizes()), " does not match param of shape ",
+                 shape_str(param.sizes()));
+  NoGradGuard no_grad;
+  Tensor grad = ops::contiguous(grad_in);
+  if (master_weights && is_low_precision(param.dtype())) {
+    if (!st.master.defined()) st.master = ops::cast(ops::contiguous(param), DType::f32, true);
+    SL_CHECK_SHAPE(st.master.numel() == param.numel(), op, ": master copy has ", st.master.numel(),
+                   " elements but param has ", param.numel());
+    update(st.master, grad);
+    ops::copy_(param, st.master.view_as(param));
+    param.bump_version();
+    return;
+  }
+  if (param.is_contiguous()) {
+    update(param, grad);
+    return;
+  }
+  Tensor tmp = ops::contiguous(param, true);
+  update(tmp, grad);
+  ops::copy_(param, tmp);
+  param.bump_version();
+}
+
+Tensor zeros_for(const Tensor& target) {
+  Tensor z = ops::empty(target.sizes(), target.dtype(), target.device());
+  ops::fill_(z, 0);
+  return z;
+}
+
+}  // namespace
+
+void sgd_update(const Tensor& param, const Tensor& grad, ParamState& st, const SgdHyper& h,
+                bool master_weights) {
+  with_target(param, grad, st, master_weights, "sgd_step", [&](const Tensor& p, const Tensor& g) {
+    bool init = false;
+    if (h.momentum != 0.0 && !st.momentum_buffer.defined()) {
+      st.momentum_buffer = zeros_for(p);
+      init = true;
+    }
+    try {
+      ops::sgd_step(p, g, st.momentum_buffer, h, init);
+    } catch (...) {
+      if (init) st.momentum_buffer = Tensor();  // the next step must initialise it again
+      throw;
+    }
+    ++st.step;
+  });
+}
+
+void adam_update(const Tensor& param, const Tensor& grad, ParamState& st, const AdamHyper& h,
+                 bool master_weights) {
+  with_target(param, grad, st, master_weights, "adam_step", [&](const Tensor& p, const Tensor& g) {
+    if (!st.exp_avg.defined()) st.exp_avg = zeros_for(p);
+    if (!st.exp_avg_sq.defined()) st.exp_avg_sq = zeros_for(p);
+    if (h.amsgrad && !st.max_exp_avg_sq.defined()) st.max_exp_avg_sq = zeros_for(p);
+    ops::adam_step(p, g, st.exp_avg, st.exp_avg_sq, st.max_exp_avg_sq, st.step + 1, h);
+    ++st.step;
+  });
+}
+
+}  // namespace sl::optim

@@ -1,0 +1,277 @@
+#include "optim/lr_scheduler.h"
+
+#include <cmath>
+#include <numbers>
+
+namespace sl::optim {
+
+using serialize::Json;
+using serialize::Section;
+
+namespace {
+
+Json doubles_to_json(const std::vector<double>& v) {
+  Json a = Json::array();
+  for (double x : v) a.push_back(x);
+  return a;
+}
+
+std::vector<double> doubles_from_json(const Json& j, size_t expected, const char* what) {
+  SL_CHECK(j.size() == expected, "load_state_dict: '", what, "' has ", j.size(),
+           " entries, expected ", expected);
+  std::vector<double> out;
+  for (const Json& x : j.items()) out.push_back(x.as_double());
+  return out;
+}
+
+constexpr double kPi = std::numbers::pi;
+
+}  // namespace
+
+// ---- base ------------------------------------------------------------------------------------
+
+LRScheduler::LRScheduler(Optimizer& opt) : opt_(opt) {
+  for (size_t g = 0; g < opt.num_param_groups(); ++g) base_lrs_.push_back(opt.lr(g));
+}
+
+void LRScheduler::initial_step() {
+  step_count_ = 0;
+  step();
+}
+
+void LRScheduler::step() {
+  ++step_count_;
+  ++last_epoch_;
+  std::vector<double> lrs = compute_lr();
+  SL_ASSERT(lrs.size() == opt_.num_param_groups());
+  for (size_t g = 0; g < lrs.size(); ++g) opt_.set_lr(g, lrs[g]);
+  last_lr_ = lrs;
+}
+
+Section LRScheduler::state_dict() const {
+  Section s;
+  s.meta = Json::object({{"scheduler", name()},
+                         {"last_epoch", last_epoch_},
+                         {"step_count", step_count_},
+                         {"base_lrs", doubles_to_json(base_lrs_)},
+                         {"last_lr", doubles_to_json(last_lr_)}});
+  save_fields(s.meta);
+  return s;
+}
+
+void LRScheduler::load_state_dict(const Section& s) {
+  const Json& m = s.meta;
+  SL_CHECK(m.is_object() && m.contains("scheduler"), name(),
+           ".load_state_dict: the section holds no scheduler state");
+  SL_CHECK(m.at("scheduler").as_string() == name(), name(), ".load_state_dict: saved state is for ",
+           m.at("scheduler").as_string(), ", not ", name());
+  size_t n = opt_.num_param_groups();
+  auto base = doubles_from_json(m.at("base_lrs"), n, "base_lrs");
+  auto last = doubles_from_json(m.at("last_lr"), n, "last_lr");
+  int64_t last_epoch = m.at("last_epoch").as_int();
+  int64_t step_count = m.at("step_count").as_int();
+  load_fields(m);
+  base_lrs_ = std::move(base);
+  last_lr_ = std::move(last);
+  last_epoch_ = last_epoch;
+  step_count_ = step_count;
+}
+
+// ---- StepLR ----------------------------------------------------------------------------------
+
+StepLR::StepLR(Optimizer& opt, int64_t step_size, double gamma)
+    : LRScheduler(opt), step_size_(step_size), gamma_(gamma) {
+  SL_CHECK(step_size >= 1, "StepLR: step_size must be >= 1, got ", step_size);
+  initial_step();
+}
+
+std::vector<double> StepLR::compute_lr() {
+  std::vector<double> out;
+  for (size_t g = 0; g < opt_.num_param_groups(); ++g) {
+    double lr = opt_.lr(g);
+    if (last_epoch_ == 0 || last_epoch_ % step_size_ != 0) {
+      out.push_back(lr);
+    } else {
+      out.push_back(lr * gamma_);
+    }
+  }
+  return out;
+}
+
+// ---- CosineAnnealingLR -----------------------------------------------------------------------
+
+CosineAnnealingLR::CosineAnnealingLR(Optimizer& opt, int64_t T_max, double eta_min)
+    : LRScheduler(opt), t_max_(T_max), eta_min_(eta_min) {
+  SL_CHECK(T_max >= 1, "CosineAnnealingLR: T_max must be >= 1, got ", T_max);
+  initial_step();
+}
+
+std::vector<double> CosineAnnealingLR::compute_lr() {
+  std::vector<double> out;
+  const double T = static_cast<double>(t_max_);
+  const auto e = last_epoch_;
+  for (size_t g = 0; g < opt_.num_param_groups(); ++g) {
+    double lr = opt_.lr(g);
+    if (e == 0) {
+      out.push_back(lr);
+    } else if ((((e - 1 - t_max_) % (2 * t_max_)) + 2 * t_max_) % (2 * t_max_) == 0) {
+      // Python's % is non-negative for a positive divisor
+      out.push_back(lr + (base_lrs_[g] - eta_min_) * (1 - std::cos(kPi / T)) / 2);
+    } else {
+      out.push_back((1 + std::cos(kPi * static_cast<double>(e) / T)) /
+                        (1 + std::cos(kPi * static_cast<double>(e - 1) / T)) * (lr - eta_min_) +
+                    eta_min_);
+    }
+  }
+  return out;
+}
+
+// ---- LambdaLR / LinearWarmupLR ---------------------------------------------------------------
+
+LambdaLR::LambdaLR(Optimizer& opt, Fn lr_lambda) : LRScheduler(opt), fn_(std::move(lr_lambda)) {
+  SL_CHECK(static_cast<bool>(fn_), "LambdaLR: lr_lambda is empty");
+  initial_step();
+}
+
+std::vector<double> LambdaLR::compute_lr() {
+  std::vector<double> out;
+  double f = fn_(last_epoch_);
+  for (double b : base_lrs_) out.push_back(b * f);
+  return out;
+}
+
+LinearWarmupLR::LinearWarmupLR(Optimizer& opt, int64_t num_warmup_steps, int64_t num_training_steps)
+    : LRScheduler(opt), warmup_(num_warmup_steps), total_(num_training_steps) {
+  SL_CHECK(
+      num_warmup_steps >= 0 && num_training_steps >= 0 && num_warmup_steps <= num_training_steps,
+      "LinearWarmupLR: need 0 <= num_warmup_steps <= num_training_steps, got ", num_warmup_steps,
+      " and ", num_training_steps);
+  initial_step();
+}
+
+double LinearWarmupLR::factor(int64_t step, int64_t warmup, int64_t total) {
+  if (step < warmup) {
+    return static_cast<double>(step) / static_cast<double>(std::max<int64_t>(1, warmup));
+  }
+  return std::max(0.0, static_cast<double>(total - step) /
+                           static_cast<double>(std::max<int64_t>(1, total - warmup)));
+}
+
+std::vector<double> LinearWarmupLR::compute_lr() {
+  std::vector<double> out;
+  double f = factor(last_epoch_, warmup_, total_);
+  for (double b : base_lrs_) out.push_back(b * f);
+  return out;
+}
+
+void LinearWarmupLR::save_fields(Json& j) const {
+  j.set("num_warmup_steps", warmup_);
+  j.set("num_training_steps", total_);
+}
+
+void LinearWarmupLR::load_fields(const Json& j) {
+  SL_CHECK(
+      j.at("num_warmup_steps").as_int() == warmup_ && j.at("num_training_steps").as_int() == total_,
+      "LinearWarmupLR.load_state_dict: saved for ", j.at("num_warmup_steps").as_int(), "/",
+      j.at("num_training_steps").as_int(), " warmup/training steps, this scheduler has ", warmup_,
+      "/", total_);
+}
+
+// ---- OneCycleLR ------------------------------------------------------------------------------
+
+OneCycleLR::OneCycleLR(Optimizer& opt, std::vector<double> max_lrs, OneCycleOptions o)
+    : LRScheduler(opt), o_(o) {
+  const size_t n = opt.num_param_groups();
+  SL_CHECK(o.total_steps > 0, "OneCycleLR: expected a positive integer total_steps, got ",
+           o.total_steps);
+  SL_CHECK(o.pct_start >= 0 && o.pct_start <= 1,
+           "OneCycleLR: expected a pct_start between 0 and 1, got ", o.pct_start);
+  SL_CHECK(max_lrs.size() == 1 || max_lrs.size() == n, "OneCycleLR: expected ", n,
+           " values for max_lr, got ", max_lrs.size());
+  if (max_lrs.size() == 1) max_lrs.assign(n, max_lrs[0]);
+  const double total = static_cast<double>(o.total_steps);
+  if (o.three_phase) {
+    phases_ = {{o.pct_start * total - 1, 0, 1, 0, 1},
+               {2 * o.pct_start * total - 2, 1, 0, 1, 0},
+               {total - 1, 0, 2, 0, 0}};
+  } else {
+    phases_ = {{o.pct_start * total - 1, 0, 1, 0, 1}, {total - 1, 1, 2, 1, 0}};
+  }
+  for (size_t g = 0; g < n; ++g) {
+    initial_lr_.push_back(max_lrs[g] / o.div_factor);
+    max_lr_.push_back(max_lrs[g]);
+    min_lr_.push_back(initial_lr_.back() / o.final_div_factor);
+    if (o.cycle_momentum) {
+      opt.set_momentum(g, o.max_momentum);
+      max_m_.push_back(o.max_momentum);
+      base_m_.push_back(o.base_momentum);
+    }
+  }
+  base_lrs_ = initial_lr_;
+  initial_step();
+}
+
+double OneCycleLR::anneal(double start, double end, double pct) const {
+  if (o_.cos_anneal) {
+    double cos_out = std::cos(kPi * pct) + 1;
+    return end + (start - end) / 2.0 * cos_out;
+  }
+  return (end - start) * pct + start;
+}
+
+std::vector<double> OneCycleLR::compute_lr() {
+  const int64_t step_num = last_epoch_;
+  SL_CHECK(step_num <= o_.total_steps, "OneCycleLR: tried to step ", step_num + 1,
+           " times; the specified number of total steps is ", o_.total_steps);
+  std::vector<double> out;
+  for (size_t g = 0; g < opt_.num_param_groups(); ++g) {
+    const double lrs[3] = {initial_lr_[g], max_lr_[g], min_lr_[g]};
+    double start_step = 0, lr = 0, m = 0;
+    for (size_t i = 0; i < phases_.size(); ++i) {
+      const Phase& ph = phases_[i];
+      if (static_cast<double>(step_num) <= ph.end_step || i == phases_.size() - 1) {
+        double pct = (static_cast<double>(step_num) - start_step) / (ph.end_step - start_step);
+        lr = anneal(lrs[ph.start_lr], lrs[ph.end_lr], pct);
+        if (o_.cycle_momentum) {
+          const double ms[2] = {max_m_[g], base_m_[g]};
+          m = anneal(ms[ph.start_m], ms[ph.end_m], pct);
+        }
+        break;
+      }
+      start_step = ph.end_step;
+    }
+    out.push_back(lr);
+    if (o_.cycle_momentum) opt_.set_momentum(g, m);
+  }
+  return out;
+}
+
+void OneCycleLR::save_fields(Json& j) const {
+  j.set("total_steps", o_.total_steps);
+  j.set("initial_lr", doubles_to_json(initial_lr_));
+  j.set("max_lr", doubles_to_json(max_lr_));
+  j.set("min_lr", doubles_to_json(min_lr_));
+  j.set("max_momentum", doubles_to_json(max_m_));
+  j.set("base_momentum", doubles_to_json(base_m_));
+}
+
+void OneCycleLR::load_fields(const Json& j) {
+  size_t n = opt_.num_param_groups();
+  size_t nm = o_.cycle_momentum ? n : 0;
+  SL_CHECK(j.at("total_steps").as_int() == o_.total_steps,
+           "OneCycleLR.load_state_dict: saved "
+           "for ",
+           j.at("total_steps").as_int(), " total steps, this scheduler has ", o_.total_steps);
+  auto init = doubles_from_json(j.at("initial_lr"), n, "initial_lr");
+  auto mx = doubles_from_json(j.at("max_lr"), n, "max_lr");
+  auto mn = doubles_from_json(j.at("min_lr"), n, "min_lr");
+  auto mm = doubles_from_json(j.at("max_momentum"), nm, "max_momentum");
+  auto bm = doubles_from_json(j.at("base_momentum"), nm, "base_momentum");
+  initial_lr_ = init;
+  max_lr_ = mx;
+  min_lr_ = mn;
+  max_m_ = mm;
+  base_m_ = bm;
+}
+
+}  // namespace sl::optim

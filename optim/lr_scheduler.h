@@ -1,0 +1,160 @@
+// Learning-rate schedulers with PyTorch 1.13's semantics: constructing one sets each group's lr
+// to the schedule's value at epoch 0 (PyTorch's _initial_step), and step() advances one epoch
+// (or iteration) and sets the new lr. The recursive ("chainable") formulas of torch.optim.
+// lr_scheduler are used where PyTorch uses them, so the lrs agree to double rounding.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "nn/serialize/state_dict.h"
+#include "optim/optimizer.h"
+
+namespace sl::optim {
+
+class LRScheduler {
+ public:
+  virtual ~LRScheduler() = default;
+  LRScheduler(const LRScheduler&) = delete;
+  LRScheduler& operator=(const LRScheduler&) = delete;
+
+  virtual const char* name() const = 0;
+  /// Advances one epoch and sets every group's lr. Call after optimizer.step().
+  void step();
+  /// The lrs set by the last step (PyTorch's get_last_lr()).
+  const std::vector<double>& last_lr() const { return last_lr_; }
+  /// Completed step() calls, counting the one made by the constructor as epoch 0.
+  int64_t last_epoch() const { return last_epoch_; }
+  /// Each group's lr when the scheduler was created (PyTorch's initial_lr).
+  const std::vector<double>& base_lrs() const { return base_lrs_; }
+
+  /// Meta-only section: {"scheduler": name, "last_epoch", "step_count", "base_lrs", "last_lr",
+  /// plus the scheduler's own fields}. The optimizer's current lrs are the optimizer's state.
+  serialize::Section state_dict() const;
+  /// Restores the counters (and fields); throws ValueError for another scheduler type or a
+  /// different number of groups. Does not change the optimizer's lrs.
+  void load_state_dict(const serialize::Section& s);
+
+ protected:
+  explicit LRScheduler(Optimizer& opt);
+  /// PyTorch's _initial_step: called at the end of each subclass constructor.
+  void initial_step();
+  /// The lrs for last_epoch_ (already incremented); may update other group hyperparameters.
+  virtual std::vector<double> compute_lr() = 0;
+  virtual void save_fields(serialize::Json&) const {}
+  virtual void load_fields(const serialize::Json&) {}
+
+  Optimizer& opt_;
+  std::vector<double> base_lrs_;
+  std::vector<double> last_lr_;
+  int64_t last_epoch_ = -1;
+  int64_t step_count_ = 0;
+};
+
+/// lr * gamma every step_size epochs.
+class StepLR : public LRScheduler {
+ public:
+  /// Throws ValueError when step_size < 1.
+  StepLR(Optimizer& opt, int64_t step_size, double gamma = 0.1);
+  const char* name() const override { return "StepLR"; }
+
+ protected:
+  std::vector<double> compute_lr() override;
+
+ private:
+  int64_t step_size_;
+  double gamma_;
+};
+
+/// Cosine annealing from the base lr to eta_min over T_max epochs (then back up, as PyTorch's
+/// recursive formula does past T_max).
+class CosineAnnealingLR : public LRScheduler {
+ public:
+  /// Throws ValueError when T_max < 1.
+  CosineAnnealingLR(Optimizer& opt, int64_t T_max, double eta_min = 0.0);
+  const char* name() const override { return "CosineAnnealingLR"; }
+
+ protected:
+  std::vector<double> compute_lr() override;
+
+ private:
+  int64_t t_max_;
+  double eta_min_;
+};
+
+/// base_lr * lambda(epoch) (torch.optim.lr_scheduler.LambdaLR). The function is not saved in
+/// state_dict; recreate the scheduler with the same function and load the counters.
+class LambdaLR : public LRScheduler {
+ public:
+  using Fn = std::function<double(int64_t epoch)>;
+  /// One function for all groups.
+  LambdaLR(Optimizer& opt, Fn lr_lambda);
+  const char* name() const override { return "LambdaLR"; }
+
+ protected:
+  std::vector<double> compute_lr() override;
+
+ private:
+  Fn fn_;
+};
+
+/// BERT's schedule, as transformers.get_linear_schedule_with_warmup: lr rises linearly from 0
+/// to the base lr over num_warmup_steps, then falls linearly to 0 at num_training_steps.
+/// A LambdaLR whose state_dict also records the two step counts (checked on load).
+class LinearWarmupLR : public LRScheduler {
+ public:
+  /// Throws ValueError for negative counts or warmup > training steps.
+  LinearWarmupLR(Optimizer& opt, int64_t num_warmup_steps, int64_t num_training_steps);
+  const char* name() const override { return "LinearWarmupLR"; }
+  /// The multiplier at `step` (transformers' lr_lambda).
+  static double factor(int64_t step, int64_t warmup, int64_t total);
+
+ protected:
+  std::vector<double> compute_lr() override;
+  void save_fields(serialize::Json& j) const override;
+  void load_fields(const serialize::Json& j) override;
+
+ private:
+  int64_t warmup_, total_;
+};
+
+struct OneCycleOptions {
+  int64_t total_steps = 0;  ///< required (> 0)
+  double pct_start = 0.3;
+  bool cos_anneal = true;  ///< anneal_strategy 'cos' (true) or 'linear'
+  bool cycle_momentum = true;
+  double base_momentum = 0.85;
+  double max_momentum = 0.95;
+  double div_factor = 25.0;
+  double final_div_factor = 1e4;
+  bool three_phase = false;
+};
+
+/// torch.optim.lr_scheduler.OneCycleLR: lr from max_lr/div_factor up to max_lr over
+/// pct_start of the steps, then down to initial_lr/final_div_factor; with cycle_momentum the
+/// optimizer's momentum (SGD) or beta1 (Adam/AdamW) moves inversely between max_momentum and
+/// base_momentum. The constructor sets them on the optimizer, as PyTorch does.
+class OneCycleLR : public LRScheduler {
+ public:
+  /// max_lrs: one per group, or a single value for all. Throws ValueError for bad options.
+  OneCycleLR(Optimizer& opt, std::vector<double> max_lrs, OneCycleOptions o);
+  const char* name() const override { return "OneCycleLR"; }
+
+ protected:
+  std::vector<double> compute_lr() override;
+  void save_fields(serialize::Json& j) const override;
+  void load_fields(const serialize::Json& j) override;
+
+ private:
+  struct Phase {
+    double end_step;
+    int start_lr, end_lr, start_m, end_m;  ///< 0 initial, 1 max, 2 min / 0 max_m, 1 base_m
+  };
+  double anneal(double start, double end, double pct) const;
+  OneCycleOptions o_;
+  std::vector<Phase> phases_;
+  std::vector<double> initial_lr_, max_lr_, min_lr_, max_m_, base_m_;
+};
+
+}  // namespace sl::optim

@@ -1,0 +1,116 @@
+// Optimizer: parameter groups, per-parameter state, zero_grad, state_dict / load_state_dict.
+//
+// Optimizers take plain lists of tensors (no dependency on nn::Module): a parameter group is a
+// list of tensors plus the optimizer's hyperparameters, e.g. AdamW with weight decay on the
+// weights and none on biases and LayerNorm (see split_no_decay). Parameters are numbered over
+// all groups in order, as in PyTorch's state_dict; a parameter may appear in one group only.
+//
+// Note [Optimizer state_dict]
+// state_dict() returns a Section (nn/serialize/state_dict.h):
+//   tensors: "state.<i>.<key>" for each defined state tensor of parameter i, with PyTorch's keys
+//            (momentum_buffer, exp_avg, exp_avg_sq, max_exp_avg_sq) plus "master";
+//   meta:    {"optimizer": "AdamW", "param_groups": [{<hyperparameters>, "params": [0, 1]}],
+//             "state": {"<i>": {"step": n}}}
+// load_state_dict checks the optimizer type, the group sizes and every tensor's shape against
+// the current parameters, restores the hyperparameters (as PyTorch does), and converts the
+// state tensors to each parameter's device (and dtype: the parameter's, f32 for masters).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nn/serialize/state_dict.h"
+#include "optim/functional.h"
+
+namespace sl::optim {
+
+/// A list of parameters with the hyperparameters that apply to them.
+template <class Options>
+struct ParamGroup {
+  TensorList params;
+  Options options;
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  /// "SGD", "Adam", "AdamW".
+  virtual const char* name() const = 0;
+  /// One update of every parameter that has a gradient (parameters whose grad() is undefined
+  /// are skipped, as in PyTorch). Runs under no-grad. Throws ShapeError when a gradient's shape
+  /// differs from its parameter's, and what the kernels throw for bad dtypes or devices.
+  virtual void step() = 0;
+  /// Clears every parameter's gradient: drops it (set_to_none, PyTorch's default since 2.0) or
+  /// fills it with zeros.
+  void zero_grad(bool set_to_none = true);
+
+  size_t num_param_groups() const { return params_.size(); }
+  const TensorList& params(size_t group) const;
+  /// Parameters over all groups.
+  size_t num_params() const;
+  /// Learning rate of a group (schedulers read and write it).
+  virtual double lr(size_t group) const = 0;
+  virtual void set_lr(size_t group, double lr) = 0;
+  /// The momentum-like hyperparameter that OneCycleLR cycles: SGD's momentum, Adam's beta1.
+  virtual double momentum(size_t group) const = 0;
+  virtual void set_momentum(size_t group, double m) = 0;
+
+  /// State of parameter `index` of `group` (empty before its first step).
+  ParamState& state(size_t group, size_t index);
+  const ParamState& state(size_t group, size_t index) const;
+  /// State of a parameter by identity; null when it is not one of ours.
+  ParamState* find_state(const Tensor& param);
+
+  /// See Note [Optimizer state_dict].
+  serialize::Section state_dict() const;
+  /// Throws ValueError when the saved state does not fit these parameters.
+  void load_state_dict(const serialize::Section& s);
+
+ protected:
+  Optimizer() = default;
+  /// Adds a group: checks the parameters (defined, floating, not already present).
+  void add_params(const TensorList& params);
+  /// Hyperparameters of a group as JSON (without "params").
+  virtual serialize::Json group_to_json(size_t group) const = 0;
+  /// Restores every group's hyperparameters from the saved "param_groups" array (as many as
+  /// there are groups); parses all before changing any, throwing ValueError when malformed.
+  virtual void load_groups_from_json(const serialize::Json& groups) = 0;
+  /// Whether a group keeps fp32 master copies of its low-precision parameters.
+  virtual bool master_weights(size_t group) const = 0;
+  /// Calls f(group, index, param, grad, state) for each parameter that has a gradient, with
+  /// the grad's shape checked.
+  template <class F>
+  void for_each_with_grad(const char* op, const F& f);
+
+ private:
+  void check_grad(const char* op, const Tensor& p, const Tensor& g) const;
+
+  std::vector<TensorList> params_;
+  std::vector<std::vector<ParamState>> state_;
+};
+
+template <class F>
+void Optimizer::for_each_with_grad(const char* op, const F& f) {
+  for (size_t g = 0; g < params_.size(); ++g) {
+    for (size_t i = 0; i < params_[g].size(); ++i) {
+      const Tensor& p = params_[g][i];
+      Tensor grad = p.grad();
+      if (!grad.defined()) continue;
+      check_grad(op, p, grad);
+      f(g, i, p, grad, state_[g][i]);
+    }
+  }
+}
+
+/// Splits named parameters into (decay, no_decay) for weight-decay parameter groups: a
+/// parameter goes to no_decay when it has fewer than 2 dims (biases, norm weights) or its name
+/// contains one of `no_decay_substrings` (e.g. "bias", "LayerNorm.weight" as in BERT).
+std::pair<TensorList, TensorList> split_no_decay(
+    const std::vector<std::pair<std::string, Tensor>>& named_params,
+    const std::vector<std::string>& no_decay_substrings = {"bias", "LayerNorm.weight"});
+
+}  // namespace sl::optim

@@ -1,0 +1,47 @@
+// Stochastic gradient descent with momentum, dampening, Nesterov momentum and weight decay,
+// matching torch.optim.SGD (PyTorch 1.13, foreach=False) to f32 rounding.
+#pragma once
+
+#include "optim/optimizer.h"
+
+namespace sl::optim {
+
+struct SGDOptions {
+  double lr = 1e-3;
+  double momentum = 0.0;
+  double dampening = 0.0;
+  double weight_decay = 0.0;
+  bool nesterov = false;
+  bool maximize = false;
+  /// Keep an fp32 master copy of f16/bf16 parameters and update that (issue 5).
+  bool master_weights = false;
+  SgdHyper hyper() const { return {lr, momentum, dampening, weight_decay, nesterov, maximize}; }
+};
+
+class SGD : public Optimizer {
+ public:
+  /// One group. Throws ValueError for invalid hyperparameters (negative lr, nesterov without
+  /// momentum or with dampening, ...), as PyTorch's constructor does.
+  explicit SGD(const TensorList& params, SGDOptions options = {});
+  explicit SGD(const std::vector<ParamGroup<SGDOptions>>& groups);
+  void add_param_group(const ParamGroup<SGDOptions>& group);
+
+  const char* name() const override { return "SGD"; }
+  void step() override;
+  SGDOptions& options(size_t group);
+  const SGDOptions& options(size_t group) const;
+  double lr(size_t group) const override { return options(group).lr; }
+  void set_lr(size_t group, double lr) override { options(group).lr = lr; }
+  double momentum(size_t group) const override { return options(group).momentum; }
+  void set_momentum(size_t group, double m) override { options(group).momentum = m; }
+
+ protected:
+  serialize::Json group_to_json(size_t group) const override;
+  void load_groups_from_json(const serialize::Json& groups) override;
+  bool master_weights(size_t group) const override { return options(group).master_weights; }
+
+ private:
+  std::vector<SGDOptions> options_;
+};
+
+}  // namespace sl::optim

@@ -1,0 +1,277 @@
+// Optimizer, scheduler and clipping parity with PyTorch 1.13: fixtures in tests/fixtures/optim/
+// were produced by tools/gen_optim_fixtures.py (see its docstring for the layout).
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include "support/testing.h"
+
+using namespace sl;
+using namespace sl::optim;
+using serialize::Json;
+using serialize::StateDict;
+
+namespace {
+
+std::string fixture(const std::string& name) {
+  return std::string(SL_SOURCE_DIR) + "/tests/fixtures/optim/" + name;
+}
+
+struct Fixture {
+  StateDict tensors;
+  Json cases;
+};
+
+Fixture load_fixture(const std::string& name) {
+  serialize::Metadata md;
+  Fixture f;
+  f.tensors = serialize::load_safetensors(fixture(name), &md);
+  for (const auto& [k, v] : md) {
+    if (k == "cases") f.cases = Json::parse(v);
+  }
+  REQUIRE(f.cases.is_array());
+  return f;
+}
+
+double get(const Json& g, const char* key, double dflt) {
+  const Json* v = g.find(key);
+  return v ? v->as_double() : dflt;
+}
+bool get_bool(const Json& g, const char* key) {
+  const Json* v = g.find(key);
+  return v && v->as_bool();
+}
+
+TensorList pick(const TensorList& params, const Json& ids) {
+  TensorList out;
+  for (const Json& i : ids.items()) out.push_back(params[static_cast<size_t>(i.as_int())]);
+  return out;
+}
+
+std::unique_ptr<Optimizer> make_optimizer(const Json& c, const TensorList& params) {
+  const std::string kind = c.at("optimizer").as_string();
+  const Json& groups = c.at("groups");
+  if (kind == "SGD") {
+    std::vector<ParamGroup<SGDOptions>> gs;
+    for (const Json& g : groups.items()) {
+      gs.push_back(
+          {pick(params, g.at("params")), SGDOptions{.lr = get(g, "lr", 0),
+                                                    .momentum = get(g, "momentum", 0),
+                                                    .dampening = get(g, "dampening", 0),
+                                                    .weight_decay = get(g, "weight_decay", 0),
+                                                    .nesterov = get_bool(g, "nesterov"),
+                                                    .maximize = get_bool(g, "maximize")}});
+    }
+    return std::make_unique<SGD>(gs);
+  }
+  auto adam_opts = [&](const Json& g, auto o) {
+    o.lr = get(g, "lr", 1e-3);
+    if (const Json* b = g.find("betas")) {
+      o.beta1 = (*b)[0].as_double();
+      o.beta2 = (*b)[1].as_double();
+    }
+    o.eps = get(g, "eps", 1e-8);
+    o.weight_decay = get(g, "weight_decay", o.weight_decay);
+    o.amsgrad = get_bool(g, "amsgrad");
+    o.maximize = get_bool(g, "maximize");
+    return o;
+  };
+  if (kind == "Adam") {
+    std::vector<ParamGroup<AdamOptions>> gs;
+    for (const Json& g : groups.items()) {
+      gs.push_back({pick(params, g.at("params")), adam_opts(g, AdamOptions{})});
+    }
+    return std::make_unique<Adam>(gs);
+  }
+  REQUIRE(kind == "AdamW");
+  std::vector<ParamGroup<AdamWOptions>> gs;
+  for (const Json& g : groups.items()) {
+    gs.push_back({pick(params, g.at("params")), adam_opts(g, AdamWOptions{})});
+  }
+  return std::make_unique<AdamW>(gs);
+}
+
+/// Where a parameter's state lives, by (group, index).
+std::pair<size_t, size_t> locate(const Json& c, size_t k) {
+  const Json& groups = c.at("groups");
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const Json& ids = groups[g].at("params");
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (static_cast<size_t>(ids[i].as_int()) == k) return {g, i};
+    }
+  }
+  FAIL("parameter not in any group");
+  return {0, 0};
+}
+
+double max_abs(const Tensor& t) {
+  return t.numel() ? t.abs().max().item<double>() : 0.0;
+}
+
+}  // namespace
+
+// Tolerances. f32: rtol 1e-5, atol 1e-6 for parameters (values of order 1). The kernels follow
+// PyTorch's order of operations with one rounding per operation; PyTorch's CPU kernels may fuse
+// a*b+c into one FMA where ours round twice, so results differ by a few ulp after 5 steps.
+// State tensors have scales far from 1 (exp_avg_sq is ~1e-6..1e-2), so their absolute floor is
+// 1e-6 times the tensor's largest element rather than 1e-6. f64: rtol 1e-12, same reasoning.
+TEST_CASE("optimizers match PyTorch 1.13 over 5 steps: parameters and state") {
+  Fixture f = load_fixture("optimizers.safetensors");
+  REQUIRE(f.cases.size() >= 24);
+  for (const Json& c : f.cases.items()) {
+    const std::string name = c.at("name").as_string();
+    CAPTURE(name);
+    const bool f64 = c.at("dtype").as_string() == "float64";
+    const double rtol = f64 ? 1e-12 : 1e-5, atol = f64 ? 1e-14 : 1e-6;
+    TensorList params;
+    for (size_t k = 0; f.tensors.contains(name + "/init/" + std::to_string(k)); ++k) {
+      params.push_back(f.tensors.at(name + "/init/" + std::to_string(k)).clone());
+      params.back().requires_grad_(true);
+    }
+    REQUIRE(params.size() == 2);
+    auto opt = make_optimizer(c, params);
+    for (int s = 1; s <= 5; ++s) {
+      CAPTURE(s);
+      for (size_t k = 0; k < params.size(); ++k) {
+        params[k].set_grad(
+            f.tensors.at(name + "/grad/" + std::to_string(s) + "/" + std::to_string(k)));
+      }
+      opt->step();
+      for (size_t k = 0; k < params.size(); ++k) {
+        std::string prefix = name + "/param/" + std::to_string(s) + "/" + std::to_string(k);
+        SL_CHECK_CLOSE(params[k].detach(), f.tensors.at(prefix), rtol, atol);
+        auto [g, i] = locate(c, k);
+        const ParamState& st = opt->state(g, i);
+        CHECK(st.step == s);
+        std::string sp = name + "/state/" + std::to_string(s) + "/" + std::to_string(k) + "/";
+        const std::pair<const char*, const Tensor*> fields[] = {
+            {"momentum_buffer", &st.momentum_buffer},
+            {"exp_avg", &st.exp_avg},
+            {"exp_avg_sq", &st.exp_avg_sq},
+            {"max_exp_avg_sq", &st.max_exp_avg_sq}};
+        for (const auto& [key, t] : fields) {
+          CAPTURE(key);
+          const Tensor* ref = f.tensors.find(sp + key);
+          CHECK(t->defined() == (ref != nullptr));
+          if (ref && t->defined()) {
+            SL_CHECK_CLOSE(*t, *ref, rtol, atol * std::max(max_abs(*ref), 1e-30));
+          }
+        }
+      }
+    }
+  }
+}
+
+// Learning rates are doubles computed by the same formulas in the same order as PyTorch's
+// Python code; only libm's cos/pow may differ in the last bit, so rtol 1e-12.
+TEST_CASE("LR schedulers match PyTorch 1.13: StepLR, cosine, linear warmup, OneCycle") {
+  Fixture f = load_fixture("schedulers.safetensors");
+  REQUIRE(f.cases.size() >= 11);
+  for (const Json& c : f.cases.items()) {
+    const std::string name = c.at("name").as_string();
+    CAPTURE(name);
+    const std::string kind = c.at("scheduler").as_string();
+    const std::string okind = c.at("optimizer").as_string();
+    std::vector<double> base;
+    for (const Json& b : c.at("base_lrs").items()) base.push_back(b.as_double());
+    TensorList params;
+    std::unique_ptr<Optimizer> opt;
+    if (okind == "SGD") {
+      std::vector<ParamGroup<SGDOptions>> gs;
+      for (double lr : base) {
+        params.push_back(zeros({1}));
+        gs.push_back({{params.back()}, {.lr = lr, .momentum = get(c, "momentum", 0)}});
+      }
+      opt = std::make_unique<SGD>(gs);
+    } else if (okind == "Adam") {
+      std::vector<ParamGroup<AdamOptions>> gs;
+      for (double lr : base) {
+        params.push_back(zeros({1}));
+        gs.push_back({{params.back()}, {.lr = lr}});
+      }
+      opt = std::make_unique<Adam>(gs);
+    } else {
+      std::vector<ParamGroup<AdamWOptions>> gs;
+      for (double lr : base) {
+        params.push_back(zeros({1}));
+        gs.push_back({{params.back()}, {.lr = lr}});
+      }
+      opt = std::make_unique<AdamW>(gs);
+    }
+    std::unique_ptr<LRScheduler> sched;
+    if (kind == "StepLR") {
+      sched = std::make_unique<StepLR>(*opt, c.at("step_size").as_int(), get(c, "gamma", 0.1));
+    } else if (kind == "CosineAnnealingLR") {
+      sched =
+          std::make_unique<CosineAnnealingLR>(*opt, c.at("T_max").as_int(), get(c, "eta_min", 0));
+    } else if (kind == "LinearWarmupLR") {
+      sched = std::make_unique<LinearWarmupLR>(*opt, c.at("num_warmup_steps").as_int(),
+                                               c.at("num_training_steps").as_int());
+    } else {
+      REQUIRE(kind == "OneCycleLR");
+      std::vector<double> max_lr;
+      for (const Json& m : c.at("max_lr").items()) max_lr.push_back(m.as_double());
+      OneCycleOptions o{.total_steps = c.at("total_steps").as_int()};
+      o.pct_start = get(c, "pct_start", 0.3);
+      if (const Json* a = c.find("anneal_strategy")) o.cos_anneal = a->as_string() == "cos";
+      if (const Json* cm = c.find("cycle_momentum")) o.cycle_momentum = cm->as_bool();
+      o.three_phase = get_bool(c, "three_phase");
+      o.div_factor = get(c, "div_factor", 25.0);
+      o.final_div_factor = get(c, "final_div_factor", 1e4);
+      sched = std::make_unique<OneCycleLR>(*opt, max_lr, o);
+    }
+    const Tensor& lrs = f.tensors.at(name + "/lr");
+    const Tensor* moms = f.tensors.find(name + "/momentum");
+    const int64_t steps = c.at("steps").as_int();
+    REQUIRE(lrs.size(0) == steps + 1);
+    auto record = [&](std::vector<double>& lr, std::vector<double>& m) {
+      for (size_t g = 0; g < opt->num_param_groups(); ++g) {
+        lr.push_back(opt->lr(g));
+        m.push_back(opt->momentum(g));
+      }
+    };
+    std::vector<double> got_lr, got_m;
+    record(got_lr, got_m);
+    for (int64_t s = 0; s < steps; ++s) {
+      opt->step();
+      sched->step();
+      record(got_lr, got_m);
+    }
+    SL_CHECK_CLOSE(from_vector(got_lr, lrs.sizes()), lrs, 1e-12, 1e-18);
+    if (moms) SL_CHECK_CLOSE(from_vector(got_m, moms->sizes()), *moms, 1e-12, 1e-18);
+    CHECK(
+        sched->last_lr() ==
+        std::vector<double>(got_lr.end() - static_cast<std::ptrdiff_t>(base.size()), got_lr.end()));
+  }
+}
+
+// clip_grad_norm_: PyTorch accumulates each tensor's norm in float32, we accumulate in double,
+// so the norm and the clipped gradients agree to f32 rounding: rtol 1e-5, atol 1e-6.
+TEST_CASE("clip_grad_norm_ and clip_grad_value_ match PyTorch 1.13") {
+  Fixture f = load_fixture("clip_grad.safetensors");
+  REQUIRE(f.cases.size() >= 6);
+  for (const Json& c : f.cases.items()) {
+    const std::string name = c.at("name").as_string();
+    CAPTURE(name);
+    TensorList params;
+    for (size_t k = 0; f.tensors.contains(name + "/grad/" + std::to_string(k)); ++k) {
+      const Tensor& g = f.tensors.at(name + "/grad/" + std::to_string(k));
+      params.push_back(zeros(g.sizes()).requires_grad_(true));
+      params.back().set_grad(g.clone());
+    }
+    REQUIRE(params.size() == 3);
+    if (c.contains("clip_value")) {
+      clip_grad_value_(params, c.at("clip_value").as_double());
+    } else {
+      const Json& nt = c.at("norm_type");
+      double p = nt.is_string() ? std::numeric_limits<double>::infinity() : nt.as_double();
+      double total = clip_grad_norm_(params, c.at("max_norm").as_double(), p);
+      CHECK(total ==
+            doctest::Approx(f.tensors.at(name + "/total_norm").item<double>()).epsilon(1e-5));
+    }
+    for (size_t k = 0; k < params.size(); ++k) {
+      SL_CHECK_CLOSE(params[k].grad(), f.tensors.at(name + "/clipped/" + std::to_string(k)), 1e-5,
+                     1e-6);
+    }
+  }
+}

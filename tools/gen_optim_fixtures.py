@@ -1,0 +1,217 @@
+#!/usr/bin/python3
+"""Regenerates the optimizer parity fixtures under tests/fixtures/optim/ with PyTorch.
+
+    /usr/bin/python3 tools/gen_optim_fixtures.py        (Debian's python3-torch 1.13 + safetensors)
+
+Writes three small safetensors files, read by tests/optim/test_optim_parity.cpp:
+
+optimizers.safetensors
+    For each case <c>: "<c>/init/<k>" the initial parameters, and for steps s = 1..5
+    "<c>/grad/<s>/<k>" the gradient fed to step s, "<c>/param/<s>/<k>" the parameters after it
+    and "<c>/state/<s>/<k>/<name>" the optimizer state after it (PyTorch's state keys). The
+    metadata key "cases" holds a JSON list of {"name", "optimizer", "dtype", "groups": [{"params":
+    [k...], <hyperparameters>}]}; hyperparameter names are PyTorch's.
+schedulers.safetensors
+    For each case <c>: "<c>/lr" (f64, [steps + 1, groups]) the lrs after construction and after
+    each scheduler step, and for OneCycle "<c>/momentum" (SGD momentum or Adam beta1) likewise.
+    Metadata "cases": [{"name", "scheduler", "optimizer", "base_lrs", "steps", <arguments>}].
+clip_grad.safetensors
+    For each case <c>: "<c>/grad/<k>" the gradients before, "<c>/clipped/<k>" after, and
+    "<c>/total_norm" (f64 scalar) the returned norm. Metadata "cases": [{"name", "max_norm",
+    "norm_type" (a number, or "inf")}] or {"name", "clip_value"} for clip_grad_value_.
+
+Optimizers run with foreach=False (PyTorch 1.13's default), the single-tensor code path whose
+order of operations shardlight's kernels follow.
+"""
+import json
+import math
+import os
+
+import torch
+from safetensors.torch import save_file
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures", "optim")
+STEPS = 5
+SHAPES = [(3, 4), (5,)]
+# Gradient magnitude per step: varying scales exercise amsgrad's running max and the moments.
+GRAD_SCALES = [1.0, 0.1, 2.0, 0.5, 0.05]
+
+
+def optimizer_cases():
+    c = []
+    sgd = lambda name, **kw: c.append(dict(name=name, optimizer="SGD", groups=[dict(params=[0, 1], **kw)]))
+    sgd("sgd_plain", lr=0.1)
+    sgd("sgd_momentum", lr=0.1, momentum=0.9)
+    sgd("sgd_dampening", lr=0.1, momentum=0.9, dampening=0.3)
+    sgd("sgd_nesterov", lr=0.1, momentum=0.9, nesterov=True)
+    sgd("sgd_weight_decay", lr=0.1, momentum=0.9, weight_decay=0.05)
+    sgd("sgd_nesterov_wd", lr=0.05, momentum=0.8, nesterov=True, weight_decay=0.1)
+    sgd("sgd_maximize", lr=0.1, momentum=0.5, maximize=True)
+    c.append(dict(name="sgd_groups", optimizer="SGD",
+                  groups=[dict(params=[0], lr=0.1, momentum=0.9, weight_decay=0.1),
+                          dict(params=[1], lr=0.3, momentum=0.5)]))
+    for opt in ("Adam", "AdamW"):
+        p = opt.lower()
+        add = lambda name, **kw: c.append(dict(name=name, optimizer=opt, groups=[dict(params=[0, 1], **kw)]))
+        add(p + "_default", lr=0.01)
+        add(p + "_weight_decay", lr=0.01, weight_decay=0.1)
+        add(p + "_amsgrad", lr=0.01, amsgrad=True)
+        add(p + "_amsgrad_wd", lr=0.02, weight_decay=0.05, amsgrad=True)
+        add(p + "_betas_eps", lr=0.05, betas=[0.8, 0.99], eps=1e-6)
+        add(p + "_maximize", lr=0.01, maximize=True, weight_decay=0.02)
+        c.append(dict(name=p + "_groups", optimizer=opt,
+                      groups=[dict(params=[0], lr=0.01, weight_decay=0.1),
+                              dict(params=[1], lr=0.03, weight_decay=0.0)]))
+    for case in c:
+        case["dtype"] = "float32"
+    c.append(dict(name="adam_f64", optimizer="Adam", dtype="float64",
+                  groups=[dict(params=[0, 1], lr=0.01, weight_decay=0.1, amsgrad=True)]))
+    c.append(dict(name="sgd_f64", optimizer="SGD", dtype="float64",
+                  groups=[dict(params=[0, 1], lr=0.1, momentum=0.9, weight_decay=0.05, nesterov=True)]))
+    return c
+
+
+def gen_optimizers(tensors, meta_cases):
+    gen = torch.Generator().manual_seed(1234)
+    for case in optimizer_cases():
+        dtype = getattr(torch, case["dtype"])
+        name = case["name"]
+        params = [torch.randn(s, generator=gen, dtype=torch.float64).to(dtype).requires_grad_() for s in SHAPES]
+        for k, p in enumerate(params):
+            tensors[f"{name}/init/{k}"] = p.detach().clone()
+        groups = []
+        for g in case["groups"]:
+            hyper = {key: (tuple(v) if key == "betas" else v) for key, v in g.items() if key != "params"}
+            groups.append(dict(params=[params[k] for k in g["params"]], **hyper))
+        opt = getattr(torch.optim, case["optimizer"])(groups, foreach=False)
+        for s in range(1, STEPS + 1):
+            for k, p in enumerate(params):
+                grad = (torch.randn(p.shape, generator=gen, dtype=torch.float64) * GRAD_SCALES[s - 1]).to(dtype)
+                p.grad = grad
+                tensors[f"{name}/grad/{s}/{k}"] = grad.clone()
+            opt.step()
+            for k, p in enumerate(params):
+                tensors[f"{name}/param/{s}/{k}"] = p.detach().clone()
+                for key, v in opt.state[p].items():
+                    if key == "step" or v is None:
+                        continue  # the step count is s; checked by the test without a tensor
+                    tensors[f"{name}/state/{s}/{k}/{key}"] = v.detach().clone()
+        meta_cases.append(case)
+
+
+def scheduler_cases():
+    return [
+        dict(name="steplr", scheduler="StepLR", optimizer="SGD", base_lrs=[0.1], steps=12,
+             step_size=3, gamma=0.5),
+        dict(name="steplr_groups", scheduler="StepLR", optimizer="SGD", base_lrs=[0.1, 0.02],
+             steps=8, step_size=2, gamma=0.3),
+        dict(name="cosine", scheduler="CosineAnnealingLR", optimizer="SGD", base_lrs=[0.1], steps=12,
+             T_max=5, eta_min=0.001),
+        dict(name="cosine_groups", scheduler="CosineAnnealingLR", optimizer="AdamW",
+             base_lrs=[0.01, 0.003], steps=25, T_max=10, eta_min=0.0),
+        dict(name="linear_warmup", scheduler="LinearWarmupLR", optimizer="AdamW", base_lrs=[5e-5],
+             steps=12, num_warmup_steps=3, num_training_steps=10),
+        dict(name="linear_warmup_groups", scheduler="LinearWarmupLR", optimizer="AdamW",
+             base_lrs=[1e-4, 2e-5], steps=7, num_warmup_steps=0, num_training_steps=6),
+        dict(name="onecycle_sgd", scheduler="OneCycleLR", optimizer="SGD", base_lrs=[0.1], steps=10,
+             max_lr=[0.1], total_steps=10, momentum=0.9),
+        dict(name="onecycle_adamw", scheduler="OneCycleLR", optimizer="AdamW", base_lrs=[0.01, 0.01],
+             steps=20, max_lr=[0.01, 0.004], total_steps=20),
+        dict(name="onecycle_linear", scheduler="OneCycleLR", optimizer="Adam", base_lrs=[0.01], steps=15,
+             max_lr=[0.02], total_steps=15, anneal_strategy="linear", pct_start=0.4),
+        dict(name="onecycle_three_phase", scheduler="OneCycleLR", optimizer="SGD", base_lrs=[0.1],
+             steps=16, max_lr=[0.5], total_steps=16, three_phase=True, momentum=0.9,
+             div_factor=10.0, final_div_factor=100.0),
+        dict(name="onecycle_no_momentum", scheduler="OneCycleLR", optimizer="SGD", base_lrs=[0.1],
+             steps=8, max_lr=[0.3], total_steps=8, cycle_momentum=False),
+    ]
+
+
+def linear_warmup_lambda(num_warmup_steps, num_training_steps):
+    # transformers.get_linear_schedule_with_warmup's lr_lambda, verbatim
+    def lr_lambda(current_step):
+        if current_step < num_warmup_steps:
+            return float(current_step) / float(max(1, num_warmup_steps))
+        return max(0.0, float(num_training_steps - current_step) /
+                   float(max(1, num_training_steps - num_warmup_steps)))
+    return lr_lambda
+
+
+def gen_schedulers(tensors, meta_cases):
+    S = torch.optim.lr_scheduler
+    for case in scheduler_cases():
+        groups = [dict(params=[torch.zeros(1, requires_grad=True)], lr=lr) for lr in case["base_lrs"]]
+        extra = {"momentum": case["momentum"]} if "momentum" in case else {}
+        opt = getattr(torch.optim, case["optimizer"])(groups, **extra)
+        kind = case["scheduler"]
+        if kind == "StepLR":
+            sched = S.StepLR(opt, step_size=case["step_size"], gamma=case["gamma"])
+        elif kind == "CosineAnnealingLR":
+            sched = S.CosineAnnealingLR(opt, T_max=case["T_max"], eta_min=case["eta_min"])
+        elif kind == "LinearWarmupLR":
+            sched = S.LambdaLR(opt, linear_warmup_lambda(case["num_warmup_steps"], case["num_training_steps"]))
+        else:
+            kw = {k: case[k] for k in ("total_steps", "anneal_strategy", "pct_start", "three_phase",
+                                       "div_factor", "final_div_factor", "cycle_momentum") if k in case}
+            sched = S.OneCycleLR(opt, max_lr=case["max_lr"], **kw)
+        lrs, moms = [], []
+
+        def record():
+            lrs.append([g["lr"] for g in opt.param_groups])
+            moms.append([g["betas"][0] if "betas" in g else g["momentum"] for g in opt.param_groups])
+
+        record()
+        for _ in range(case["steps"]):
+            opt.step()
+            sched.step()
+            record()
+        tensors[f"{case['name']}/lr"] = torch.tensor(lrs, dtype=torch.float64)
+        if kind == "OneCycleLR":
+            tensors[f"{case['name']}/momentum"] = torch.tensor(moms, dtype=torch.float64)
+        meta_cases.append(case)
+
+
+def gen_clip(tensors, meta_cases):
+    gen = torch.Generator().manual_seed(99)
+    shapes = [(4, 3), (7,), (2, 2, 2)]
+    cases = [
+        dict(name="norm2_clipped", max_norm=1.0, norm_type=2.0),
+        dict(name="norm2_unclipped", max_norm=100.0, norm_type=2.0),
+        dict(name="norm1", max_norm=2.0, norm_type=1.0),
+        dict(name="norm3", max_norm=0.5, norm_type=3.0),
+        dict(name="norm_inf", max_norm=0.5, norm_type="inf"),
+        dict(name="value", clip_value=0.7),
+    ]
+    for case in cases:
+        params = [torch.zeros(s, requires_grad=True) for s in shapes]
+        for k, p in enumerate(params):
+            p.grad = torch.randn(p.shape, generator=gen) * (k + 1)
+            tensors[f"{case['name']}/grad/{k}"] = p.grad.clone()
+        if "clip_value" in case:
+            torch.nn.utils.clip_grad_value_(params, case["clip_value"])
+            total = 0.0
+        else:
+            nt = math.inf if case["norm_type"] == "inf" else case["norm_type"]
+            total = float(torch.nn.utils.clip_grad_norm_(params, case["max_norm"], norm_type=nt))
+        for k, p in enumerate(params):
+            tensors[f"{case['name']}/clipped/{k}"] = p.grad.clone()
+        tensors[f"{case['name']}/total_norm"] = torch.tensor(total, dtype=torch.float64)
+        meta_cases.append(case)
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    for fname, fn in (("optimizers.safetensors", gen_optimizers),
+                      ("schedulers.safetensors", gen_schedulers),
+                      ("clip_grad.safetensors", gen_clip)):
+        tensors, cases = {}, []
+        fn(tensors, cases)
+        tensors = {k: v.contiguous() for k, v in tensors.items()}
+        path = os.path.join(OUT, fname)
+        save_file(tensors, path, metadata={"cases": json.dumps(cases),
+                                           "generator": f"tools/gen_optim_fixtures.py, torch {torch.__version__}"})
+        print(f"wrote {path}: {len(cases)} cases, {len(tensors)} tensors, {os.path.getsize(path)} bytes")
+
+
+if __name__ == "__main__":
+    main()
