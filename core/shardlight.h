@@ -41,6 +41,7 @@
 
 #include "core/ops/optim.h"
 #include "nn/serialize/checkpoint.h"
+#include "nn/serialize/crc32.h"
 #include "nn/serialize/json.h"
 #include "nn/serialize/safetensors.h"
 #include "nn/serialize/state_dict.h"

@@ -319,6 +319,12 @@ void save_checkpoint(const std::string& dir, const Checkpoint& ckpt, const SaveO
       remove_tree_quietly(old);
     }
     fsync_dir(parent.string());
+    // copies moved aside by an interrupted fallback save are obsolete now
+    for (const auto& entry : fs::directory_iterator(parent, ec)) {
+      if (starts_with(entry.path().filename().string(), "." + name + ".old-")) {
+        remove_tree_quietly(entry.path());
+      }
+    }
     hook(SaveStage::done, target.string());
   } catch (const Error&) {
     // a real failure (disk full, permissions, bad tensor): leave no temporary behind

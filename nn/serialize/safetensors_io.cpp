@@ -180,7 +180,7 @@ Tensor SafetensorsFile::read(std::string_view name, Device device) const {
   Tensor t = empty_for(*e);
   read_bytes(*e, 0, e->nbytes(), t.numel() > 0 ? t.data_ptr() : nullptr);
   check_bool_bytes(t, *e, path_.c_str());
-  return device.is_cpu() ? t : ops::to_device(t, device);
+  return device == kCPU ? t : ops::to_device(t, device);
 }
 
 StateDict SafetensorsFile::read_all(Device device, uint32_t* crc) const {
@@ -198,7 +198,7 @@ StateDict SafetensorsFile::read_all(Device device, uint32_t* crc) const {
     }
     check_bool_bytes(t, *e, path_.c_str());
     loaded[static_cast<size_t>(e - header_.tensors.data())] =
-        device.is_cpu() ? t : ops::to_device(t, device);
+        device == kCPU ? t : ops::to_device(t, device);
   }
   if (crc) *crc = c;
   StateDict out;

@@ -1,0 +1,287 @@
+// Optimizer classes: parameter groups, zero_grad, skipped parameters, master weights,
+// state_dict / load_state_dict (also for schedulers), and error paths.
+#include <cstring>
+
+#include "support/testing.h"
+
+using namespace sl;
+using namespace sl::optim;
+using serialize::Json;
+using serialize::Section;
+
+namespace {
+
+bool bits_equal(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype() || a.sizes() != b.sizes()) return false;
+  Tensor x = a.detach().contiguous(), y = b.detach().contiguous();
+  return std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()) == 0;
+}
+
+/// Sets deterministic gradients for step s.
+void set_grads(const TensorList& ps, int s) {
+  for (size_t k = 0; k < ps.size(); ++k) {
+    Generator g(static_cast<uint64_t>(100 * s + static_cast<int>(k)));
+    ps[k].set_grad(randn(ps[k].sizes(), {.dtype = ps[k].dtype()}, &g));
+  }
+}
+
+TensorList make_params(DType dt = DType::f32) {
+  Generator g(1);
+  return {randn({3, 4}, {.dtype = dt}, &g).requires_grad_(true),
+          randn({4}, {.dtype = dt}, &g).requires_grad_(true)};
+}
+
+/// A Section through an in-memory safetensors file and JSON text, as a checkpoint stores it.
+Section through_file(const Section& s) {
+  Section out;
+  out.tensors = serialize::deserialize_safetensors(serialize::serialize_safetensors(s.tensors));
+  out.meta = Json::parse(s.meta.dump());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("parameter groups: weight decay only on weights, per-group lr") {
+  std::vector<std::pair<std::string, Tensor>> named{{"encoder.weight", zeros({2, 2})},
+                                                    {"encoder.bias", zeros({2})},
+                                                    {"encoder.LayerNorm.weight", zeros({2})},
+                                                    {"head.weight", zeros({3, 2})}};
+  auto [decay, no_decay] = split_no_decay(named);
+  REQUIRE(decay.size() == 2);
+  REQUIRE(no_decay.size() == 2);
+  CHECK(decay[0].is_same(named[0].second));
+  CHECK(decay[1].is_same(named[3].second));
+
+  TensorList w = {ones({2, 2}).requires_grad_(true)}, b = {ones({2}).requires_grad_(true)};
+  AdamW opt({{w, {.lr = 0.1, .weight_decay = 0.5}}, {b, {.lr = 0.1, .weight_decay = 0.0}}});
+  w[0].set_grad(zeros({2, 2}));
+  b[0].set_grad(zeros({2}));
+  opt.step();
+  // zero gradients: only decoupled decay moves the parameters, and only in group 0
+  CHECK(w[0].detach().to_vector<float>() == std::vector<float>(4, 1.0f - 0.1f * 0.5f));
+  CHECK(b[0].detach().to_vector<float>() == std::vector<float>(2, 1.0f));
+  CHECK(opt.num_param_groups() == 2);
+  CHECK(opt.num_params() == 2);
+  CHECK(opt.options(0).weight_decay == 0.5);
+}
+
+TEST_CASE("zero_grad, parameters without gradients, and lazy state") {
+  TensorList ps = make_params();
+  SGD opt(ps, {.lr = 0.1, .momentum = 0.9});
+  Tensor before = ps[1].detach().clone();
+  ps[0].set_grad(ones({3, 4}));  // ps[1] has no gradient: skipped, no state
+  opt.step();
+  CHECK(opt.state(0, 0).step == 1);
+  CHECK(opt.state(0, 0).momentum_buffer.defined());
+  CHECK(opt.state(0, 1).empty());
+  CHECK(bits_equal(ps[1], before));
+  opt.zero_grad(false);
+  REQUIRE(ps[0].grad().defined());
+  CHECK(ps[0].grad().sum().item<float>() == 0.f);
+  opt.zero_grad();  // set_to_none
+  CHECK(!ps[0].grad().defined());
+  CHECK(opt.find_state(ps[0]) == &opt.state(0, 0));
+  CHECK(opt.find_state(zeros({1})) == nullptr);
+}
+
+TEST_CASE("non-contiguous parameters are updated like contiguous ones") {
+  Generator g(4);
+  Tensor base = randn({4, 3}, {}, &g);
+  Tensor a = base.clone().requires_grad_(true);  // contiguous [4, 3]
+  Tensor storage = base.t().contiguous();        // [3, 4] holding base transposed
+  Tensor b = storage.t();                        // a non-contiguous [4, 3] view
+  REQUIRE(!b.is_contiguous());
+  Tensor grad = randn({4, 3}, {}, &g);
+  a.set_grad(grad);
+  b.set_grad(grad);
+  Adam oa({a}, {.lr = 0.1}), ob({b}, {.lr = 0.1});
+  oa.step();
+  ob.step();
+  CHECK(bits_equal(a, b.contiguous()));
+  CHECK(bits_equal(storage.t().contiguous(), a));  // written back into the viewed storage
+}
+
+TEST_CASE("master weights: bf16 parameters follow an fp32 run exactly in their master copy") {
+  TensorList p32 = make_params();
+  TensorList p16 = {p32[0].detach().to(DType::bf16).requires_grad_(true),
+                    p32[1].detach().to(DType::bf16).requires_grad_(true)};
+  // the fp32 run starts from the bf16-rounded values, so both runs see the same numbers
+  p32 = {p16[0].detach().to(DType::f32).requires_grad_(true),
+         p16[1].detach().to(DType::f32).requires_grad_(true)};
+  AdamW o32(p32, {.lr = 0.01});
+  AdamW o16(p16, {.lr = 0.01, .master_weights = true});
+  for (int s = 1; s <= 3; ++s) {
+    set_grads(p16, s);  // bf16 gradients
+    for (size_t k = 0; k < 2; ++k) p32[k].set_grad(p16[k].grad().to(DType::f32));
+    o32.step();
+    o16.step();
+  }
+  for (size_t k = 0; k < 2; ++k) {
+    const ParamState& st = o16.state(0, k);
+    REQUIRE(st.master.defined());
+    CHECK(st.master.dtype() == DType::f32);
+    CHECK(st.exp_avg.dtype() == DType::f32);
+    CHECK(bits_equal(st.master, p32[k]));                        // exact fp32 trajectory
+    CHECK(bits_equal(p16[k], p32[k].detach().to(DType::bf16)));  // params are its rounding
+  }
+  // state_dict keeps the master copy, and loading restores fp32 state for the bf16 params
+  AdamW o16b(p16, {.lr = 0.01, .master_weights = true});
+  o16b.load_state_dict(through_file(o16.state_dict()));
+  CHECK(o16b.state(0, 0).exp_avg.dtype() == DType::f32);
+  CHECK(bits_equal(o16b.state(0, 0).master, o16.state(0, 0).master));
+}
+
+TEST_CASE("optimizer state_dict round trip continues bit for bit (SGD, Adam, AdamW)") {
+  auto run = [](auto make_opt) {
+    TensorList ref = make_params(), p = make_params();
+    auto ref_opt = make_opt(ref);
+    for (int s = 1; s <= 5; ++s) {
+      set_grads(ref, s);
+      ref_opt->step();
+    }
+    auto opt = make_opt(p);
+    for (int s = 1; s <= 3; ++s) {
+      set_grads(p, s);
+      opt->step();
+    }
+    Section saved = through_file(opt->state_dict());
+    TensorList q = {p[0].detach().clone().requires_grad_(true),
+                    p[1].detach().clone().requires_grad_(true)};
+    auto resumed = make_opt(q);
+    resumed->load_state_dict(saved);
+    for (int s = 4; s <= 5; ++s) {
+      set_grads(q, s);
+      resumed->step();
+    }
+    CHECK(bits_equal(q[0], ref[0]));
+    CHECK(bits_equal(q[1], ref[1]));
+    CHECK(resumed->find_state(q[1])->step == 5);
+  };
+  run([](TensorList& ps) {
+    return std::make_unique<SGD>(ps, SGDOptions{.lr = 0.1, .momentum = 0.9, .nesterov = true});
+  });
+  run([](TensorList& ps) {
+    return std::make_unique<Adam>(ps, AdamOptions{.lr = 0.01, .amsgrad = true});
+  });
+  run([](TensorList& ps) {
+    return std::make_unique<AdamW>(std::vector<ParamGroup<AdamWOptions>>{
+        {{ps[0]}, {.lr = 0.01}}, {{ps[1]}, {.lr = 0.02, .weight_decay = 0}}});
+  });
+}
+
+TEST_CASE("optimizer state_dict: layout and hyperparameters restored") {
+  TensorList ps = make_params();
+  AdamW opt(ps, {.lr = 0.01, .beta1 = 0.8, .amsgrad = true});
+  set_grads(ps, 1);
+  opt.step();
+  Section s = opt.state_dict();
+  CHECK(s.meta.at("optimizer").as_string() == "AdamW");
+  CHECK(s.meta.at("param_groups")[0].at("params").dump() == "[0,1]");
+  CHECK(s.meta.at("param_groups")[0].at("betas").dump() == "[0.8,0.999]");
+  CHECK(s.meta.at("state").at("1").at("step").as_int() == 1);
+  CHECK(s.tensors.keys() == std::vector<std::string>{
+                                "state.0.exp_avg", "state.0.exp_avg_sq", "state.0.max_exp_avg_sq",
+                                "state.1.exp_avg", "state.1.exp_avg_sq", "state.1.max_exp_avg_sq"});
+  TensorList qs = make_params();
+  AdamW other(qs, {.lr = 0.5});
+  other.load_state_dict(s);
+  CHECK(other.lr(0) == 0.01);  // hyperparameters come from the saved groups, as in PyTorch
+  CHECK(other.momentum(0) == 0.8);
+  CHECK(other.options(0).amsgrad);
+}
+
+TEST_CASE("optimizer load_state_dict refuses state that does not fit") {
+  TensorList ps = make_params();
+  AdamW opt(ps);
+  set_grads(ps, 1);
+  opt.step();
+  Section s = opt.state_dict();
+
+  TensorList qs = make_params();
+  Adam adam(qs);
+  SL_CHECK_THROWS(adam.load_state_dict(s), ValueError,
+                  "Adam.load_state_dict: saved state is for "
+                  "AdamW, not Adam");
+  AdamW one({qs[0]});
+  SL_CHECK_THROWS(one.load_state_dict(s), ValueError,
+                  "group 0 of the saved state has 2 parameters, this optimizer's has 1");
+  AdamW two({{{qs[0]}, {}}, {{qs[1]}, {}}});
+  SL_CHECK_THROWS(two.load_state_dict(s), ValueError,
+                  "saved state has 1 parameter groups, this optimizer has 2");
+  TensorList wrong = {zeros({4, 3}).requires_grad_(true), zeros({4}).requires_grad_(true)};
+  AdamW shapes(wrong);
+  SL_CHECK_THROWS(shapes.load_state_dict(s), ShapeError,
+                  "state 'exp_avg' of parameter 0 has shape [3, 4], the parameter has [4, 3]");
+  Section bad = s;
+  bad.meta.set("state", Json::object({{"7", Json::object({{"step", 1}})}}));
+  AdamW ok(qs);
+  SL_CHECK_THROWS(ok.load_state_dict(bad), ValueError, "state for parameter '7' but there are 2");
+  SL_CHECK_THROWS(ok.load_state_dict(Section{}), ValueError, "holds no optimizer state");
+  CHECK(ok.state(0, 0).empty());  // failed loads change nothing
+  CHECK(ok.lr(0) == 1e-3);
+}
+
+TEST_CASE("optimizer constructor and step errors") {
+  TensorList ps = make_params();
+  SL_CHECK_THROWS(SGD(ps, {.lr = -0.1}), ValueError, "SGD: invalid learning rate -0.1");
+  SL_CHECK_THROWS(SGD(ps, {.lr = 0.1, .nesterov = true}), ValueError,
+                  "nesterov momentum requires a momentum > 0 and zero dampening");
+  SL_CHECK_THROWS(Adam(ps, {.beta2 = 1.5}), ValueError, "Adam: invalid beta parameter at index 1");
+  SL_CHECK_THROWS(AdamW(ps, {.eps = -1}), ValueError, "AdamW: invalid epsilon value -1");
+  SL_CHECK_THROWS(SGD({ps[0], ps[0]}), ValueError, "SGD: parameter 1 appears twice in group 0");
+  SL_CHECK_THROWS(Adam({{{ps[0]}, {}}, {{ps[0]}, {}}}), ValueError,
+                  "some parameters appear in more than one parameter group");
+  SL_CHECK_THROWS(Adam({arange(3)}), DTypeError, "Adam: can only optimize floating tensors");
+  SL_CHECK_THROWS(Adam({Tensor()}), ValueError, "Adam: parameter 0 of group 0 is undefined");
+  Adam opt(ps);
+  SL_CHECK_THROWS(opt.state(1, 0), IndexError, "no parameter 0 in group 1");
+  SL_CHECK_THROWS(opt.params(3), IndexError, "group 3 out of range");
+  opt.set_lr(0, -1.0);
+  ps[0].set_grad(zeros({3, 4}));
+  SL_CHECK_THROWS(opt.step(), ValueError, "invalid learning rate -1");
+}
+
+TEST_CASE("scheduler state_dict round trip and errors") {
+  TensorList ps = make_params();
+  SGD opt(ps, {.lr = 0.1, .momentum = 0.9});
+  OneCycleLR sched(opt, {0.5}, {.total_steps = 10});
+  for (int i = 0; i < 4; ++i) sched.step();
+  Section s = sched.state_dict();
+  CHECK(s.meta.at("scheduler").as_string() == "OneCycleLR");
+  CHECK(s.meta.at("last_epoch").as_int() == 4);
+
+  SGD opt2(make_params(), {.lr = 0.1, .momentum = 0.9});
+  OneCycleLR resumed(opt2, {0.5}, {.total_steps = 10});
+  resumed.load_state_dict(Section{{}, Json::parse(s.meta.dump())});
+  opt2.load_state_dict(opt.state_dict());
+  for (int i = 0; i < 6; ++i) {
+    sched.step();
+    resumed.step();
+    CHECK(opt2.lr(0) == opt.lr(0));
+    CHECK(opt2.momentum(0) == opt.momentum(0));
+  }
+  SL_CHECK_THROWS(sched.step(), ValueError,
+                  "OneCycleLR: tried to step 12 times; the specified "
+                  "number of total steps is 10");
+  StepLR step(opt2, 3);
+  SL_CHECK_THROWS(step.load_state_dict(s), ValueError,
+                  "StepLR.load_state_dict: saved state is for OneCycleLR, not StepLR");
+  OneCycleLR other(opt2, {0.5}, {.total_steps = 20});
+  SL_CHECK_THROWS(other.load_state_dict(s), ValueError, "saved for 10 total steps");
+  SL_CHECK_THROWS(StepLR(opt2, 0), ValueError, "StepLR: step_size must be >= 1, got 0");
+  SL_CHECK_THROWS(CosineAnnealingLR(opt2, 0), ValueError, "T_max must be >= 1");
+  SL_CHECK_THROWS(LinearWarmupLR(opt2, 5, 3), ValueError,
+                  "need 0 <= num_warmup_steps <= num_training_steps, got 5 and 3");
+  SL_CHECK_THROWS(OneCycleLR(opt2, {0.1, 0.2}, {.total_steps = 5}), ValueError,
+                  "OneCycleLR: expected 1 values for max_lr, got 2");
+  SL_CHECK_THROWS(OneCycleLR(opt2, {0.1}, {}), ValueError, "positive integer total_steps");
+  LinearWarmupLR lw(opt2, 2, 4);
+  LinearWarmupLR lw2(opt2, 3, 4);
+  SL_CHECK_THROWS(lw2.load_state_dict(lw.state_dict()), ValueError, "saved for 2/4");
+  // LambdaLR runs any function of the epoch
+  SGD opt3(make_params(), {.lr = 2.0});
+  LambdaLR lam(opt3, [](int64_t e) { return 1.0 / static_cast<double>(e + 1); });
+  lam.step();
+  CHECK(opt3.lr(0) == 1.0);
+  CHECK(lam.base_lrs() == std::vector<double>{2.0});
+}
