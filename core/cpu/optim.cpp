@@ -86,8 +86,7 @@ void sgd_typed(const Tensor& param, const Tensor& grad, const Tensor& buf, const
       if (init) {
         B.arr() = D;  // buf = clone(d_p)
       } else {
-        B.arr() = B.arr() * mom;                 // buf.mul_(momentum)
-        B.arr() = B.arr() + D * one_minus_damp;  // .add_(d_p, alpha=1 - dampening)
+        B.arr() = B.arr() * mom + D * one_minus_damp;  // buf.mul_(m).add_(d_p, alpha=1 - damp)
       }
       if (h.nesterov) {
         D = D + B.arr() * mom;  // d_p.add(buf, alpha=momentum)
@@ -130,19 +129,18 @@ void adam_typed(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
     } else if (h.weight_decay != 0.0) {
       Gr = Gr + P.arr() * wd;  // grad.add(param, alpha=weight_decay)
     }
-    M.arr() = M.arr() * beta1;                        // exp_avg.mul_(beta1)
-    M.arr() = M.arr() + Gr * one_minus_beta1;         // .add_(grad, alpha=1 - beta1)
-    V.arr() = V.arr() * beta2;                        // exp_avg_sq.mul_(beta2)
-    V.arr() = V.arr() + (Gr * one_minus_beta2) * Gr;  // .addcmul_(grad, grad, value=1 - beta2)
+    // exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1): each product rounds, then the sum
+    M.arr() = M.arr() * beta1 + Gr * one_minus_beta1;
+    // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+    V.arr() = V.arr() * beta2 + (Gr * one_minus_beta2) * Gr;
     if (vmax) {
       ChunkView<T, C> X(vmax + s, n, true);
       X.arr() = X.arr().max(V.arr());  // torch.maximum(max_exp_avg_sq, exp_avg_sq, out=...)
-      Den = X.arr().sqrt() / bc2_sqrt;
+      Den = X.arr().sqrt() / bc2_sqrt + eps;
       X.store();
     } else {
-      Den = V.arr().sqrt() / bc2_sqrt;  // exp_avg_sq.sqrt() / bias_correction2_sqrt
+      Den = V.arr().sqrt() / bc2_sqrt + eps;  // (exp_avg_sq.sqrt() / bc2_sqrt).add_(eps)
     }
-    Den = Den + eps;                                      // .add_(eps)
     P.arr() = P.arr() + (M.arr() * neg_step_size) / Den;  // addcdiv_(exp_avg, denom, -step_size)
     P.store();
     M.store();

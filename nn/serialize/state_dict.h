@@ -50,6 +50,16 @@ class StateDict {
   std::unordered_map<std::string, size_t> index_;
 };
 
+/// Copies the entries of one ordered name -> tensor map into another type of map: any type
+/// with insert(name, tensor) and range-for over (name, tensor) pairs, e.g. between nn::StateDict
+/// (Module::state_dict()) and serialize::StateDict (checkpoint sections). Tensors are shared.
+template <class To, class From>
+To convert_state_dict(const From& from) {
+  To out;
+  for (const auto& [name, t] : from) out.insert(name, t);
+  return out;
+}
+
 /// What load_into found: keys expected but absent, keys present but not expected, and keys
 /// whose shapes differ ("name: expected [2, 3], got [3, 2]").
 struct LoadReport {
