@@ -65,7 +65,8 @@ class Optimizer {
   /// State of a parameter by identity; null when it is not one of ours.
   ParamState* find_state(const Tensor& param);
 
-  /// See Note [Optimizer state_dict].
+  /// See Note [Optimizer state_dict]. The tensors are the live state (not copies), as in
+  /// PyTorch: save them before the next step changes them.
   serialize::Section state_dict() const;
   /// Throws ValueError when the saved state does not fit these parameters.
   void load_state_dict(const serialize::Section& s);

@@ -221,3 +221,14 @@ TEST_CASE("rng state converts to JSON and back exactly") {
   SL_CHECK_THROWS(rng_state_from_json(Json::parse(R"({"seed":"12x","offset":"0"})")), ValueError,
                   "rng state: 'seed' must be a decimal u64");
 }
+
+TEST_CASE("convert_state_dict bridges nn::StateDict (Module::state_dict) and checkpoint sections") {
+  nn::StateDict module_sd{{"fc.weight", ones({2, 3})}, {"fc.bias", zeros({2})}};
+  StateDict section = convert_state_dict<StateDict>(module_sd);
+  CHECK(section.keys() == std::vector<std::string>{"fc.weight", "fc.bias"});
+  CHECK(section.at("fc.weight").is_same(module_sd.at("fc.weight")));  // shared, not copied
+  nn::StateDict back =
+      convert_state_dict<nn::StateDict>(deserialize_safetensors(serialize_safetensors(section)));
+  CHECK(back.size() == 2);
+  CHECK(bits_equal(back.at("fc.bias"), zeros({2})));
+}
