@@ -1,0 +1,98 @@
+// FlatStrategy: ddp, zero1 and zero2 over flat buffers (see dist/strategy.h for what each
+// keeps and communicates, and Note [Flat buffer layout] for the buffers).
+//
+// Note [Bucket launch order]
+// Collectives must be issued in the same order on every rank. Gradient hooks fire in the
+// order backward produces gradients, which is the same on every rank for the same graph, but
+// a bucket is only launched after every bucket with a smaller index: hooks mark buckets
+// ready, and the launcher issues ready buckets strictly in index order. Buckets whose
+// parameters received no gradient are launched (in order) when the micro-batch ends:
+// backward() returns, or step() is called after a plain loss.backward().
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "dist/flat_buffers.h"
+#include "dist/sharded_optimizer.h"
+#include "dist/strategy.h"
+
+namespace sl::dist {
+
+/// Which buckets are complete and may be launched, in index order (Note [Bucket launch order]).
+class BucketTracker {
+ public:
+  explicit BucketTracker(const FlatLayout& layout);
+  /// Starts a new round (micro-batch): nothing ready, nothing launched.
+  void reset();
+  /// Records that parameter `param`'s gradient is in; returns the buckets that may now be
+  /// launched, in order. A parameter already recorded this round starts a new round first
+  /// (returned in `restarted`, so the caller can flush the old one beforehand).
+  std::vector<int> mark_ready(int param);
+  bool seen(int param) const { return seen_[static_cast<size_t>(param)]; }
+  /// Every bucket not yet launched this round, in order; empty when the round saw nothing.
+  std::vector<int> flush();
+  bool round_started() const { return started_; }
+
+ private:
+  const FlatLayout& layout_;
+  std::vector<int> pending_;  // per bucket: parameters still missing
+  std::vector<bool> seen_;    // per parameter
+  int next_launch_ = 0;
+  bool started_ = false;
+};
+
+class FlatStrategy final : public Strategy {
+ public:
+  FlatStrategy(StrategyKind kind, std::shared_ptr<nn::Module> model, optim::Optimizer& opt,
+               StrategyOptions opts, ProcessGroupPtr group);
+  ~FlatStrategy() override;
+
+  Tensor forward(const TensorList& inputs, const ForwardFn& fn) override;
+  void backward(const Tensor& loss) override;
+  void zero_grad() override;
+  MemoryReport memory_report() const override;
+
+  const FlatBuffers& flat() const { return *flat_; }
+  /// zero1/zero2: the sharded optimizer and this rank's gradient shards; null / empty in ddp.
+  ShardedOptimizer* sharded_optimizer() const { return sharded_.get(); }
+  const std::vector<Tensor>& grad_shards() const { return grad_shards_; }
+  /// Broadcasts the flat parameters, frozen parameters and buffers from rank 0.
+  void broadcast_state();
+
+ protected:
+  void sync_gradients() override;
+  TensorList owned_gradients() override;
+  bool gradients_replicated() const override { return kind_ == StrategyKind::ddp; }
+  void update_parameters() override;
+
+ private:
+  struct Pending {
+    int bucket;
+    WorkPtr work;
+    Tensor temp;  // zero2 accumulation: reduce-scattered here, added to the shard after wait
+  };
+  void on_grad_accumulated(int param);          // ddp, zero1 (post-accumulate hook)
+  void on_grad(int param, const Tensor& grad);  // zero2 (consuming hook)
+  void launch(int bucket);
+  void end_round();  // launches what is left of the current micro-batch
+  void drain();      // waits for every launched bucket (zero2: adds temps into the shard)
+  void broadcast_buffers();
+
+  std::unique_ptr<FlatBuffers> flat_;
+  BucketTracker* tracker_ = nullptr;
+  std::unique_ptr<BucketTracker> tracker_holder_;
+  std::vector<Pending> pending_;
+  std::vector<size_t> hook_ids_;
+  // zero1/zero2
+  std::vector<Tensor> grad_shards_;
+  std::unique_ptr<ShardedOptimizer> sharded_;
+  std::vector<bool> shard_written_;  // per bucket: the shard slice holds this step's values
+  // zero2
+  std::vector<Tensor> staging_;
+  std::shared_ptr<std::atomic<int64_t>> staging_live_;
+  std::shared_ptr<std::atomic<int64_t>> staging_peak_;
+};
+
+}  // namespace sl::dist

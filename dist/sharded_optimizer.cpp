@@ -1,0 +1,184 @@
+#include "dist/sharded_optimizer.h"
+
+#include "autograd/grad_mode.h"
+#include "core/ops/copy.h"
+#include "core/ops/optim.h"
+#include "core/ops/view.h"
+#include "optim/adam.h"
+#include "optim/sgd.h"
+
+namespace sl::dist {
+
+namespace {
+
+UpdateRule rule_of(optim::Optimizer& opt) {
+  if (dynamic_cast<optim::SGD*>(&opt)) return UpdateRule::sgd;
+  if (dynamic_cast<optim::AdamW*>(&opt)) return UpdateRule::adamw;
+  if (dynamic_cast<optim::Adam*>(&opt)) return UpdateRule::adam;
+  detail::throw_error<ValueError>("zero: optimizer ", opt.name(),
+                                  " is not supported (SGD, Adam and AdamW are)");
+}
+
+bool master_flag(optim::Optimizer& opt, UpdateRule r, size_t g) {
+  switch (r) {
+    case UpdateRule::sgd:
+      return static_cast<optim::SGD&>(opt).options(g).master_weights;
+    case UpdateRule::adam:
+      return static_cast<optim::Adam&>(opt).options(g).master_weights;
+    case UpdateRule::adamw:
+      return static_cast<optim::AdamW&>(opt).options(g).master_weights;
+  }
+  return false;
+}
+
+Tensor zeros_like_1d(const Tensor& t, DType dt) {
+  Tensor z = ops::empty({t.numel()}, dt, t.device());
+  ops::fill_(z, 0);
+  return z;
+}
+
+Tensor slice(const Tensor& t, int64_t off, int64_t n) {
+  return t.defined() ? ops::narrow(t, 0, off, n) : Tensor();
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, Tensor>> ShardState::named() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  if (momentum_buffer.defined()) out.emplace_back("momentum_buffer", momentum_buffer);
+  if (exp_avg.defined()) out.emplace_back("exp_avg", exp_avg);
+  if (exp_avg_sq.defined()) out.emplace_back("exp_avg_sq", exp_avg_sq);
+  if (max_exp_avg_sq.defined()) out.emplace_back("max_exp_avg_sq", max_exp_avg_sq);
+  if (master.defined()) out.emplace_back("master", master);
+  return out;
+}
+
+ShardedOptimizer::ShardedOptimizer(const FlatBuffers& flat, int rank, optim::Optimizer& opt,
+                                   std::vector<std::pair<size_t, size_t>> opt_index)
+    : flat_(flat), rank_(rank), opt_(opt), rule_(rule_of(opt)) {
+  const FlatLayout& L = flat.layout();
+  SL_CHECK(opt_index.size() == L.params().size(), "zero: ", opt_index.size(),
+           " optimizer indices for ", L.params().size(), " parameters");
+  // Runs: consecutive owned pieces, adjacent in both the flat buffer and the shard, with one
+  // optimizer group.
+  for (const Piece& pc : L.pieces_of_rank(rank)) {
+    size_t og = opt_index[static_cast<size_t>(pc.param)].first;
+    if (!runs_.empty()) {
+      Run& r = runs_.back();
+      if (r.group == pc.group && r.opt_group == og && r.flat_offset + r.numel == pc.flat_offset &&
+          r.shard_offset + r.numel == pc.shard_offset) {
+        r.numel += pc.numel();
+        continue;
+      }
+    }
+    runs_.push_back(Run{pc.group, og, pc.flat_offset, pc.shard_offset, pc.numel()});
+  }
+  // State buffers, one set per dtype group.
+  bool any_momentum = false, any_amsgrad = false;
+  for (size_t g = 0; g < opt.num_param_groups(); ++g) {
+    if (rule_ == UpdateRule::sgd) {
+      any_momentum = any_momentum || static_cast<optim::SGD&>(opt).options(g).momentum != 0.0;
+    } else if (rule_ == UpdateRule::adam) {
+      any_amsgrad = any_amsgrad || static_cast<optim::Adam&>(opt).options(g).amsgrad;
+    } else {
+      any_amsgrad = any_amsgrad || static_cast<optim::AdamW&>(opt).options(g).amsgrad;
+    }
+  }
+  std::vector<bool> master(L.groups().size(), false);
+  for (size_t i = 0; i < L.params().size(); ++i) {
+    int g = L.slots()[i].group;
+    if (optim::is_low_precision(L.params()[i].dtype) &&
+        master_flag(opt, rule_, opt_index[i].first)) {
+      master[static_cast<size_t>(g)] = true;
+    }
+  }
+  std::vector<Tensor> shards = flat.make_shard_buffers();
+  state_.resize(L.groups().size());
+  for (size_t g = 0; g < L.groups().size(); ++g) {
+    ShardState& s = state_[g];
+    DType state_dt = master[g] ? DType::f32 : L.groups()[g].dtype;
+    if (master[g]) {
+      s.master = zeros_like_1d(shards[g], DType::f32);
+    }
+    if (rule_ == UpdateRule::sgd) {
+      if (any_momentum) s.momentum_buffer = zeros_like_1d(shards[g], state_dt);
+    } else {
+      s.exp_avg = zeros_like_1d(shards[g], state_dt);
+      s.exp_avg_sq = zeros_like_1d(shards[g], state_dt);
+      if (any_amsgrad) s.max_exp_avg_sq = zeros_like_1d(shards[g], state_dt);
+    }
+  }
+  refresh_master();
+}
+
+bool ShardedOptimizer::uses_master(int group) const {
+  return state_[static_cast<size_t>(group)].master.defined();
+}
+
+void ShardedOptimizer::refresh_master() {
+  NoGradGuard no_grad;
+  for (const Run& r : runs_) {
+    if (!uses_master(r.group)) continue;
+    ops::copy_(slice(state_[static_cast<size_t>(r.group)].master, r.shard_offset, r.numel),
+               slice(flat_.param_buffer(r.group), r.flat_offset, r.numel));
+  }
+}
+
+void ShardedOptimizer::step(const std::vector<Tensor>& grad_shards) {
+  NoGradGuard no_grad;
+  SL_CHECK(grad_shards.size() == state_.size(), "zero: ", grad_shards.size(),
+           " gradient shards for ", state_.size(), " dtype groups");
+  step_ += 1;
+  bool init_momentum = false;
+  if (rule_ == UpdateRule::sgd) {
+    bool need = false;
+    for (size_t g = 0; g < opt_.num_param_groups(); ++g) {
+      need = need || static_cast<optim::SGD&>(opt_).options(g).momentum != 0.0;
+    }
+    if (need && !momentum_initialized_) {
+      init_momentum = true;
+      momentum_initialized_ = true;
+      for (size_t g = 0; g < state_.size(); ++g) {
+        if (!state_[g].momentum_buffer.defined()) {
+          state_[g].momentum_buffer = zeros_like_1d(
+              grad_shards[g], state_[g].master.defined() ? DType::f32 : grad_shards[g].dtype());
+        }
+      }
+    }
+  }
+  for (const Run& r : runs_) {
+    const ShardState& s = state_[static_cast<size_t>(r.group)];
+    Tensor flat_piece = slice(flat_.param_buffer(r.group), r.flat_offset, r.numel);
+    Tensor param = s.master.defined() ? slice(s.master, r.shard_offset, r.numel) : flat_piece;
+    Tensor grad = slice(grad_shards[static_cast<size_t>(r.group)], r.shard_offset, r.numel);
+    if (rule_ == UpdateRule::sgd) {
+      SgdHyper h = static_cast<optim::SGD&>(opt_).options(r.opt_group).hyper();
+      Tensor buf = h.momentum != 0.0 ? slice(s.momentum_buffer, r.shard_offset, r.numel) : Tensor();
+      ops::sgd_step(param, grad, buf, h, init_momentum);
+    } else {
+      AdamHyper h = rule_ == UpdateRule::adam ? static_cast<optim::Adam&>(opt_).hyper(r.opt_group)
+                                              : static_cast<optim::AdamW&>(opt_).hyper(r.opt_group);
+      ops::adam_step(param, grad, slice(s.exp_avg, r.shard_offset, r.numel),
+                     slice(s.exp_avg_sq, r.shard_offset, r.numel),
+                     h.amsgrad ? slice(s.max_exp_avg_sq, r.shard_offset, r.numel) : Tensor(), step_,
+                     h);
+    }
+    if (s.master.defined()) ops::copy_(flat_piece, param);  // round into the parameter
+  }
+}
+
+int64_t ShardedOptimizer::state_bytes() const {
+  int64_t b = 0;
+  for (const ShardState& s : state_) {
+    b += tensor_bytes({s.momentum_buffer, s.exp_avg, s.exp_avg_sq, s.max_exp_avg_sq});
+  }
+  return b;
+}
+
+int64_t ShardedOptimizer::master_bytes() const {
+  int64_t b = 0;
+  for (const ShardState& s : state_) b += tensor_bytes({s.master});
+  return b;
+}
+
+}  // namespace sl::dist

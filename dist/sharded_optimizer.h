@@ -1,0 +1,83 @@
+// ShardedOptimizer: the ZeRO optimizer update of one rank's shard of the flat buffers.
+//
+// The user's optimizer (SGD, Adam or AdamW) supplies the parameter groups and, at every step,
+// their hyperparameters (so learning-rate schedulers and OneCycle's momentum work unchanged);
+// the state lives here, in buffers of the shard layout (Note [Flat buffer layout]): one
+// buffer per state kind per dtype group, each 1/N of the group. The update runs the fused
+// kernels of core/ops/optim.h (Note [Optimizer kernels over flat spans]) over runs of
+// consecutive owned pieces that share a parameter group, so it is the same element-wise math
+// as the unsharded optimizer. For f16/bf16 parameters whose group asks for master weights, an
+// fp32 master shard (and fp32 state) is updated and rounded into the parameter buffer.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "dist/flat_buffers.h"
+#include "optim/optimizer.h"
+
+namespace sl::dist {
+
+/// Which update rule the optimizer applies.
+enum class UpdateRule : uint8_t { sgd, adam, adamw };
+
+/// One rank's optimizer state for one dtype group, in the group's shard layout; undefined
+/// tensors are not used by the optimizer's configuration.
+struct ShardState {
+  Tensor momentum_buffer;  ///< SGD with momentum
+  Tensor exp_avg;          ///< Adam/AdamW
+  Tensor exp_avg_sq;
+  Tensor max_exp_avg_sq;  ///< amsgrad
+  Tensor master;          ///< fp32 master weights of an f16/bf16 group
+  /// The defined state tensors with PyTorch's names ("momentum_buffer", "exp_avg", ...,
+  /// "master").
+  std::vector<std::pair<std::string, Tensor>> named() const;
+};
+
+class ShardedOptimizer {
+ public:
+  /// `opt_index[i]` is (group, index) of flat parameter i in `opt`. Throws ValueError for an
+  /// optimizer other than SGD, Adam or AdamW.
+  ShardedOptimizer(const FlatBuffers& flat, int rank, optim::Optimizer& opt,
+                   std::vector<std::pair<size_t, size_t>> opt_index);
+
+  UpdateRule rule() const { return rule_; }
+  /// One update of this rank's shard from `grad_shards` (one per dtype group, shard layout):
+  /// writes the parameter pieces it owns in the flat parameter buffers (the caller all-gathers).
+  void step(const std::vector<Tensor>& grad_shards);
+  /// Steps taken so far (PyTorch's per-parameter "step", equal for all parameters here).
+  int64_t step_count() const { return step_; }
+  void set_step_count(int64_t s) { step_ = s; }
+  /// Whether the SGD momentum buffers hold values (false before the first step with momentum).
+  bool momentum_initialized() const { return momentum_initialized_; }
+  void set_momentum_initialized(bool b) { momentum_initialized_ = b; }
+  std::vector<ShardState>& state() { return state_; }
+  const std::vector<ShardState>& state() const { return state_; }
+  int64_t state_bytes() const;
+  int64_t master_bytes() const;
+  /// The fp32 master copy of the owned pieces from the current parameter values (after a
+  /// checkpoint load changed the parameters).
+  void refresh_master();
+
+ private:
+  /// Owned pieces merged into runs over which one kernel call applies.
+  struct Run {
+    int group;         ///< dtype group
+    size_t opt_group;  ///< optimizer parameter group
+    int64_t flat_offset;
+    int64_t shard_offset;
+    int64_t numel;
+  };
+  bool uses_master(int group) const;
+
+  const FlatBuffers& flat_;
+  int rank_;
+  optim::Optimizer& opt_;
+  UpdateRule rule_;
+  std::vector<Run> runs_;
+  std::vector<ShardState> state_;
+  int64_t step_ = 0;
+  bool momentum_initialized_ = false;
+};
+
+}  // namespace sl::dist

@@ -1,0 +1,214 @@
+// The strategy-independent part of Strategy: parsing, the step pipeline (gradient sync,
+// inf/NaN agreement, clipping, loss scaling), no_sync, and the factory.
+#include "dist/strategy.h"
+
+#include <cmath>
+#include <sstream>
+#include <unordered_set>
+
+#include "autograd/grad_mode.h"
+#include "core/allocator.h"
+#include "core/creation.h"
+#include "core/ops/optim.h"
+#include "dist/flat_buffers.h"
+#include "dist/strategy_impl.h"
+#include "optim/clip_grad.h"
+
+namespace sl::dist {
+
+StrategyKind parse_strategy(const std::string& name) {
+  static const std::pair<const char*, StrategyKind> kinds[] = {{"single", StrategyKind::single},
+                                                               {"dp", StrategyKind::dp},
+                                                               {"ddp", StrategyKind::ddp},
+                                                               {"zero1", StrategyKind::zero1},
+                                                               {"zero2", StrategyKind::zero2}};
+  for (const auto& [n, k] : kinds) {
+    if (name == n) return k;
+  }
+  detail::throw_error<ValueError>("strategy: unknown strategy '", name,
+                                  "' (expected single, dp, ddp, zero1 or zero2)");
+}
+
+const char* strategy_name(StrategyKind k) {
+  switch (k) {
+    case StrategyKind::single:
+      return "single";
+    case StrategyKind::dp:
+      return "dp";
+    case StrategyKind::ddp:
+      return "ddp";
+    case StrategyKind::zero1:
+      return "zero1";
+    case StrategyKind::zero2:
+      return "zero2";
+  }
+  return "?";
+}
+
+std::string MemoryReport::str() const {
+  std::ostringstream os;
+  auto mb = [](int64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); };
+  os << strategy << " rank memory (N=" << world_size << ", Psi=" << numel << "): params "
+     << mb(param_bytes) << " MiB, grads " << mb(grad_bytes) << " MiB, optimizer state "
+     << mb(optimizer_state_bytes) << " MiB, master weights " << mb(master_weight_bytes)
+     << " MiB, comm buffers " << mb(comm_buffer_bytes) << " MiB, allocator peak "
+     << mb(allocator_peak_bytes) << " MiB";
+  return os.str();
+}
+
+Strategy::Strategy(StrategyKind kind, std::shared_ptr<nn::Module> model, optim::Optimizer& opt,
+                   StrategyOptions opts, ProcessGroupPtr group)
+    : kind_(kind),
+      model_(std::move(model)),
+      opt_(opt),
+      opts_(std::move(opts)),
+      group_(std::move(group)) {
+  SL_CHECK(model_ != nullptr, "make_strategy: model is null");
+  SL_CHECK(opts_.bucket_cap_bytes >= 1, "make_strategy: bucket_cap_bytes must be >= 1, got ",
+           opts_.bucket_cap_bytes);
+  SL_CHECK(opts_.max_grad_norm >= 0 && !std::isnan(opts_.max_grad_norm),
+           "make_strategy: max_grad_norm must be >= 0, got ", opts_.max_grad_norm);
+  for (auto& [name, p] : model_->named_parameters()) {
+    if (p.requires_grad()) named_params_.emplace_back(name, p);
+  }
+  // The optimizer must hold exactly the trainable parameters.
+  std::unordered_set<const TensorImpl*> in_opt;
+  for (size_t g = 0; g < opt_.num_param_groups(); ++g) {
+    for (const Tensor& p : opt_.params(g)) in_opt.insert(p.impl());
+  }
+  for (const auto& [name, p] : named_params_) {
+    SL_CHECK(in_opt.count(p.impl()), "make_strategy: trainable parameter '", name,
+             "' is not in the optimizer");
+  }
+  SL_CHECK(in_opt.size() == named_params_.size(), "make_strategy: the optimizer holds ",
+           in_opt.size(), " parameters but the model has ", named_params_.size(),
+           " trainable ones");
+  if (opts_.loss_scaling) {
+    // Validates the options exactly as GradScaler does.
+    optim::GradScaler check(*opts_.loss_scaling);
+    scale_ = opts_.loss_scaling->enabled ? opts_.loss_scaling->init_scale : 1.0;
+    if (!opts_.loss_scaling->enabled) opts_.loss_scaling.reset();
+  }
+}
+
+Strategy::~Strategy() = default;
+
+Tensor Strategy::forward(const Tensor& x) {
+  return forward(TensorList{x},
+                 [](nn::Module& m, const TensorList& in) { return m.forward(in[0]); });
+}
+
+Tensor Strategy::forward(const TensorList& inputs, const ForwardFn& fn) {
+  return fn(*model_, inputs);
+}
+
+void Strategy::backward(const Tensor& loss) {
+  if (opts_.loss_scaling) {
+    (loss * scale_).backward();
+  } else {
+    loss.backward();
+  }
+}
+
+void Strategy::zero_grad() {
+  opt_.zero_grad(true);
+}
+
+StepResult Strategy::step() {
+  StepResult r;
+  r.loss_scale = scale_;
+  sync_gradients();
+  NoGradGuard no_grad;
+  TensorList grads = owned_gradients();
+  const bool scaling = opts_.loss_scaling.has_value();
+  const bool share = !gradients_replicated() && world_size() > 1;
+  if (scaling || opts_.skip_nonfinite) {
+    Device dev = grads.empty() ? kCPU : grads.front().device();
+    Tensor found = zeros({1}, {.dtype = DType::f32, .device = dev});
+    for (const Tensor& g : grads) ops::unscale_check_(g, found, scaling ? 1.0 / scale_ : 1.0);
+    if (share) group_->allreduce(found, ReduceOp::max)->wait();  // every rank agrees
+    r.found_nonfinite = found.cpu().item<float>() != 0.f;
+  }
+  bool skip = r.found_nonfinite && (scaling || opts_.skip_nonfinite);
+  if (opts_.max_grad_norm > 0 && !skip) {
+    double partial = optim::grad_norm_partial(grads, opts_.norm_type);
+    if (share) {
+      Tensor t = full({1}, partial, {.dtype = DType::f64});
+      group_->allreduce(t, std::isinf(opts_.norm_type) ? ReduceOp::max : ReduceOp::sum)->wait();
+      partial = t.item<double>();
+    }
+    r.grad_norm = optim::total_norm_from_partial(partial, opts_.norm_type);
+    optim::clip_grads_with_norm_(grads, opts_.max_grad_norm, r.grad_norm);
+  }
+  if (!skip) {
+    update_parameters();
+    steps_taken_ += 1;
+    r.taken = true;
+  }
+  if (scaling) {
+    const optim::GradScalerOptions& o = *opts_.loss_scaling;
+    if (r.found_nonfinite) {
+      scale_ *= o.backoff_factor;
+      growth_tracker_ = 0;
+    } else if (++growth_tracker_ == o.growth_interval) {
+      scale_ *= o.growth_factor;
+      growth_tracker_ = 0;
+    }
+  }
+  return r;
+}
+
+MemoryReport Strategy::memory_report() const {
+  MemoryReport m;
+  m.strategy = name();
+  m.world_size = world_size();
+  Device dev = named_params_.empty() ? kCPU : named_params_.front().second.device();
+  for (const auto& [n, p] : named_params_) {
+    m.numel += p.numel();
+    m.param_bytes += static_cast<int64_t>(p.nbytes());
+    if (p.grad().defined()) m.grad_bytes += static_cast<int64_t>(p.grad().nbytes());
+  }
+  for (size_t g = 0; g < opt_.num_param_groups(); ++g) {
+    for (size_t i = 0; i < opt_.params(g).size(); ++i) {
+      const optim::ParamState& s = opt_.state(g, i);
+      m.optimizer_state_bytes +=
+          tensor_bytes({s.momentum_buffer, s.exp_avg, s.exp_avg_sq, s.max_exp_avg_sq});
+      m.master_weight_bytes += tensor_bytes({s.master});
+    }
+  }
+  m.allocator_peak_bytes = memory_stats(dev).peak_bytes;
+  return m;
+}
+
+Strategy::NoSync::NoSync(Strategy* s, bool active) : s_(active ? s : nullptr) {
+  if (s_) {
+    prev_ = s_->no_sync_;
+    s_->no_sync_ = true;
+  }
+}
+
+Strategy::NoSync::~NoSync() {
+  if (s_) s_->no_sync_ = prev_;
+}
+
+Strategy::NoSync::NoSync(NoSync&& o) noexcept : s_(o.s_), prev_(o.prev_) {
+  o.s_ = nullptr;
+}
+
+std::unique_ptr<Strategy> make_strategy(const std::string& kind, std::shared_ptr<nn::Module> model,
+                                        optim::Optimizer& opt, StrategyOptions opts) {
+  StrategyKind k = parse_strategy(kind);
+  switch (k) {
+    case StrategyKind::single:
+      return make_single_strategy(std::move(model), opt, std::move(opts));
+    case StrategyKind::dp:
+      return make_dp_strategy(std::move(model), opt, std::move(opts));
+    case StrategyKind::ddp:
+    case StrategyKind::zero1:
+    case StrategyKind::zero2:
+      return make_flat_strategy(k, std::move(model), opt, std::move(opts));
+  }
+  return nullptr;
+}
+
+}  // namespace sl::dist

@@ -1,0 +1,129 @@
+#include "tiny_training.h"
+
+#include <sstream>
+
+namespace sl::testing {
+
+TinyNet::TinyNet() : Module("TinyNet") {
+  fc1 = register_module("fc1", std::make_shared<nn::Linear>(5, 7));
+  fc2 = register_module("fc2", std::make_shared<nn::Linear>(7, 3));
+  scale = register_parameter("scale", full({1}, 0.9, {.dtype = DType::f64}));
+}
+
+Tensor TinyNet::forward(const Tensor& x) {
+  return fc2->forward(fc1->forward(x).tanh()) * scale;
+}
+
+std::shared_ptr<TinyNet> make_tiny_net(uint64_t seed) {
+  manual_seed(seed);
+  return std::make_shared<TinyNet>();
+}
+
+const char* opt_name(OptKind k) {
+  return k == OptKind::sgd ? "sgd" : (k == OptKind::adam ? "adam" : "adamw");
+}
+
+std::string TrainConfig::str() const {
+  std::ostringstream os;
+  os << opt_name(opt) << " accum=" << accum << " clip=" << clip << " steps=" << steps;
+  return os.str();
+}
+
+std::unique_ptr<optim::Optimizer> make_optimizer(OptKind k, nn::Module& m) {
+  auto [decay, no_decay] = optim::split_no_decay(m.named_parameters(), {"bias", "scale"});
+  switch (k) {
+    case OptKind::sgd:
+      return std::make_unique<optim::SGD>(std::vector<optim::ParamGroup<optim::SGDOptions>>{
+          {decay, {.lr = 0.1, .momentum = 0.9, .weight_decay = 0.01}},
+          {no_decay, {.lr = 0.1, .momentum = 0.9}}});
+    case OptKind::adam:
+      return std::make_unique<optim::Adam>(std::vector<optim::ParamGroup<optim::AdamOptions>>{
+          {decay, {.lr = 0.02, .weight_decay = 0.01}}, {no_decay, {.lr = 0.02}}});
+    case OptKind::adamw:
+      return std::make_unique<optim::AdamW>(std::vector<optim::ParamGroup<optim::AdamWOptions>>{
+          {decay, {.lr = 0.02, .weight_decay = 0.05}},
+          {no_decay, {.lr = 0.02, .weight_decay = 0}}});
+  }
+  return nullptr;
+}
+
+std::pair<Tensor, Tensor> global_batch(int step, int64_t g) {
+  Generator gen(1000 + static_cast<uint64_t>(step));
+  Tensor x = randn({g, 5}, {}, &gen);
+  Tensor y = randn({g, 3}, {}, &gen);
+  return {x, y};
+}
+
+namespace {
+
+Tensor mse(const Tensor& out, const Tensor& y) {
+  return (out - y).square().mean();
+}
+
+std::vector<Tensor> snapshot(nn::Module& m) {
+  std::vector<Tensor> out;
+  for (auto& [n, p] : m.named_parameters()) out.push_back(p.detach().clone());
+  return out;
+}
+
+}  // namespace
+
+RunResult train_reference(const TrainConfig& c) {
+  auto net = make_tiny_net();
+  auto opt = make_optimizer(c.opt, *net);
+  optim::StepLR sched(*opt, 3, 0.5);
+  RunResult r;
+  for (int s = 0; s < c.steps; ++s) {
+    auto [x, y] = global_batch(s, c.global_batch);
+    opt->zero_grad();
+    Tensor loss = mse(net->forward(x), y);
+    loss.backward();
+    if (c.clip > 0) optim::clip_grad_norm_(net->parameters(), c.clip);
+    opt->step();
+    sched.step();
+    r.losses.push_back(loss.item<double>());
+  }
+  r.params = snapshot(*net);
+  return r;
+}
+
+RunResult train_strategy(const std::string& kind, const TrainConfig& c, dist::ProcessGroupPtr group,
+                         dist::StrategyOptions opts) {
+  auto net = make_tiny_net();
+  auto opt = make_optimizer(c.opt, *net);
+  optim::StepLR sched(*opt, 3, 0.5);
+  opts.group = group;
+  opts.max_grad_norm = c.clip;
+  opts.bucket_cap_bytes = c.bucket_cap;
+  if (!opts.replica_factory) opts.replica_factory = [] { return make_tiny_net(); };
+  auto strategy = dist::make_strategy(kind, net, *opt, opts);
+  int n = strategy->world_size(), rank = strategy->rank();
+  RunResult r;
+  for (int s = 0; s < c.steps; ++s) {
+    auto [x, y] = global_batch(s, c.global_batch);
+    int64_t share = c.global_batch / n;
+    x = x.narrow(0, rank * share, share);
+    y = y.narrow(0, rank * share, share);
+    if (s == c.inf_step && rank == c.inf_rank) {
+      x = x.clone();
+      x.select(0, 0).fill_(std::numeric_limits<double>::infinity());
+    }
+    strategy->zero_grad();
+    int64_t micro = share / c.accum;
+    double loss_sum = 0;
+    for (int m = 0; m < c.accum; ++m) {
+      auto sync = strategy->no_sync(m + 1 < c.accum);
+      Tensor out = strategy->forward(x.narrow(0, m * micro, micro));
+      Tensor loss = mse(out, y.narrow(0, m * micro, micro)) / double(c.accum);
+      strategy->backward(loss);
+      loss_sum += loss.item<double>();
+    }
+    r.steps.push_back(strategy->step());
+    sched.step();
+    r.losses.push_back(loss_sum);
+  }
+  r.params = snapshot(*net);
+  return r;
+}
+
+}  // namespace sl::testing

@@ -1,0 +1,62 @@
+// A tiny model and training loop shared by the strategy tests (single-process and under
+// mpirun): the same 10 steps trained by a plain reference loop (no dist code at all) and by
+// every strategy, so their parameters can be compared.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <shardlight/shardlight.h>
+
+#include "dist/strategy.h"
+
+namespace sl::testing {
+
+/// fc2(tanh(fc1(x))) * scale, with a one-element float64 `scale` (smaller than any world
+/// size > 1, and a second dtype, so the flat buffers have two groups and padding).
+struct TinyNet : nn::Module {
+  TinyNet();
+  std::shared_ptr<nn::Linear> fc1, fc2;
+  Tensor scale;
+  Tensor forward(const Tensor& x) override;
+};
+/// Built after manual_seed(seed), so every process gets the same initial values.
+std::shared_ptr<TinyNet> make_tiny_net(uint64_t seed = 0);
+
+enum class OptKind { sgd, adam, adamw };
+const char* opt_name(OptKind k);
+
+struct TrainConfig {
+  OptKind opt = OptKind::adamw;
+  int steps = 10;
+  int accum = 1;      ///< micro-batches per step
+  double clip = 0.0;  ///< max grad norm (0: off)
+  int64_t global_batch = 12;
+  int64_t bucket_cap = 16;  ///< bytes: several buckets even for the tiny model
+  int inf_step = -1;        ///< at this step, rank inf_rank's inputs get an inf
+  int inf_rank = -1;
+  std::string str() const;
+};
+
+/// Two parameter groups (weights with weight decay, biases and scale without), StepLR.
+std::unique_ptr<optim::Optimizer> make_optimizer(OptKind k, nn::Module& m);
+
+/// Inputs [G, 5] and targets [G, 3] of global batch `step` (deterministic).
+std::pair<Tensor, Tensor> global_batch(int step, int64_t g);
+
+struct RunResult {
+  std::vector<Tensor> params;  ///< final values (detached copies), named_parameters order
+  std::vector<dist::StepResult> steps;
+  std::vector<double> losses;  ///< this rank's loss per step (sum over micro-batches)
+};
+
+/// The reference: one process, the whole global batch, model + optimizer + clip_grad_norm_ +
+/// StepLR, no strategy.
+RunResult train_reference(const TrainConfig& c);
+/// The same training through make_strategy(kind): rank r of `group` trains on its share of
+/// each global batch, split into c.accum micro-batches with no_sync on all but the last.
+RunResult train_strategy(const std::string& kind, const TrainConfig& c, dist::ProcessGroupPtr group,
+                         dist::StrategyOptions opts = {});
+
+}  // namespace sl::testing

@@ -1,0 +1,175 @@
+// Strategies in one process: single and dp against the plain reference loop, and ddp/zero1/
+// zero2 over a one-rank group (their multi-rank behaviour is tested under mpirun in
+// tests/dist/ranks/test_strategy_ranks.cpp).
+#include "../support/testing.h"
+#include "dist/flat_strategy.h"
+#include "support/tiny_training.h"
+
+using namespace sl;
+using namespace sl::dist;
+using sl::testing::OptKind;
+using sl::testing::RunResult;
+using sl::testing::TrainConfig;
+
+namespace {
+
+void check_same_params(const RunResult& a, const RunResult& b, double rtol, double atol) {
+  REQUIRE(a.params.size() == b.params.size());
+  for (size_t i = 0; i < a.params.size(); ++i) {
+    CAPTURE(i);
+    SL_CHECK_CLOSE(a.params[i], b.params[i], rtol, atol);
+  }
+}
+
+const TrainConfig kConfigs[] = {
+    {.opt = OptKind::sgd},
+    {.opt = OptKind::adam, .accum = 2, .clip = 0.5},
+    {.opt = OptKind::adamw, .accum = 3, .clip = 0.3},
+};
+
+}  // namespace
+
+TEST_CASE("strategy names parse; unknown ones are a ValueError listing the choices") {
+  CHECK(parse_strategy("zero2") == StrategyKind::zero2);
+  CHECK(std::string(strategy_name(StrategyKind::dp)) == "dp");
+  SL_CHECK_THROWS(parse_strategy("zero3"), ValueError,
+                  "strategy: unknown strategy 'zero3' (expected single, dp, ddp, zero1 or zero2)");
+}
+
+TEST_CASE("single equals the plain training loop exactly") {
+  for (const TrainConfig& c : kConfigs) {
+    CAPTURE(c.str());
+    if (c.accum != 1) continue;  // the reference has no micro-batches
+    check_same_params(sl::testing::train_strategy("single", c, nullptr),
+                      sl::testing::train_reference(c), 0, 0);
+  }
+}
+
+TEST_CASE("dp over 2 and 3 logical CPU devices equals single") {
+  for (const TrainConfig& c : kConfigs) {
+    for (int k : {2, 3}) {
+      CAPTURE(c.str());
+      CAPTURE(k);
+      // Replicas sum their shares' gradients in another order than one big batch: f32 rounding
+      // (1e-7 relative per step) amplified over 10 Adam steps stays far below 1e-5.
+      check_same_params(sl::testing::train_strategy("dp", c, nullptr, {.dp_replicas = k}),
+                        sl::testing::train_reference(c), 1e-5, 1e-6);
+    }
+  }
+}
+
+TEST_CASE("ddp, zero1 and zero2 on one rank equal single") {
+  auto pg = make_single_group();
+  for (const TrainConfig& c : kConfigs) {
+    RunResult ref = sl::testing::train_reference(c);
+    for (const char* kind : {"ddp", "zero1", "zero2"}) {
+      CAPTURE(c.str());
+      CAPTURE(kind);
+      // Micro-batches add gradients in another order than one batch (f32 rounding).
+      check_same_params(sl::testing::train_strategy(kind, c, pg), ref, 1e-5, 1e-6);
+    }
+  }
+}
+
+TEST_CASE("zero2 consumes gradients: no .grad, shard holds them; memory report by category") {
+  auto pg = make_single_group();
+  auto net = sl::testing::make_tiny_net();
+  auto opt = sl::testing::make_optimizer(OptKind::adamw, *net);
+  auto s = make_strategy("zero2", net, *opt, {.group = pg, .bucket_cap_bytes = 16});
+  auto [x, y] = sl::testing::global_batch(0, 4);
+  s->zero_grad();
+  s->backward((s->forward(x) - y).square().mean());
+  for (auto& [n, p] : net->named_parameters()) CHECK(!p.grad().defined());
+  auto* fs = dynamic_cast<FlatStrategy*>(s.get());
+  REQUIRE(fs);
+  CHECK(fs->grad_shards()[0].abs().sum().item<float>() > 0);
+  s->step();
+  MemoryReport m = s->memory_report();
+  CHECK(m.numel == 35 + 7 + 21 + 3 + 1);
+  // f32 group 66 elements, f64 group 1 element
+  CHECK(m.param_bytes == 66 * 4 + 8);
+  CHECK(m.grad_bytes == 66 * 4 + 8);
+  CHECK(m.optimizer_state_bytes == 2 * (66 * 4 + 8));
+  CHECK(m.master_weight_bytes == 0);
+  CHECK(m.comm_buffer_bytes > 0);  // staging buffers existed during backward
+}
+
+TEST_CASE("dynamic loss scaling: a non-finite step is skipped and the scale backs off") {
+  auto pg = make_single_group();
+  for (const char* kind : {"single", "ddp", "zero2"}) {
+    CAPTURE(kind);
+    auto net = sl::testing::make_tiny_net();
+    auto opt = sl::testing::make_optimizer(OptKind::sgd, *net);
+    optim::GradScalerOptions so;
+    so.init_scale = 1024;
+    so.growth_interval = 2;
+    auto s = make_strategy(kind, net, *opt, {.group = pg, .loss_scaling = so});
+    auto [x, y] = sl::testing::global_batch(0, 4);
+    Tensor before = net->fc1->weight.detach().clone();
+    x.select(0, 1).fill_(std::numeric_limits<double>::infinity());
+    s->zero_grad();
+    s->backward((s->forward(x) - y).square().mean());
+    StepResult r = s->step();
+    CHECK(!r.taken);
+    CHECK(r.found_nonfinite);
+    CHECK(r.loss_scale == 1024);
+    CHECK(s->loss_scale() == 512);
+    SL_CHECK_CLOSE(net->fc1->weight, before, 0, 0);
+    // two clean steps: taken, gradients unscaled (the update equals an unscaled run's), growth
+    auto [x2, y2] = sl::testing::global_batch(1, 4);
+    for (int i = 0; i < 2; ++i) {
+      s->zero_grad();
+      s->backward((s->forward(x2) - y2).square().mean());
+      CHECK(s->step().taken);
+    }
+    CHECK(s->loss_scale() == 1024);
+  }
+}
+
+TEST_CASE("strategy errors") {
+  auto net = sl::testing::make_tiny_net();
+  optim::SGD partial({net->fc1->weight}, {.lr = 0.1});
+  SL_CHECK_THROWS(make_strategy("ddp", net, partial, {.group = make_single_group()}), ValueError,
+                  "make_strategy: trainable parameter 'scale' is not in the optimizer");
+  auto opt = sl::testing::make_optimizer(OptKind::sgd, *net);
+  SL_CHECK_THROWS(make_strategy("dp", net, *opt, {.dp_replicas = 2}), ValueError,
+                  "dp: replica_factory is required");
+  SL_CHECK_THROWS(
+      make_strategy("zero2", net, *opt, {.group = make_single_group(), .max_grad_norm = -1}),
+      ValueError, "make_strategy: max_grad_norm must be >= 0, got -1");
+}
+
+TEST_CASE("buckets are launched from the gradient hooks while backward still runs") {
+  for (const char* kind : {"ddp", "zero1", "zero2"}) {
+    CAPTURE(kind);
+    auto pg = make_single_group();
+    auto net = sl::testing::make_tiny_net();
+    auto opt = sl::testing::make_optimizer(OptKind::sgd, *net);
+    // fc1.weight is the first parameter of the forward, so its gradient arrives last; this
+    // hook (registered before the strategy's) sees how many collectives were issued by then.
+    int64_t issued_before_last = -1;
+    net->fc1->weight.register_hook([&](const Tensor& g) {
+      issued_before_last = static_cast<int64_t>(pg->next_seq());
+      return g;
+    });
+    auto s = make_strategy(kind, net, *opt, {.group = pg, .bucket_cap_bytes = 16});
+    auto [x, y] = sl::testing::global_batch(0, 4);
+    s->zero_grad();
+    uint64_t start = pg->next_seq();
+    s->backward((s->forward(x) - y).square().mean());
+    // buckets: [fc2.bias fc2.weight] [fc1.bias] [fc1.weight] (f32), [scale] (f64): the first
+    // one went out before fc1.weight's gradient existed
+    CHECK(issued_before_last >= static_cast<int64_t>(start) + 1);
+    CHECK(pg->next_seq() == start + 4);  // one collective per bucket in all
+  }
+}
+
+TEST_CASE("the reference run actually trains (the comparisons above are not vacuous)") {
+  TrainConfig c{.opt = OptKind::adamw};
+  RunResult trained = sl::testing::train_reference(c);
+  auto init = sl::testing::make_tiny_net();
+  auto ps = init->parameters();
+  for (size_t i = 0; i < ps.size(); ++i) {
+    CHECK((trained.params[i] - ps[i].detach()).abs().max().item<double>() > 1e-3);
+  }
+}
