@@ -152,6 +152,19 @@ class Strategy {
   int64_t steps_taken() const { return steps_taken_; }
   double loss_scale() const { return scale_; }
 
+  /// What checkpoints save besides tensors: steps taken, loss scale, growth tracker.
+  struct Counters {
+    int64_t steps_taken = 0;
+    double loss_scale = 1.0;
+    int64_t growth_tracker = 0;
+  };
+  Counters counters() const { return {steps_taken_, scale_, growth_tracker_}; }
+  void set_counters(const Counters& c) {
+    steps_taken_ = c.steps_taken;
+    scale_ = c.loss_scale;
+    growth_tracker_ = c.growth_tracker;
+  }
+
   /// Trainable parameters in the order the strategy lays them out (named_parameters order).
   const std::vector<std::pair<std::string, Tensor>>& named_params() const { return named_params_; }
 

@@ -15,7 +15,7 @@ bool have_mpi() {
   return false;
 }
 
-const std::string kNormalCases = "-tce=failure*";
+const std::string kNormalCases = "-tce=failure*,scenario*";
 
 }  // namespace
 
@@ -66,4 +66,55 @@ TEST_CASE("ranks: killing one rank makes the others exit with a clear error with
                       "/3: stopped by the launcher (SIGTERM)") != std::string::npos,
                   run.report());
   }
+}
+
+namespace {
+
+struct ScratchDir {
+  std::string path;
+  ScratchDir() {
+    char tmpl[] = "/tmp/sl_ranks_ckpt_XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~ScratchDir() { [[maybe_unused]] int rc = std::system(("rm -rf '" + path + "'").c_str()); }
+};
+
+RankRun scenario(int np, const std::string& which, const std::string& dir, const std::string& mode,
+                 bool exact = false) {
+  return run_ranks(np, sl::testing::ranks_binary(), {"-tc=scenario: " + which}, 120,
+                   {{"SL_DIST_TIMEOUT", "60"},
+                    {"SL_TEST_CKPT_DIR", dir},
+                    {"SL_TEST_CKPT_MODE", mode},
+                    {"SL_TEST_CKPT_EXACT", exact ? "1" : "0"}});
+}
+
+}  // namespace
+
+TEST_CASE("ranks: a checkpoint saved on 3 ranks loads on 2 and 1, in any mode, and continues") {
+  if (!have_mpi()) return;
+  ScratchDir dir;
+  RankRun save = scenario(3, "save", dir.path, "zero2");
+  REQUIRE_MESSAGE(save.exit_code == 0, save.report());
+  struct Resume {
+    int np;
+    const char* mode;
+    bool exact;
+  };
+  // 3 ranks zero1 runs the same reduce-scatters as zero2 (one micro-batch): bit-identical.
+  for (Resume r : {Resume{2, "zero2", false}, Resume{2, "ddp", false}, Resume{1, "single", false},
+                   Resume{3, "zero1", true}}) {
+    CAPTURE(r.np);
+    CAPTURE(std::string(r.mode));
+    RankRun run = scenario(r.np, "resume", dir.path, r.mode, r.exact);
+    CHECK_MESSAGE(run.exit_code == 0, run.report());
+  }
+}
+
+TEST_CASE("ranks: a ddp checkpoint from 2 ranks loads into zero2 on 3") {
+  if (!have_mpi()) return;
+  ScratchDir dir;
+  RankRun save = scenario(2, "save", dir.path, "ddp");
+  REQUIRE_MESSAGE(save.exit_code == 0, save.report());
+  RankRun run = scenario(3, "resume", dir.path, "zero2");
+  CHECK_MESSAGE(run.exit_code == 0, run.report());
 }

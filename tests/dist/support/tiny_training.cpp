@@ -87,19 +87,24 @@ RunResult train_reference(const TrainConfig& c) {
   return r;
 }
 
-RunResult train_strategy(const std::string& kind, const TrainConfig& c, dist::ProcessGroupPtr group,
-                         dist::StrategyOptions opts) {
-  auto net = make_tiny_net();
-  auto opt = make_optimizer(c.opt, *net);
-  optim::StepLR sched(*opt, 3, 0.5);
+TinyTrainer::TinyTrainer(const std::string& kind, const TrainConfig& c, dist::ProcessGroupPtr group,
+                         dist::StrategyOptions opts)
+    : config(c) {
+  net = make_tiny_net();
+  opt = make_optimizer(c.opt, *net);
+  sched = std::make_unique<optim::StepLR>(*opt, 3, 0.5);
   opts.group = group;
   opts.max_grad_norm = c.clip;
   opts.bucket_cap_bytes = c.bucket_cap;
   if (!opts.replica_factory) opts.replica_factory = [] { return make_tiny_net(); };
-  auto strategy = dist::make_strategy(kind, net, *opt, opts);
+  strategy = dist::make_strategy(kind, net, *opt, opts);
+}
+
+std::vector<double> TinyTrainer::run(int from, int to) {
+  const TrainConfig& c = config;
   int n = strategy->world_size(), rank = strategy->rank();
-  RunResult r;
-  for (int s = 0; s < c.steps; ++s) {
+  std::vector<double> losses;
+  for (int s = from; s < to; ++s) {
     auto [x, y] = global_batch(s, c.global_batch);
     int64_t share = c.global_batch / n;
     x = x.narrow(0, rank * share, share);
@@ -118,11 +123,32 @@ RunResult train_strategy(const std::string& kind, const TrainConfig& c, dist::Pr
       strategy->backward(loss);
       loss_sum += loss.item<double>();
     }
-    r.steps.push_back(strategy->step());
-    sched.step();
-    r.losses.push_back(loss_sum);
+    results.push_back(strategy->step());
+    sched->step();
+    losses.push_back(loss_sum);
   }
-  r.params = snapshot(*net);
+  return losses;
+}
+
+serialize::Json TinyTrainer::extra() const {
+  return serialize::Json::object({{"scheduler", sched->state_dict().meta}});
+}
+
+void TinyTrainer::restore(const serialize::Json& extra) {
+  sched->load_state_dict(serialize::Section{{}, extra.at("scheduler")});
+}
+
+std::vector<Tensor> TinyTrainer::params() const {
+  return snapshot(*net);
+}
+
+RunResult train_strategy(const std::string& kind, const TrainConfig& c, dist::ProcessGroupPtr group,
+                         dist::StrategyOptions opts) {
+  TinyTrainer t(kind, c, group, opts);
+  RunResult r;
+  r.losses = t.run(0, c.steps);
+  r.steps = t.results;
+  r.params = t.params();
   return r;
 }
 

@@ -51,6 +51,25 @@ struct RunResult {
   std::vector<double> losses;  ///< this rank's loss per step (sum over micro-batches)
 };
 
+/// A training run that can stop, checkpoint, and continue: the loop of train_strategy, split.
+struct TinyTrainer {
+  TinyTrainer(const std::string& kind, const TrainConfig& c, dist::ProcessGroupPtr group,
+              dist::StrategyOptions opts = {});
+  /// Runs steps [from, to) (data of global batch `step` as train_strategy); returns the losses.
+  std::vector<double> run(int from, int to);
+  /// Scheduler state for a checkpoint's `extra`, and back.
+  serialize::Json extra() const;
+  void restore(const serialize::Json& extra);
+  std::vector<Tensor> params() const;
+
+  TrainConfig config;
+  std::shared_ptr<TinyNet> net;
+  std::unique_ptr<optim::Optimizer> opt;
+  std::unique_ptr<optim::StepLR> sched;
+  std::unique_ptr<dist::Strategy> strategy;
+  std::vector<dist::StepResult> results;
+};
+
 /// The reference: one process, the whole global batch, model + optimizer + clip_grad_norm_ +
 /// StepLR, no strategy.
 RunResult train_reference(const TrainConfig& c);

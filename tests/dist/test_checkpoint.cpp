@@ -1,0 +1,153 @@
+// Sharded checkpoints in one process (a one-rank group): every mode saves and every mode loads,
+// the optimizer state comes back bit for bit and training continues exactly; consolidation;
+// corrupt and mismatched checkpoints are clear errors. The N -> M resharding runs under mpirun
+// (tests/dist/ranks/test_checkpoint_ranks.cpp, launched from test_dist_launch.cpp).
+#include <filesystem>
+#include <fstream>
+
+#include "../support/testing.h"
+#include "dist/checkpoint.h"
+#include "support/tiny_training.h"
+
+using namespace sl;
+using namespace sl::dist;
+using sl::testing::OptKind;
+using sl::testing::TinyTrainer;
+using sl::testing::TrainConfig;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/sl_ckpt_XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+void check_state_dicts_equal(const serialize::StateDict& a, const serialize::StateDict& b) {
+  CHECK(a.keys() == b.keys());
+  for (const auto& [k, t] : a) {
+    CAPTURE(k);
+    const Tensor* u = b.find(k);
+    REQUIRE(u);
+    CHECK(u->dtype() == t.dtype());
+    SL_CHECK_CLOSE(*u, t, 0, 0);  // bit for bit (NaN-free values)
+  }
+}
+
+}  // namespace
+
+TEST_CASE("checkpoint: every mode saves, every mode loads, bit for bit on one rank") {
+  auto pg = make_single_group();
+  for (OptKind ok : {OptKind::sgd, OptKind::adamw}) {
+    TrainConfig c{.opt = ok, .clip = 0.5};
+    for (const char* save_mode : {"single", "ddp", "zero2"}) {
+      TempDir dir;
+      TinyTrainer a(save_mode, c, pg);
+      a.run(0, 4);
+      save_sharded_checkpoint((dir.path / "ck").string(), *a.strategy, a.extra());
+      serialize::StateDict state = full_optimizer_state(*a.strategy);
+      std::vector<double> want = a.run(4, 7);
+      std::vector<Tensor> want_params = a.params();
+      for (const char* load_mode : {"single", "ddp", "zero1", "zero2"}) {
+        std::string what = std::string(opt_name(ok)) + " " + save_mode + " -> " + load_mode;
+        CAPTURE(what);
+        TinyTrainer b(load_mode, c, pg);
+        b.restore(load_sharded_checkpoint((dir.path / "ck").string(), *b.strategy));
+        CHECK(b.strategy->steps_taken() == 4);
+        check_state_dicts_equal(full_optimizer_state(*b.strategy), state);
+        std::vector<double> got = b.run(4, 7);
+        // The same element-wise kernels run in every mode on one rank: exact continuation.
+        CHECK(got == want);
+        std::vector<Tensor> got_params = b.params();
+        for (size_t i = 0; i < got_params.size(); ++i)
+          SL_CHECK_CLOSE(got_params[i], want_params[i], 0, 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("checkpoint: consolidation gives the full parameters under PyTorch names") {
+  auto pg = make_single_group();
+  TempDir dir;
+  TinyTrainer a("zero2", {.opt = OptKind::adam}, pg);
+  a.run(0, 2);
+  save_sharded_checkpoint((dir.path / "ck").string(), *a.strategy);
+  serialize::StateDict sd = consolidate_sharded_checkpoint((dir.path / "ck").string());
+  auto named = a.net->named_parameters();
+  REQUIRE(sd.size() == named.size());
+  for (const auto& [name, p] : named) {
+    CAPTURE(name);
+    SL_CHECK_CLOSE(sd.at(name), p, 0, 0);
+  }
+  serialize::Json m = read_sharded_manifest((dir.path / "ck").string());
+  CHECK(m.at("world_size").as_int() == 1);
+  CHECK(m.at("strategy").as_string() == "zero2");
+}
+
+TEST_CASE("checkpoint: saving again replaces the old one; stale temporaries are ignored") {
+  auto pg = make_single_group();
+  TempDir dir;
+  std::string ck = (dir.path / "ck").string();
+  TinyTrainer a("ddp", {.opt = OptKind::sgd}, pg);
+  a.run(0, 1);
+  save_sharded_checkpoint(ck, *a.strategy);
+  a.run(1, 3);
+  save_sharded_checkpoint(ck, *a.strategy);
+  fs::create_directory(dir.path / ".ck.tmp-123");  // as a crash mid-save would leave it
+  TinyTrainer b("ddp", {.opt = OptKind::sgd}, pg);
+  load_sharded_checkpoint(ck, *b.strategy);
+  CHECK(b.strategy->steps_taken() == 3);
+  // only ck, the stale temporary, nothing else
+  int entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir.path)) ++entries;
+  CHECK(entries == 2);
+}
+
+TEST_CASE("checkpoint: corrupt, missing and mismatched checkpoints are clear errors") {
+  auto pg = make_single_group();
+  TempDir dir;
+  std::string ck = (dir.path / "ck").string();
+  TinyTrainer a("zero1", {.opt = OptKind::adam}, pg);
+  a.run(0, 1);
+  SL_CHECK_THROWS(load_sharded_checkpoint(ck, *a.strategy), IOError, "no sharded checkpoint here");
+  save_sharded_checkpoint(ck, *a.strategy);
+
+  // a model with another shape
+  struct Other : nn::Module {
+    Other() : Module("Other") {
+      w = register_parameter("scale", zeros({2}, {.dtype = DType::f64}));
+    }
+    Tensor w;
+  };
+  auto other = std::make_shared<Other>();
+  optim::Adam oopt(other->parameters());
+  auto os = make_strategy("ddp", other, oopt, {.group = pg});
+  SL_CHECK_THROWS(load_sharded_checkpoint(ck, *os), ValueError,
+                  "load_sharded_checkpoint: parameter 'scale' is [1] float64 in the checkpoint but "
+                  "[2] float64 in the model");
+
+  // an optimizer of another type
+  auto net = sl::testing::make_tiny_net();
+  auto sgd = sl::testing::make_optimizer(OptKind::sgd, *net);
+  auto ss = make_strategy("zero2", net, *sgd, {.group = pg});
+  SL_CHECK_THROWS(load_sharded_checkpoint(ck, *ss), ValueError, "saved state is for Adam, not SGD");
+
+  // one flipped byte in a rank's file
+  fs::path f = dir.path / "ck" / "rank-00000" / "optimizer.safetensors";
+  {
+    std::fstream io(f, std::ios::in | std::ios::out | std::ios::binary);
+    io.seekg(-3, std::ios::end);
+    char ch = 0;
+    io.get(ch);
+    io.seekp(-3, std::ios::end);
+    io.put(static_cast<char>(ch ^ 0x5a));
+  }
+  SL_CHECK_THROWS(load_sharded_checkpoint(ck, *a.strategy), IOError, "optimizer.safetensors");
+}
