@@ -118,3 +118,10 @@ TEST_CASE("ranks: a ddp checkpoint from 2 ranks loads into zero2 on 3") {
   RankRun run = scenario(3, "resume", dir.path, "zero2");
   CHECK_MESSAGE(run.exit_code == 0, run.report());
 }
+
+TEST_CASE("ranks: memory accounting on 4 ranks") {
+  if (!have_mpi()) return;
+  RankRun run = run_ranks(4, sl::testing::ranks_binary(), {"-tc=accounting*"}, 120,
+                          {{"SL_DIST_TIMEOUT", "60"}});
+  CHECK_MESSAGE(run.exit_code == 0, run.report());
+}
