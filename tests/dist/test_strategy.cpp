@@ -173,3 +173,21 @@ TEST_CASE("the reference run actually trains (the comparisons above are not vacu
     CHECK((trained.params[i] - ps[i].detach()).abs().max().item<double>() > 1e-3);
   }
 }
+
+TEST_CASE("zero2 keeps no full gradient buffer: staging peaks at a bucket, not the model") {
+  auto pg = make_single_group();
+  auto net = sl::testing::make_tiny_net();
+  auto opt = sl::testing::make_optimizer(OptKind::adam, *net);
+  auto s = make_strategy("zero2", net, *opt, {.group = pg, .bucket_cap_bytes = 16});
+  auto [x, y] = sl::testing::global_batch(0, 4);
+  s->zero_grad();
+  s->backward((s->forward(x) - y).square().mean());
+  s->step();
+  MemoryReport m = s->memory_report();
+  const int64_t full_grads = 66 * 4 + 8, largest_bucket = 35 * 4;
+  CHECK(m.comm_buffer_bytes >= largest_bucket);
+  // scale's (f64) bucket waits for the three f32 buckets before it; each f32 bucket is freed
+  // when its reduce-scatter completes (at once on one rank)
+  CHECK(m.comm_buffer_bytes <= largest_bucket + 8);
+  CHECK(m.comm_buffer_bytes < full_grads);
+}

@@ -89,3 +89,44 @@ TEST_CASE("two identical zero2 and ddp runs are bit-identical") {
     CHECK(a.losses == b.losses);
   }
 }
+
+TEST_CASE("ddp and zero broadcast parameters at start and buffers before each forward") {
+  auto pg = world();
+  struct Counting : nn::Module {
+    Counting() : Module("Counting") {
+      lin = register_module("lin", std::make_shared<nn::Linear>(2, 2));
+      seen = register_buffer("seen", zeros({3}));
+    }
+    std::shared_ptr<nn::Linear> lin;
+    Tensor seen;
+    Tensor forward(const Tensor& x) override {
+      {
+        NoGradGuard ng;
+        seen.add_(1.0);  // like BatchNorm's running statistics: changes in forward
+      }
+      return lin->forward(x);
+    }
+  };
+  for (const char* kind : {"ddp", "zero1", "zero2"}) {
+    CAPTURE(kind);
+    manual_seed(100 + static_cast<uint64_t>(pg->rank()));  // every rank starts different
+    auto net = std::make_shared<Counting>();
+    {
+      NoGradGuard ng;
+      net->seen.fill_(10.0 * pg->rank());
+    }
+    optim::SGD opt(net->parameters(), {.lr = 0.1});
+    auto s = make_strategy(kind, net, opt, {.group = pg});
+    for (auto& [n, p] : net->named_parameters()) check_same_on_every_rank(p);
+    check_same_on_every_rank(net->seen);  // rank 0's: 0
+    CHECK(net->seen.to_vector<float>() == std::vector<float>{0, 0, 0});
+    {
+      NoGradGuard ng;
+      net->seen.fill_(5.0 + pg->rank());  // ranks drift apart between forwards
+    }
+    s->zero_grad();
+    s->backward(s->forward(ones({1, 2})).sum());
+    s->step();
+    CHECK(net->seen.to_vector<float>() == std::vector<float>{6, 6, 6});  // rank 0's 5, + 1
+  }
+}
