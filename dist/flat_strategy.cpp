@@ -1,6 +1,8 @@
 #include "dist/flat_strategy.h"
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 
 #include "autograd/grad_mode.h"
 #include "core/allocator.h"
@@ -357,7 +359,25 @@ std::vector<std::pair<size_t, size_t>> optimizer_index(
 
 std::unique_ptr<Strategy> make_flat_strategy(StrategyKind kind, std::shared_ptr<nn::Module> model,
                                              optim::Optimizer& opt, StrategyOptions opts) {
-  ProcessGroupPtr group = opts.group ? opts.group : world();
+  ProcessGroupPtr group = opts.group;
+  if (!group) {
+    // CUDA parameters talk over NCCL (one group per device, bootstrapped over the world group).
+    Device dev = kCPU;
+    for (const auto& [n, p] : model->named_parameters()) {
+      dev = p.device();
+      break;
+    }
+    if (dev.is_cuda()) {
+      static std::mutex mu;
+      static std::map<int, ProcessGroupPtr> nccl_groups;
+      std::lock_guard<std::mutex> lock(mu);
+      ProcessGroupPtr& g = nccl_groups[dev.index];
+      if (!g) g = make_nccl_group(world(), dev);
+      group = g;
+    } else {
+      group = world();
+    }
+  }
   return std::make_unique<FlatStrategy>(kind, std::move(model), opt, std::move(opts),
                                         std::move(group));
 }

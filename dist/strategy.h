@@ -53,7 +53,8 @@ StrategyKind parse_strategy(const std::string& name);
 const char* strategy_name(StrategyKind k);
 
 struct StrategyOptions {
-  /// ddp/zero1/zero2: the ranks to train over (default: world()). single/dp ignore it.
+  /// ddp/zero1/zero2: the ranks to train over (default: world() for CPU parameters, a NCCL
+  /// group over world() for CUDA parameters, one GPU per rank). single/dp ignore it.
   ProcessGroupPtr group;
   /// Bucket size for gradient communication (Note [Flat buffer layout]); 25 MB by default.
   int64_t bucket_cap_bytes = 25 * 1024 * 1024;
