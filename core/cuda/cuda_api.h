@@ -1,0 +1,55 @@
+// sl::cuda: device-level controls of the CUDA backend, as torch.cuda.* (no CUDA types here, so
+// any program can include it; in a build without CUDA the queries answer "no GPU" and the
+// actions that need a GPU throw DeviceError).
+//
+// Note [CUDA streams and synchronisation]
+// Each GPU has one compute stream (created on first use, non-blocking) on which every kernel,
+// cuBLAS and cuDNN call and device-to-device copy of that device is queued, in program order.
+// The host waits for the GPU only at these points: copies to or from host memory (Tensor::to,
+// item(), to_vector(), copy_ between devices), integer division checks and checked indexing
+// (they read a flag back), empty_cache (it waits for pending frees), and an explicit
+// sl::cuda::synchronize(). Errors from kernels are therefore reported at the next of these
+// points, not at the op that caused them. Memory freed by a tensor is reused by later
+// allocations on the same stream without waiting (Note [Caching allocator]).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/dispatch.h"
+
+namespace sl::cuda {
+
+/// Number of visible GPUs (0 without a GPU, a driver, or CUDA support in the build).
+int device_count();
+/// True when at least one GPU is usable.
+bool is_available();
+/// True when this build contains the CUDA backend (whether or not a GPU is present).
+bool is_compiled();
+/// Blocks until all queued work on cuda:`device` is done (device -1: every GPU). Throws
+/// CudaError (a DeviceError) for an error a kernel raised since the last synchronisation, and
+/// DeviceError when the device does not exist.
+void synchronize(int device = -1);
+/// Name of the GPU ("NVIDIA H200"); throws DeviceError when it does not exist.
+std::string device_name(int device = 0);
+/// Compute capability as major * 10 + minor (90 for Hopper).
+int compute_capability(int device = 0);
+
+/// Allow TensorFloat-32 tensor cores in float32 matmuls (default false: full float32 precision,
+/// as torch.backends.cuda.matmul.allow_tf32 = False).
+void set_allow_tf32(bool allow);
+bool allow_tf32();
+
+/// Checked indexing: when on (the default), CUDA gather/index ops verify every index and throw
+/// IndexError naming the op, at the cost of one device-to-host flag read (a synchronisation)
+/// per op. Off: an out-of-range index is undefined behaviour on the GPU, as in PyTorch.
+void set_checked_indexing(bool on);
+bool checked_indexing();
+
+/// Backend hooks (registered by core/cuda when compiled with CUDA).
+SL_DECLARE_KERNEL(synchronize_kernel, void(int device));
+SL_DECLARE_KERNEL(device_name_kernel, std::string(int device));
+SL_DECLARE_KERNEL(compute_capability_kernel, int(int device));
+
+}  // namespace sl::cuda

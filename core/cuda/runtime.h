@@ -1,0 +1,70 @@
+// Per-device CUDA state of the backend (internal header): device count, the device guard, the
+// compute stream, library handles and events. See Note [CUDA streams and synchronisation].
+#pragma once
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include "core/cuda/check.h"
+#include "core/device.h"
+
+namespace sl::cuda {
+
+/// Visible GPUs, queried once (0 when the runtime reports no device or no driver).
+int raw_device_count();
+
+/// Makes `device` current for its scope and restores the previous one.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device);
+  explicit DeviceGuard(Device d) : DeviceGuard(d.index) {}
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int prev_ = -1;
+};
+
+/// The compute stream of `device` (the legacy default stream: it orders with every blocking
+/// stream, so plain cudaMemcpy calls elsewhere stay safe; a communication stream created with
+/// cudaStreamNonBlocking overlaps with it).
+cudaStream_t compute_stream(int device);
+inline cudaStream_t compute_stream(Device d) {
+  return compute_stream(d.index);
+}
+
+/// Properties of `device`, queried once.
+const cudaDeviceProp& device_props(int device);
+
+/// cuBLAS / cuBLASLt handles of `device`, created on first use (the cuBLAS handle is bound to the
+/// compute stream on every call to cublas_handle).
+cublasHandle_t cublas_handle(int device);
+cublasLtHandle_t cublaslt_handle(int device);
+
+/// A CUDA event (timing enabled) for benchmarks and cross-stream ordering.
+class Event {
+ public:
+  Event();
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  void record(cudaStream_t s);
+  void synchronize();
+  /// Milliseconds between two recorded, completed events.
+  float elapsed_ms(const Event& end) const;
+  cudaEvent_t get() const { return ev_; }
+
+ private:
+  cudaEvent_t ev_ = nullptr;
+};
+
+/// Blocks until `device`'s compute stream has drained; throws CudaError for kernel errors.
+void stream_synchronize(int device);
+
+/// Tells the caching allocator of `d` that the block at `ptr` (a storage's data pointer) is used
+/// on `stream` too, so its memory is reused only after work queued there before the free.
+void record_stream(Device d, void* ptr, cudaStream_t stream);
+
+}  // namespace sl::cuda

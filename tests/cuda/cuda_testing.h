@@ -1,0 +1,71 @@
+// Helpers for the CUDA tests: skipping visibly without a GPU, moving tensors, and the tolerances
+// used to compare a CUDA result with the CPU one.
+#pragma once
+
+#include <string>
+
+#include "core/cuda/cuda_api.h"
+#include "support/testing.h"
+
+/// Returns from the test case (reporting "[skipped] CUDA test: <what>") when no GPU is visible.
+#define SL_REQUIRE_CUDA(what)                                               \
+  do {                                                                      \
+    if (!::sl::cuda::is_available()) {                                      \
+      ::sl::testing::report_skip(std::string("CUDA test: ") + (what),       \
+                                 "no GPU visible (or built without CUDA)"); \
+      return;                                                               \
+    }                                                                       \
+  } while (0)
+
+namespace sl::testing {
+
+inline const Device kGPU{DeviceKind::cuda, 0};
+
+/// Tolerances for comparing a GPU result with the CPU result of the same op.
+struct Tol {
+  double rtol, atol;
+};
+
+/// Elementwise math: CUDA's libm (expf, erff, tanhf, powf, ...) is within 2 ulp of the correctly
+/// rounded result, glibc within 1, so f32 results may differ by a few ulp (1e-5 relative is ~80
+/// ulp, comfortably above); double functions likewise within ~2 ulp; 16-bit results are computed
+/// in float on both sides and rounded, so a float difference of one ulp can move the 16-bit
+/// result by one of its ulps (f16: 2^-10 ~ 1e-3, bf16: 2^-7 ~ 7.8e-3); integers and bools are
+/// exact.
+inline Tol elementwise_tol(DType dt) {
+  switch (dt) {
+    case DType::f64:
+      return {1e-12, 1e-14};
+    case DType::f32:
+      return {1e-5, 1e-6};
+    case DType::f16:
+      return {2e-3, 1e-4};
+    case DType::bf16:
+      return {1.6e-2, 1e-3};
+    default:
+      return {0, 0};
+  }
+}
+
+/// Sums and products: both sides accumulate floats in double but in different orders, so results
+/// agree to double rounding before the final conversion (f64 relative 1e-12 for sums of a few
+/// thousand terms); lower types are exact up to that final rounding (one ulp).
+inline Tol reduce_tol(DType dt) {
+  switch (dt) {
+    case DType::f64:
+      return {1e-12, 1e-12};
+    case DType::f32:
+      return {1e-6, 1e-6};
+    case DType::f16:
+      return {1e-3, 1e-3};
+    case DType::bf16:
+      return {8e-3, 8e-3};
+    default:
+      return {0, 0};
+  }
+}
+
+}  // namespace sl::testing
+
+/// Compares a GPU tensor with its CPU reference using tolerance `tol`.
+#define SL_CHECK_CLOSE_TOL(gpu, cpu, tol) SL_CHECK_CLOSE((gpu), (cpu), (tol).rtol, (tol).atol)
