@@ -2,8 +2,9 @@
 //
 // Rank 0 of the bootstrap group (MPI) creates the NCCL unique id and broadcasts it; every rank
 // then joins the NCCL communicator for its device. Collectives run on a dedicated stream that
-// first waits for the legacy default stream (where Shardlight's kernels run unless the CUDA
-// backend says otherwise), so a collective sees every value computed before it was issued. A
+// first waits for the device's compute stream (Note [CUDA streams and synchronisation] in
+// core/cuda/cuda_api.h), so a collective sees every value computed before it was issued, and
+// the compute stream waits for the collective, so later kernels see its result. A
 // watcher thread polls each collective's completion event and completes its Work; one that does
 // not finish before the deadline aborts the communicator (ncclCommAbort) and fails with a
 // DistError, so a lost peer cannot hang the job.
@@ -17,6 +18,7 @@
 #include <thread>
 
 #include "core/creation.h"
+#include "core/cuda/runtime.h"
 #include "dist/comm_thread.h"
 #include "dist/debug.h"
 #include "dist/process_group.h"
@@ -143,7 +145,8 @@ class ProcessGroupNCCL final : public ProcessGroup {
     cudaEvent_t ready = nullptr, done = nullptr;
     SL_CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
     SL_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-    SL_CUDA_CHECK(cudaEventRecord(ready, cudaStreamLegacy));
+    cudaStream_t compute = sl::cuda::compute_stream(state_->device);
+    SL_CUDA_CHECK(cudaEventRecord(ready, compute));
     SL_CUDA_CHECK(cudaStreamWaitEvent(state_->stream, ready, 0));
     size_t n = static_cast<size_t>(c.count);
     ncclComm_t comm = state_->comm;
@@ -180,8 +183,7 @@ class ProcessGroupNCCL final : public ProcessGroup {
       }
     }
     SL_CUDA_CHECK(cudaEventRecord(done, st));
-    // The legacy stream waits for the collective too, so later kernels see its result.
-    SL_CUDA_CHECK(cudaStreamWaitEvent(cudaStreamLegacy, done, 0));
+    SL_CUDA_CHECK(cudaStreamWaitEvent(compute, done, 0));
     auto work = std::make_shared<Work>(what, options().timeout);
     auto deadline = Clock::now() + options().timeout;
     watcher_.post(
