@@ -18,6 +18,7 @@
 #include "autograd/grad_mode.h"
 #include "autograd/gradcheck.h"
 #include "autograd/ops/elementwise.h"
+#include "autograd/ops/index.h"
 #include "autograd/ops/matmul.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/attention.h"
@@ -27,6 +28,9 @@
 #include "autograd/ops/norm.h"
 #include "autograd/ops/pool.h"
 #include "autograd/ops/rnn.h"
+#include "autograd/ops/shape.h"
+#include "autograd/ops/softmax.h"
+#include "autograd/ops/sort.h"
 
 #include "nn/activation.h"
 #include "nn/containers.h"

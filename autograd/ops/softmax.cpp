@@ -1,0 +1,43 @@
+// Differentiable softmax / log_softmax with their backward beside them. The backward needs only
+// the output y: softmax: y * (g - sum(g * y)); log_softmax: g - exp(y) * sum(g).
+#include "autograd/ops/softmax.h"
+
+#include "autograd/function.h"
+#include "core/ops/copy.h"
+#include "core/ops/softmax.h"
+
+namespace sl {
+
+namespace {
+Tensor softmax_impl(const Tensor& x, int64_t dim, bool log, std::optional<DType> dtype) {
+  const char* name = log ? "LogSoftmaxBackward" : "SoftmaxBackward";
+  Tensor out = ops::softmax(x, dim, log, dtype);
+  if (needs_grad(x)) {
+    SavedTensor sy(out);
+    DType in_dtype = x.dtype();
+    record(name, {x}, {&out},
+           [sy, dim, log, name, in_dtype](const BackwardCtx& c) -> variable_list {
+             Tensor gi = ops::softmax_backward(c.grad(), sy.unpack(name), dim, log);
+             return {ops::cast(gi, in_dtype)};
+           });
+  }
+  return out;
+}
+}  // namespace
+
+Tensor softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  return softmax_impl(x, dim, false, dtype);
+}
+
+Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  return softmax_impl(x, dim, true, dtype);
+}
+
+Tensor Tensor::softmax(int64_t dim) const {
+  return sl::softmax(*this, dim);
+}
+Tensor Tensor::log_softmax(int64_t dim) const {
+  return sl::log_softmax(*this, dim);
+}
+
+}  // namespace sl

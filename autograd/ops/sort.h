@@ -1,0 +1,24 @@
+// Differentiable sorting: stable sort, argsort, top-k (see core/ops/sort.h for the order:
+// NaN is largest, ties keep input order). Gradients flow through the values to the positions
+// they came from; indices are int64 and carry no gradient.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+
+#include "core/tensor.h"
+
+namespace sl {
+
+/// (values, indices) of x sorted along dim, ascending unless `descending`; stable.
+/// Throws IndexError for a bad dim, DTypeError for bool.
+std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim = -1, bool descending = false);
+/// The indices of sort(x, dim, descending).
+Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false);
+/// (values, indices) of the k largest (largest=false: smallest) elements along dim. The result
+/// is always sorted (largest first, or smallest first), ties resolved by lower index; `sorted`
+/// is accepted for PyTorch compatibility. Throws IndexError unless 0 <= k <= size of dim.
+std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true,
+                               bool sorted = true);
+
+}  // namespace sl
