@@ -1,0 +1,358 @@
+// Op cases of the reduce family (sum, mean, prod, amax/amin, max/min along a dim, argmax/argmin,
+// var, std, logsumexp, norm, all/any, cumsum) and of the matmul family.
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "core/op_cases.h"
+
+namespace sl::testing {
+
+namespace {
+
+using Vals = std::vector<double>;
+
+double sum_of(const Vals& v) {
+  return std::accumulate(v.begin(), v.end(), 0.0);
+}
+double mean_of(const Vals& v) {
+  return sum_of(v) / static_cast<double>(v.size());
+}
+double var_of(const Vals& v, int64_t correction) {
+  double m = mean_of(v), s = 0;
+  for (double x : v) s += (x - m) * (x - m);
+  double denom = static_cast<double>(v.size()) - static_cast<double>(correction);
+  return denom > 0 ? s / denom : std::numeric_limits<double>::quiet_NaN();
+}
+
+/// A reduction case: run(x) vs reduce_ref(x, dims, keepdim, f).
+OpCase reduction(const std::string& op, const std::string& what, InputSpec input,
+                 std::vector<DType> dtypes, std::vector<int64_t> dims, bool keepdim,
+                 std::function<Tensor(const Tensor&)> run, std::function<double(const Vals&)> f,
+                 bool grad, std::optional<DType> result = std::nullopt) {
+  OpCase c{op,
+           op + " " + what,
+           {std::move(input)},
+           std::move(dtypes),
+           [run](const TensorList& x) -> TensorList { return {run(x[0])}; },
+           [dims, keepdim, f, result](const std::vector<Ref>& x) {
+             Ref r = reduce_ref(x[0], dims, keepdim, f);
+             if (result) r.as(*result);
+             return std::vector<Ref>{r};
+           },
+           grad};
+  return c;
+}
+
+}  // namespace
+
+std::vector<OpCase> reduce_cases() {
+  std::vector<OpCase> v;
+  const auto F = kFloatDTypes;
+  // sum: all dims, one negative dim, two dims with keepdim, non-contiguous, zero-size, 0-d
+  v.push_back(reduction(
+      "sum", "all [3,4,5]", in({3, 4, 5}), F, {}, false, [](const Tensor& x) { return x.sum(); },
+      sum_of, true));
+  v.push_back(reduction(
+      "sum", "dim -1 transposed", in({3, 4}, Domain::any, Layout::transposed), F, {-1}, false,
+      [](const Tensor& x) { return x.sum({-1}); }, sum_of, true));
+  v.push_back(reduction(
+      "sum", "dims {0,2} keepdim", in({3, 4, 5}, Domain::any, Layout::strided), F, {0, 2}, true,
+      [](const Tensor& x) {
+        return x.sum({0, 2}, true);
+      },
+      sum_of, true));
+  v.push_back(reduction(
+      "sum", "zero-size dim 0", in({0, 3}), F, {0}, false,
+      [](const Tensor& x) { return x.sum({0}); }, sum_of, false));
+  v.push_back(reduction(
+      "sum", "0-d", in({}), F, {}, false, [](const Tensor& x) { return x.sum(); }, sum_of, true));
+  v.push_back(reduction(
+      "sum", "int -> int64", in({3, 4}), {DType::i64, DType::i32, DType::b8}, {1}, false,
+      [](const Tensor& x) { return x.sum({1}); }, sum_of, false, DType::i64));
+  v.push_back(reduction(
+      "mean", "dim 1 of [2,3,4]", in({2, 3, 4}, Domain::any, Layout::transposed), F, {1}, false,
+      [](const Tensor& x) { return x.mean({1}); }, mean_of, true));
+  v.push_back(reduction(
+      "mean", "all expanded", in({3, 4}, Domain::any, Layout::expanded), F, {}, false,
+      [](const Tensor& x) { return x.mean(); }, mean_of, true));
+  v.push_back(reduction(
+      "mean", "int -> float32", in({3, 4}), {DType::i64, DType::i32}, {0}, false,
+      [](const Tensor& x) { return x.mean({0}); }, mean_of, false, DType::f32));
+  auto prod_of = [](const Vals& v) {
+    double p = 1;
+    for (double x : v) p *= x;
+    return p;
+  };
+  v.push_back(reduction(
+      "prod", "dim 1", in({3, 4}, Domain::positive), F, {1}, false,
+      [](const Tensor& x) { return x.prod(1); }, prod_of, true));
+  v.push_back(reduction(
+      "prod", "all keepdim=false", in({2, 3}, Domain::unit), F, {}, false,
+      [](const Tensor& x) { return x.prod(); }, prod_of, true));
+  v.push_back(reduction(
+      "prod", "zero-size", in({2, 0}), F, {1}, false, [](const Tensor& x) { return x.prod(1); },
+      prod_of, false));
+  v.push_back(reduction(
+      "prod", "int -> int64", in({2, 3}), {DType::i64, DType::i32}, {1}, false,
+      [](const Tensor& x) { return x.prod(1); }, prod_of, false, DType::i64));
+  auto max_of = [](const Vals& v) { return *std::max_element(v.begin(), v.end()); };
+  auto min_of = [](const Vals& v) { return *std::min_element(v.begin(), v.end()); };
+  v.push_back(reduction(
+      "amax", "dims {0,-1}", in({3, 4, 2}), kNumericDTypes, {0, -1}, false,
+      [](const Tensor& x) {
+        return x.amax({0, -1});
+      },
+      max_of, true));
+  v.push_back(reduction(
+      "amax", "ties (grid)", in({3, 4}, Domain::grid), kNumericDTypes, {1}, true,
+      [](const Tensor& x) { return x.amax({1}, true); }, max_of, false));
+  v.push_back(reduction(
+      "amin", "all", in({3, 4}, Domain::any, Layout::transposed), kNumericDTypes, {}, false,
+      [](const Tensor& x) { return x.amin({}); }, min_of, true));
+  // max/min along a dim: values and the index of the first extremum
+  auto arg_case = [&](const std::string& op, bool is_max, InputSpec input, int64_t dim,
+                      bool keepdim, bool grad) {
+    v.push_back({op,
+                 op + " dim " + std::to_string(dim) + (keepdim ? " keepdim" : ""),
+                 {input},
+                 kNumericDTypes,
+                 [is_max, dim, keepdim](const TensorList& x) -> TensorList {
+                   auto [val, idx] = is_max ? max(x[0], dim, keepdim) : min(x[0], dim, keepdim);
+                   return {val, idx};
+                 },
+                 [is_max, dim, keepdim](const std::vector<Ref>& x) {
+                   auto pick = [is_max](const Vals& l) {
+                     size_t best = 0;
+                     for (size_t i = 1; i < l.size(); ++i) {
+                       if (is_max ? l[i] > l[best] : l[i] < l[best]) best = i;
+                     }
+                     return best;
+                   };
+                   Ref val =
+                       reduce_ref(x[0], {dim}, keepdim, [&](const Vals& l) { return l[pick(l)]; });
+                   Ref idx = reduce_ref(x[0], {dim}, keepdim, [&](const Vals& l) {
+                     return static_cast<double>(pick(l));
+                   });
+                   return std::vector<Ref>{val, idx.as(DType::i64)};
+                 },
+                 grad});
+  };
+  arg_case("max_dim", true, in({3, 5}), 1, false, true);
+  arg_case("max_dim", true, in({4, 3}, Domain::grid, Layout::transposed), 0, true, false);
+  arg_case("min_dim", false, in({2, 3, 4}), -2, false, true);
+  arg_case("min_dim", false, in({3, 4}, Domain::grid), -1, true, false);
+  auto argpick = [](bool is_max) {
+    return [is_max](const Vals& l) {
+      size_t best = 0;
+      for (size_t i = 1; i < l.size(); ++i) {
+        if (is_max ? l[i] > l[best] : l[i] < l[best]) best = i;
+      }
+      return static_cast<double>(best);
+    };
+  };
+  v.push_back(reduction(
+      "argmax", "dim 1 ties", in({3, 4}, Domain::grid), kNumericDTypes, {1}, false,
+      [](const Tensor& x) { return argmax(x, 1); }, argpick(true), false, DType::i64));
+  v.push_back(reduction(
+      "argmax", "flat", in({3, 4}, Domain::any, Layout::transposed), kNumericDTypes, {}, false,
+      [](const Tensor& x) { return argmax(x); }, argpick(true), false, DType::i64));
+  v.push_back(reduction(
+      "argmin", "dim 0 keepdim", in({3, 4}, Domain::grid), kNumericDTypes, {0}, true,
+      [](const Tensor& x) { return argmin(x, 0, true); }, argpick(false), false, DType::i64));
+  v.push_back(reduction(
+      "var", "dim 1", in({3, 5}), F, {1}, false, [](const Tensor& x) { return x.var({1}); },
+      [](const Vals& l) { return var_of(l, 1); }, true));
+  v.push_back(reduction(
+      "var", "all correction=0 keepdim", in({2, 3, 4}, Domain::any, Layout::strided), F, {}, true,
+      [](const Tensor& x) { return x.var({}, 0, true); },
+      [](const Vals& l) { return var_of(l, 0); }, true));
+  v.push_back(reduction(
+      "std", "dims {0,2}", in({3, 2, 4}), F, {0, 2}, false,
+      [](const Tensor& x) {
+        return x.std({0, 2});
+      },
+      [](const Vals& l) { return std::sqrt(var_of(l, 1)); }, true));
+  auto lse = [](const Vals& l) {
+    double m = -std::numeric_limits<double>::infinity();
+    for (double x : l) m = std::max(m, x);
+    double s = 0;
+    for (double x : l) s += std::exp(x - m);
+    return m + std::log(s);
+  };
+  v.push_back(reduction(
+      "logsumexp", "dim -1", in({3, 4}), F, {-1}, false,
+      [](const Tensor& x) { return x.logsumexp({-1}); }, lse, true));
+  v.push_back(reduction(
+      "logsumexp", "wide values, dims {0,1} keepdim", in({2, 3, 2}, Domain::wide), F, {0, 1}, true,
+      [](const Tensor& x) {
+        return x.logsumexp({0, 1}, true);
+      },
+      lse, true));
+  auto pnorm = [](double p) {
+    return [p](const Vals& l) {
+      double s = 0;
+      if (std::isinf(p)) {
+        for (double x : l) s = std::max(s, std::fabs(x));
+        return s;
+      }
+      for (double x : l) s += std::pow(std::fabs(x), p);
+      return std::pow(s, 1.0 / p);
+    };
+  };
+  v.push_back(reduction(
+      "norm", "p=2 all", in({3, 4}, Domain::any, Layout::transposed), F, {}, false,
+      [](const Tensor& x) { return x.norm(); }, pnorm(2), true));
+  v.push_back(reduction(
+      "norm", "p=1 dim 1", in({3, 4}), F, {1}, false,
+      [](const Tensor& x) { return x.norm(1, {1}); }, pnorm(1), true));
+  v.push_back(reduction(
+      "norm", "p=inf dim 0", in({3, 4}), F, {0}, false,
+      [](const Tensor& x) { return x.norm(INFINITY, {0}); }, pnorm(INFINITY), true));
+  v.push_back(reduction(
+      "norm", "p=3 keepdim", in({2, 5}), F, {-1}, true,
+      [](const Tensor& x) { return x.norm(3, {-1}, true); }, pnorm(3), true));
+  auto all_of = [](const Vals& l) {
+    for (double x : l)
+      if (x == 0) return 0.0;
+    return 1.0;
+  };
+  auto any_of = [](const Vals& l) {
+    for (double x : l)
+      if (x != 0) return 1.0;
+    return 0.0;
+  };
+  v.push_back(reduction(
+      "all", "dim 1", in({3, 4}, Domain::grid), kAllDTypes, {1}, false,
+      [](const Tensor& x) { return all(x, {1}); }, all_of, false, DType::b8));
+  v.push_back(reduction(
+      "all", "zero-size is true", in({0, 2}), kAllDTypes, {}, false,
+      [](const Tensor& x) { return x.all(); }, all_of, false, DType::b8));
+  v.push_back(reduction(
+      "any", "dims {0} keepdim", in({3, 4}, Domain::grid, Layout::transposed), kAllDTypes, {0},
+      true, [](const Tensor& x) { return any(x, {0}, true); }, any_of, false, DType::b8));
+  auto cumsum_case = [&](InputSpec input, int64_t dim, std::vector<DType> dtypes, bool grad,
+                         std::optional<DType> result) {
+    v.push_back({"cumsum",
+                 "cumsum dim " + std::to_string(dim) + " " + shape_str(input.shape),
+                 {input},
+                 dtypes,
+                 [dim](const TensorList& x) -> TensorList { return {x[0].cumsum(dim)}; },
+                 [dim, result](const std::vector<Ref>& x) {
+                   Ref r = along_dim(x[0], dim, [](const Vals& l) {
+                     Vals o(l.size());
+                     double s = 0;
+                     for (size_t i = 0; i < l.size(); ++i) o[i] = s += l[i];
+                     return o;
+                   });
+                   if (result) r.as(*result);
+                   return std::vector<Ref>{r};
+                 },
+                 grad});
+  };
+  cumsum_case(in({3, 4}, Domain::any, Layout::transposed), 0, F, true, std::nullopt);
+  cumsum_case(in({2, 3, 4}), -1, F, true, std::nullopt);
+  cumsum_case(in({}), 0, F, true, std::nullopt);
+  cumsum_case(in({3, 4}), 1, {DType::i64, DType::i32, DType::b8}, false, DType::i64);
+  return v;
+}
+
+std::vector<OpCase> matmul_cases() {
+  std::vector<OpCase> v;
+  const auto F = kFloatDTypes;
+  auto mm_ref = [](const std::vector<Ref>& x) { return std::vector<Ref>{matmul_ref(x[0], x[1])}; };
+  v.push_back({"mm",
+               "mm [3,4]^T-layout x [4,2]",
+               {in({3, 4}, Domain::any, Layout::transposed), in({4, 2})},
+               kNumericDTypes,
+               [](const TensorList& x) -> TensorList { return {mm(x[0], x[1])}; },
+               mm_ref});
+  v.push_back({"mm",
+               "mm K=0",
+               {in({3, 0}), in({0, 2})},
+               F,
+               [](const TensorList& x) -> TensorList { return {mm(x[0], x[1])}; },
+               mm_ref,
+               false});
+  v.push_back({"mm",
+               "mm M=0",
+               {in({0, 3}), in({3, 2})},
+               F,
+               [](const TensorList& x) -> TensorList { return {mm(x[0], x[1])}; },
+               mm_ref,
+               false});
+  v.push_back({"bmm",
+               "bmm [2,3,4] x [2,4,5] strided",
+               {in({2, 3, 4}), in({2, 4, 5}, Domain::any, Layout::strided)},
+               F,
+               [](const TensorList& x) -> TensorList { return {bmm(x[0], x[1])}; },
+               mm_ref});
+  v.push_back({"bmm",
+               "bmm expanded batch",
+               {in({2, 3, 4}, Domain::any, Layout::expanded), in({2, 4, 2})},
+               F,
+               [](const TensorList& x) -> TensorList { return {bmm(x[0], x[1])}; },
+               mm_ref});
+  struct M {
+    Shape a, b;
+    Layout la;
+  };
+  const M shapes[] = {
+      {{4}, {4}, Layout::contiguous},          {{4}, {4, 3}, Layout::contiguous},
+      {{3, 4}, {4}, Layout::transposed},       {{2, 1, 3, 4}, {5, 4, 2}, Layout::contiguous},
+      {{2, 3, 4}, {4, 5}, Layout::transposed}, {{3}, {2, 3, 2}, Layout::contiguous},
+      {{2, 3, 4}, {4}, Layout::strided}};
+  for (const M& m : shapes) {
+    v.push_back({"matmul",
+                 "matmul " + shape_str(m.a) + " x " + shape_str(m.b),
+                 {in(m.a, Domain::any, m.la), in(m.b)},
+                 F,
+                 [](const TensorList& x) -> TensorList { return {matmul(x[0], x[1])}; },
+                 mm_ref});
+  }
+  v.push_back({"addmm",
+               "addmm beta=0.5 alpha=2 bias [2]",
+               {in({2}), in({3, 4}), in({4, 2})},
+               F,
+               [](const TensorList& x) -> TensorList { return {addmm(x[0], x[1], x[2], 0.5, 2)}; },
+               [](const std::vector<Ref>& x) {
+                 Ref p = matmul_ref(x[1], x[2]);
+                 return std::vector<Ref>{
+                     map2(p, x[0], [](double a, double b) { return 2 * a + 0.5 * b; })};
+               }});
+  v.push_back({"linear",
+               "linear [2,3,4] w [5,4] b [5]",
+               {in({2, 3, 4}), in({5, 4}, Domain::any, Layout::strided), in({5})},
+               F,
+               [](const TensorList& x) -> TensorList { return {linear(x[0], x[1], x[2])}; },
+               [](const std::vector<Ref>& x) {
+                 Ref p = matmul_ref(x[0], permute_ref(x[1], {1, 0}));
+                 return std::vector<Ref>{map2(p, x[2], [](double a, double b) { return a + b; })};
+               }});
+  v.push_back({"linear",
+               "linear no bias",
+               {in({3, 4}), in({2, 4})},
+               F,
+               [](const TensorList& x) -> TensorList { return {linear(x[0], x[1])}; },
+               [](const std::vector<Ref>& x) {
+                 return std::vector<Ref>{matmul_ref(x[0], permute_ref(x[1], {1, 0}))};
+               }});
+  v.push_back({"outer",
+               "outer [3] x [4]",
+               {in({3}), in({4}, Domain::any, Layout::strided)},
+               F,
+               [](const TensorList& x) -> TensorList { return {outer(x[0], x[1])}; },
+               [](const std::vector<Ref>& x) {
+                 return std::vector<Ref>{map2(reshape_ref(x[0], {3, 1}), x[1],
+                                              [](double a, double b) { return a * b; })};
+               }});
+  v.push_back({"dot",
+               "dot [5]",
+               {in({5}), in({5}, Domain::any, Layout::strided)},
+               F,
+               [](const TensorList& x) -> TensorList { return {dot(x[0], x[1])}; },
+               mm_ref});
+  return v;
+}
+
+}  // namespace sl::testing
