@@ -1,0 +1,95 @@
+// Version counters and in-place rules, detach, NoGradGuard / EnableGradGuard.
+#include "support/testing.h"
+
+using namespace sl;
+
+TEST_CASE("modifying a saved tensor in place makes backward fail with a clear error") {
+  Tensor w = tensor({1.0, 2.0}).requires_grad_();
+  Tensor x = tensor({3.0, 4.0});
+  Tensor y = (w * x).sum();  // MulBackward saves x for w's gradient
+  uint32_t v0 = x.version();
+  x.add_(1);
+  std::string want =
+      "MulBackward: one of the tensors needed for gradient computation (shape [2], "
+      "float64) has been modified by an in-place operation: it was saved at version " +
+      std::to_string(v0) + " and is now at version " + std::to_string(v0 + 1);
+  SL_CHECK_THROWS(y.backward(), AutogradError, want.c_str());
+}
+
+TEST_CASE("an op's saved output modified in place is detected too") {
+  Tensor x = tensor({0.5, 1.0}).requires_grad_();
+  Tensor y = x.sigmoid();  // saves its output
+  y.mul_(2);               // recorded in place on a non-leaf: bumps y's version
+  SL_CHECK_THROWS(y.sum().backward(), AutogradError,
+                  "SigmoidBackward: one of the tensors needed for gradient computation");
+}
+
+TEST_CASE("views share the version counter with their base") {
+  Tensor x = tensor({1.0, 2.0, 3.0});
+  Tensor v = x.narrow(0, 1, 2);
+  uint32_t before = x.version();
+  v.mul_(2);
+  CHECK(x.version() == before + 1);
+  Tensor w = tensor({1.0, 1.0}).requires_grad_();
+  Tensor y = (w * v).sum();  // saves v
+  x.zero_();                 // writes the base
+  SL_CHECK_THROWS(y.backward(), AutogradError, "has been modified by an in-place operation");
+}
+
+TEST_CASE("in-place ops on leaves that require grad, or their views, are refused while recording") {
+  Tensor w = ones({3}).requires_grad_();
+  SL_CHECK_THROWS(w.add_(1.0), AutogradError,
+                  "add_: a leaf tensor that requires grad is being used in an in-place operation");
+  SL_CHECK_THROWS(w.narrow(0, 0, 2).mul_(2), AutogradError,
+                  "mul_: in-place operation on a view of a tensor that requires grad");
+  {
+    NoGradGuard ng;  // an optimizer step
+    w.add_(1.0);
+    w.narrow(0, 0, 2).mul_(2);
+  }
+  CHECK(w.to_vector<float>() == std::vector<float>{4, 4, 2});
+}
+
+TEST_CASE("in-place ops on non-leaves are recorded") {
+  Tensor x = tensor({1.0, -2.0, 3.0}).requires_grad_();
+  Tensor y = x * 2;
+  y.mul_(tensor({1.0, 1.0, 3.0}));
+  y.relu_();  // saves its result, so it comes last: a later in-place write would be refused
+  y.sum().backward();
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{2, 0, 6});
+}
+
+TEST_CASE("detach cuts the graph but shares storage and the version counter") {
+  Tensor x = tensor({1.0, 2.0}).requires_grad_();
+  Tensor y = x * 3;
+  Tensor d = y.detach();
+  CHECK(!d.requires_grad());
+  CHECK(d.is_leaf());
+  CHECK(d.is_same_storage(y));
+  Tensor z = (y * y).sum();  // saves y
+  d.add_(1);                 // same storage as y
+  SL_CHECK_THROWS(z.backward(), AutogradError, "has been modified by an in-place operation");
+  Tensor e = (x * 2).detach_();
+  CHECK(!e.requires_grad());
+}
+
+TEST_CASE("NoGradGuard stops recording and nests; EnableGradGuard re-enables") {
+  Tensor x = ones({2}).requires_grad_();
+  {
+    NoGradGuard a;
+    Tensor y = x * 2;
+    CHECK(!y.requires_grad());
+    CHECK(y.grad_fn() == nullptr);
+    {
+      NoGradGuard b;
+      CHECK(!GradMode::is_enabled());
+      EnableGradGuard e;
+      CHECK((x * 2).requires_grad());
+    }
+    CHECK(!GradMode::is_enabled());
+    CHECK(!softmax(x, 0).requires_grad());
+    CHECK(!cat({x, x}).requires_grad());
+  }
+  CHECK(GradMode::is_enabled());
+  CHECK((x * 2).requires_grad());
+}
