@@ -138,14 +138,16 @@ Tensor expand(const Tensor& t, const Shape& shape) {
   Shape sizes(shape.size()), strides(shape.size());
   for (size_t i = 0; i < shape.size(); ++i) {
     if (i < lead) {
-      SL_CHECK_SHAPE(shape[i] >= 0, "expand: -1 is not allowed in a new leading dim, got ",
-                     shape_str(shape));
+      SL_CHECK_SHAPE(shape[i] >= 0, "expand: a new leading dim needs a size >= 0 (-1 is not ",
+                     "allowed there), got ", shape_str(shape));
       sizes[i] = shape[i];
       strides[i] = 0;
       continue;
     }
     int64_t cur = t.sizes()[i - lead];
     int64_t want = shape[i] == -1 ? cur : shape[i];
+    SL_CHECK_SHAPE(want >= 0, "expand: invalid size ", shape[i], " at dim ", i, "; target ",
+                   shape_str(shape), ", tensor ", shape_str(t.sizes()));
     if (cur == want) {
       sizes[i] = cur;
       strides[i] = t.strides()[i - lead];

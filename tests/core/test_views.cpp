@@ -102,6 +102,9 @@ TEST_CASE("expand checks its sizes") {
       x.expand({4, 4}), ShapeError,
       "expand: the expanded size (4) must match the existing size (3) at non-singleton dim 0");
   SL_CHECK_THROWS(x.expand({4}), ShapeError, "expand: the number of sizes (1) must be at least");
+  SL_CHECK_THROWS(x.expand({-1, -2}), ShapeError,
+                  "expand: invalid size -2 at dim 1; target [-1, -2], tensor [3, 1]");
+  SL_CHECK_THROWS(x.expand({-1, 3, 1}), ShapeError, "expand: a new leading dim needs a size >= 0");
 }
 
 TEST_CASE("as_strided stays inside the storage") {
