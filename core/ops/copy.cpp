@@ -1,6 +1,7 @@
 #include "core/ops/copy.h"
 
 #include "core/allocator.h"
+#include "core/ops/overlap.h"
 
 namespace sl {
 
@@ -51,6 +52,9 @@ void copy_(const Tensor& dst, const Tensor& src) {
     s = src.expand(dst.sizes());
   }
   if (dst.numel() == 0) return;
+  // Note [In-place overlap]
+  check_no_internal_overlap("copy_", dst);
+  if (partially_overlaps(dst, s)) s = contiguous(s, /*force_copy=*/true);
   // Cross-device copies go to the non-CPU backend; logical CPU devices share host memory.
   DeviceKind k = dst.device().is_cpu() ? s.device().kind : dst.device().kind;
   copy_kernel(k, dst, s);

@@ -1,6 +1,7 @@
 #include "core/ops/elementwise.h"
 
 #include "core/ops/copy.h"
+#include "core/ops/overlap.h"
 
 namespace sl {
 
@@ -106,6 +107,7 @@ void unary_(UnaryOp op, const Tensor& self) {
   SL_CHECK_DTYPE(!unary_op_needs_float(op) || is_floating(self.dtype()), name,
                  "_: result type float cannot be stored in place in a ", dtype_name(self.dtype()),
                  " tensor");
+  check_no_internal_overlap(detail::str_cat(name, "_").c_str(), self);
   if (self.numel() > 0) unary_kernel(self.device().kind, op, self, self);
   self.bump_version();
 }
@@ -161,6 +163,9 @@ void binary_(BinaryOp op, const Tensor& self, const Tensor& b_in, Scalar alpha) 
                    " does not match the broadcast shape ", shape_str(s));
     b = b.expand(self.sizes());
   }
+  // Note [In-place overlap]
+  check_no_internal_overlap(detail::str_cat(name, "_").c_str(), self);
+  if (partially_overlaps(self, b)) b = contiguous(b, /*force_copy=*/true);
   // compute in self's dtype (PyTorch computes in the promoted type then casts; for the floating
   // types both agree to rounding, and integer self never receives a float result)
   if (!binary_op_is_predicate(op) && b.dtype() != self.dtype()) b = cast(b, self.dtype());
@@ -217,6 +222,7 @@ void clamp_(const Tensor& self, std::optional<Scalar> lo, std::optional<Scalar> 
   check_defined("clamp_", self);
   SL_CHECK(lo || hi, "clamp_: at least one of min and max must be given");
   SL_CHECK_DTYPE(!is_bool(self.dtype()), "clamp_: not supported for bool tensors");
+  check_no_internal_overlap("clamp_", self);
   if (self.numel() > 0) clamp_kernel(self.device().kind, self, self, lo, hi);
   self.bump_version();
 }
@@ -235,6 +241,8 @@ Tensor masked_fill(const Tensor& in, const Tensor& mask, Scalar value) {
 }
 
 void masked_fill_(const Tensor& self, const Tensor& mask, Scalar value) {
+  check_defined("masked_fill_", self);
+  check_no_internal_overlap("masked_fill_", self);
   Tensor r = masked_fill(self, mask, value);
   copy_(self, r);
 }

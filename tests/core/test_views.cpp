@@ -114,3 +114,42 @@ TEST_CASE("as_strided stays inside the storage") {
                   "as_strided: view of sizes [2, 2], strides [3, 1] and offset 3 reaches element 7 "
                   "but the storage holds 6");
 }
+
+TEST_CASE("in-place writes through overlapping views read the old values") {
+  // dst and src are different views of one storage: the result must be as if src were copied
+  // first (x[i] = old x[i-1]), whatever the layout or thread count.
+  for (bool strided : {false, true}) {
+    CAPTURE(strided);
+    int64_t n = 10, step = strided ? 2 : 1;
+    Tensor x = arange(n).to(DType::f32);
+    std::vector<float> old = x.to_vector<float>();
+    Tensor dst = x.slice(0, step, n, step), src = x.slice(0, 0, n - step, step);
+    dst.copy_(src);
+    std::vector<float> want = old;
+    for (int64_t i = step; i < n; i += step)
+      want[static_cast<size_t>(i)] = old[static_cast<size_t>(i - step)];
+    CHECK(x.to_vector<float>() == want);
+    Tensor y = arange(n).to(DType::f32);
+    y.slice(0, step, n, step).add_(y.slice(0, 0, n - step, step));
+    std::vector<float> want_add = old;
+    for (int64_t i = step; i < n; i += step) {
+      want_add[static_cast<size_t>(i)] =
+          old[static_cast<size_t>(i)] + old[static_cast<size_t>(i - step)];
+    }
+    CHECK(y.to_vector<float>() == want_add);
+  }
+  Tensor a = arange(4).to(DType::f32);
+  a.add_(a);  // same view: elementwise, always fine
+  CHECK(a.to_vector<float>() == std::vector<float>{0, 2, 4, 6});
+}
+
+TEST_CASE("in-place writes into a tensor whose elements share memory are refused") {
+  Tensor e = zeros({1}).expand({3});
+  SL_CHECK_THROWS(e.add_(ones({3})), ValueError,
+                  "add_: unsupported operation: more than one element of the written-to tensor "
+                  "refers to a single memory location");
+  SL_CHECK_THROWS(e.copy_(tensor({1.f, 2.f, 3.f})), ValueError, "copy_: unsupported operation");
+  SL_CHECK_THROWS(e.relu_(), ValueError, "relu_: unsupported operation");
+  e.fill_(2);  // every element gets the same value: allowed, as in PyTorch
+  CHECK(e.to_vector<float>() == std::vector<float>{2, 2, 2});
+}
