@@ -63,6 +63,11 @@ Tensor add(const Tensor& a, Scalar b) {
 }
 
 Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
+  // add with -alpha would turn bool - bool into a silent logical or
+  ops::check_defined("sub", a, "first operand");
+  ops::check_defined("sub", b, "second operand");
+  SL_CHECK_DTYPE(!is_bool(ops::result_type(a, b)),
+                 "sub: subtraction of bool tensors is not supported; use logical_xor");
   return add(a, b, Scalar(-alpha.to_double()));
 }
 

@@ -96,7 +96,12 @@ Tensor& Tensor::add_(Scalar o) {
   return *this;
 }
 
-Tensor& Tensor::sub_(const Tensor& o, Scalar alpha) { return add_(o, Scalar(-alpha.to_double())); }
+Tensor& Tensor::sub_(const Tensor& o, Scalar alpha) {
+  ops::check_defined("sub_", o, "second operand");
+  SL_CHECK_DTYPE(!(is_bool(dtype()) && is_bool(o.dtype())),
+                 "sub_: subtraction of bool tensors is not supported; use logical_xor");
+  return add_(o, Scalar(-alpha.to_double()));
+}
 Tensor& Tensor::sub_(Scalar o) {
   return add_(o.is_floating() ? Scalar(-o.to_double()) : Scalar(-o.to_int()));
 }

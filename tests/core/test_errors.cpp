@@ -38,6 +38,11 @@ TEST_CASE("ShapeError: shapes that do not fit together") {
 
 TEST_CASE("DTypeError: dtypes an op cannot take or combine") {
   Tensor b = ones({2}).to(DType::b8);
+  SL_CHECK_THROWS(sub(b, b), DTypeError,
+                  "sub: subtraction of bool tensors is not supported; use logical_xor");
+  Tensor b2 = b.clone();
+  SL_CHECK_THROWS(b2.sub_(b), DTypeError, "sub_: subtraction of bool tensors is not supported");
+  SL_CHECK_THROWS(b - b, DTypeError, "sub: subtraction of bool tensors");
   SL_CHECK_THROWS(neg(b), DTypeError,
                   "neg: negation is not supported for bool tensors; use logical_not");
   SL_CHECK_THROWS(where(ones({2}), ones({2}), ones({2})), DTypeError,
