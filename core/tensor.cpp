@@ -44,17 +44,8 @@ void* Tensor::data_ptr() const {
   return static_cast<char*>(i.storage->data()) + i.offset * static_cast<int64_t>(dtype_size(i.dtype));
 }
 
-Tensor& Tensor::copy_(const Tensor& src) {
-  ops::copy_(*this, src);
-  return *this;
-}
-
-Tensor& Tensor::fill_(Scalar value) {
-  ops::fill_(*this, value);
-  return *this;
-}
-
-Tensor& Tensor::zero_() { return fill_(0); }
+// copy_, fill_ and zero_ are defined with the other in-place methods in
+// autograd/ops/elementwise_methods.cpp: they take part in autograd's in-place rules.
 
 Scalar Tensor::item() const {
   SL_CHECK(numel() == 1, "item: expected a tensor with one element, got shape ",

@@ -208,11 +208,55 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, Scalar value) {
   return *this;
 }
 
+namespace {
+/// After an in-place write that replaces every value of self (fill, random): when self is part
+/// of a recorded graph, its previous history gets no gradient from now on.
+void record_overwrite(const char* name, Tensor& self, bool rec) {
+  if (!rec) return;
+  record_inplace(name, self, {}, [](const BackwardCtx&) -> variable_list { return {Tensor()}; });
+}
+}  // namespace
+
+Tensor& Tensor::copy_(const Tensor& src) {
+  check_inplace(*this, "copy_");
+  bool rec = needs_grad(*this, src);
+  ops::copy_(*this, src);
+  if (rec) {
+    // self's old values are gone: its history gets no gradient; src gets g (summed over the
+    // dims it was broadcast along) in its own dtype and on its own device
+    Shape ss = src.sizes();
+    DType sd = src.dtype();
+    Device sdev = src.device();
+    record_inplace("CopyBackward", *this, {src},
+                   [ss, sd, sdev](const BackwardCtx& c) -> variable_list {
+                     Tensor gs;
+                     if (c.needs(1)) {
+                       gs = ops::to_device(ops::cast(sum_to(c.grad(), ss), sd), sdev);
+                     }
+                     return {Tensor(), gs};
+                   });
+  }
+  return *this;
+}
+
+Tensor& Tensor::fill_(Scalar value) {
+  check_inplace(*this, "fill_");
+  bool rec = needs_grad(*this);
+  ops::fill_(*this, value);
+  record_overwrite("FillBackward", *this, rec);
+  return *this;
+}
+
+Tensor& Tensor::zero_() { return fill_(0); }
+
 Tensor& Tensor::uniform_(double from, double to, Generator* gen) {
   SL_CHECK(from <= to, "uniform_: expected from <= to, got ", from, " > ", to);
   SL_CHECK_DTYPE(is_floating(dtype()), "uniform_: expected a floating tensor, got ",
                  dtype_name(dtype()));
+  check_inplace(*this, "uniform_");
+  bool rec = needs_grad(*this);
   ops::random_fill_(*this, RandomDist::uniform, from, to, gen);
+  record_overwrite("UniformBackward", *this, rec);
   return *this;
 }
 
@@ -220,13 +264,19 @@ Tensor& Tensor::normal_(double mean, double std, Generator* gen) {
   SL_CHECK(std >= 0, "normal_: expected std >= 0, got ", std);
   SL_CHECK_DTYPE(is_floating(dtype()), "normal_: expected a floating tensor, got ",
                  dtype_name(dtype()));
+  check_inplace(*this, "normal_");
+  bool rec = needs_grad(*this);
   ops::random_fill_(*this, RandomDist::normal, mean, std, gen);
+  record_overwrite("NormalBackward", *this, rec);
   return *this;
 }
 
 Tensor& Tensor::bernoulli_(double p, Generator* gen) {
   SL_CHECK(p >= 0 && p <= 1, "bernoulli_: expected 0 <= p <= 1, got ", p);
+  check_inplace(*this, "bernoulli_");
+  bool rec = needs_grad(*this);
   ops::random_fill_(*this, RandomDist::bernoulli, p, 0, gen);
+  record_overwrite("BernoulliBackward", *this, rec);
   return *this;
 }
 

@@ -93,3 +93,24 @@ TEST_CASE("NoGradGuard stops recording and nests; EnableGradGuard re-enables") {
   CHECK(GradMode::is_enabled());
   CHECK((x * 2).requires_grad());
 }
+
+TEST_CASE("fill_, zero_, copy_ and random fills follow the in-place rules") {
+  Tensor w = ones({2}).requires_grad_();
+  SL_CHECK_THROWS(w.zero_(), AutogradError,
+                  "fill_: a leaf tensor that requires grad is being used in an in-place operation");
+  SL_CHECK_THROWS(w.copy_(zeros({2})), AutogradError, "copy_: a leaf tensor that requires grad");
+  SL_CHECK_THROWS(w.normal_(), AutogradError, "normal_: a leaf tensor that requires grad");
+  // overwriting a non-leaf cuts its old history: no gradient reaches w through it
+  Tensor y = w * 2;
+  y.fill_(3);
+  (y * w).sum().backward();  // = sum(3 * w): only the second factor depends on w
+  CHECK(w.grad().to_vector<float>() == std::vector<float>{3, 3});
+  // copy_ sends the gradient to its source, summed over broadcast dims, in the source's dtype
+  Tensor x = tensor({1.0, 2.0}).requires_grad_();
+  Tensor buf = zeros({2, 2});
+  buf.copy_(x * 3);
+  CHECK(buf.requires_grad());
+  buf.sum().backward();
+  CHECK(x.grad().dtype() == DType::f64);
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{6, 6});
+}
