@@ -1,5 +1,6 @@
 #include "autograd/function.h"
 
+#include "core/ops/copy.h"
 #include "core/ops/reduce.h"
 #include "core/ops/view.h"
 
@@ -44,6 +45,7 @@ void record(const char* name, std::initializer_list<Tensor> inputs,
 }
 
 void check_inplace(const Tensor& self, const char* op) {
+  ops::check_defined(op, self);  // an undefined self would be dereferenced below
   if (!GradMode::is_enabled() || !self.impl()->autograd) return;
   const AutogradMeta& meta = *self.impl()->autograd;
   SL_CHECK_AUTOGRAD(!(meta.requires_grad && !meta.grad_fn), op,

@@ -114,3 +114,10 @@ TEST_CASE("fill_, zero_, copy_ and random fills follow the in-place rules") {
   CHECK(x.grad().dtype() == DType::f64);
   CHECK(x.grad().to_vector<double>() == std::vector<double>{6, 6});
 }
+
+TEST_CASE("in-place methods on an undefined tensor throw instead of crashing") {
+  SL_CHECK_THROWS(Tensor().add_(1.0), ValueError, "add_: input is an undefined tensor");
+  SL_CHECK_THROWS(Tensor().copy_(ones({1})), ValueError, "copy_: input is an undefined tensor");
+  SL_CHECK_THROWS(Tensor().bernoulli_(0.5), ValueError, "bernoulli_: input is an undefined tensor");
+  SL_CHECK_THROWS(Tensor().relu_(), ValueError, "relu_: input is an undefined tensor");
+}
