@@ -1,0 +1,369 @@
+#!/usr/bin/python3
+"""Regenerates the PyTorch reference fixtures for Shardlight's nn parity tests.
+
+    /usr/bin/python3 tools/gen_nn_fixtures.py [--out tests/fixtures/nn]
+
+Needs PyTorch (Debian's python3-torch 1.13 is what the committed fixtures were made with) and
+the `safetensors` package. Each layer family gets one small file <family>.safetensors. Every case
+is stored under a prefix "<case>." with these keys (all float32 unless noted):
+
+    <case>.param.<name>        the module's state dict (parameters and buffers) BEFORE forward,
+                               under PyTorch's names; the C++ test loads it into its module by
+                               name, which also checks that the names agree
+    <case>.in.<i>              forward input i (integer inputs keep their dtype: int64 / bool)
+    <case>.out.<j>             forward output j
+    <case>.gout.<j>            the upstream gradient used for output j (random, so backward is
+                               checked with a non-trivial cotangent)
+    <case>.gin.<i>             gradient of input i (floating inputs only)
+    <case>.gparam.<name>       gradient of parameter <name>
+    <case>.after.<name>        a buffer's value after forward (BatchNorm running statistics)
+
+The layer configuration of each case is written out in both this script and the C++ test, next
+to the case name. Inputs are drawn from torch.manual_seed(<fixed seed per case>), so rerunning
+reproduces the files bit for bit on the same PyTorch build.
+"""
+import argparse
+import os
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from safetensors.torch import save_file
+
+torch.set_num_threads(1)
+
+
+class Writer:
+    def __init__(self):
+        self.tensors = {}
+
+    def put(self, key, t):
+        assert key not in self.tensors, key
+        self.tensors[key] = t.detach().contiguous().clone()
+
+    def save(self, path):
+        save_file(self.tensors, path)
+        print(f"wrote {path}: {len(self.tensors)} tensors, {os.path.getsize(path)} bytes")
+
+
+def run_case(w, name, fn, inputs, params=None, buffers_after=(), seed=0):
+    """fn(*inputs) -> tensor or tuple; params: a module whose state dict / grads are stored."""
+    torch.manual_seed(seed + 1000)
+    if params is not None:
+        for k, v in params.state_dict().items():
+            w.put(f"{name}.param.{k}", v)
+    for i, x in enumerate(inputs):
+        if x is None:
+            continue
+        if x.is_floating_point():
+            x.requires_grad_(True)
+        w.put(f"{name}.in.{i}", x)
+    outs = fn(*inputs)
+    def flatten(o):
+        if isinstance(o, (tuple, list)):
+            return [y for x in o for y in flatten(x)]
+        return [o]
+
+    outs = flatten(outs)  # LSTM's (out, (h, c)) becomes out.0, out.1, out.2
+    total = 0
+    for j, o in enumerate(outs):
+        if o is None:
+            continue
+        w.put(f"{name}.out.{j}", o)
+        if o.requires_grad:
+            g = torch.randn_like(o)
+            w.put(f"{name}.gout.{j}", g)
+            total = total + (o * g).sum()
+    if isinstance(total, torch.Tensor):
+        total.backward()
+    for i, x in enumerate(inputs):
+        if x is not None and x.is_floating_point() and x.grad is not None:
+            w.put(f"{name}.gin.{i}", x.grad)
+    if params is not None:
+        for k, p in params.named_parameters():
+            if p.grad is not None:
+                w.put(f"{name}.gparam.{k}", p.grad)
+        for k in buffers_after:
+            w.put(f"{name}.after.{k}", params.state_dict()[k])
+
+
+def seeded(seed):
+    torch.manual_seed(seed)
+
+
+# ---- layers ------------------------------------------------------------------------------------
+
+
+def gen_linear(w):
+    seeded(1)
+    m = nn.Linear(5, 3)
+    run_case(w, "linear", m, [torch.randn(4, 5)], m)
+    seeded(2)
+    m = nn.Linear(6, 4, bias=False)
+    run_case(w, "linear_nobias_3d", m, [torch.randn(2, 3, 6)], m)
+
+
+def gen_embedding(w):
+    seeded(3)
+    m = nn.Embedding(10, 4, padding_idx=2)
+    idx = torch.tensor([[1, 2, 3, 2], [9, 0, 2, 1]])
+    run_case(w, "embedding_pad", m, [idx], m)
+    seeded(4)
+    m = nn.Embedding(7, 3)
+    run_case(w, "embedding", m, [torch.tensor([6, 0, 6, 3])], m)
+
+
+def gen_normalization(w):
+    seeded(5)
+    m = nn.LayerNorm(6)
+    with torch.no_grad():
+        m.weight.normal_()
+        m.bias.normal_()
+    run_case(w, "layer_norm", m, [torch.randn(3, 4, 6) * 3 + 1], m)
+    seeded(6)
+    m = nn.LayerNorm([3, 4], eps=1e-12)
+    with torch.no_grad():
+        m.weight.normal_()
+        m.bias.normal_()
+    run_case(w, "layer_norm_2d_eps", m, [torch.randn(2, 3, 4)], m)
+    seeded(7)
+    m = nn.LayerNorm(5, elementwise_affine=False)
+    run_case(w, "layer_norm_noaffine", m, [torch.randn(4, 5)], m)
+    # BatchNorm: training (batch statistics, running stats updated) and eval (running stats).
+    for case, dims, shape, training in [("batch_norm1d_train", 1, (6, 3), True),
+                                        ("batch_norm1d_3d_train", 1, (4, 3, 5), True),
+                                        ("batch_norm2d_train", 2, (3, 4, 5, 5), True),
+                                        ("batch_norm2d_eval", 2, (3, 4, 5, 5), False)]:
+        seeded(8)
+        c = shape[1]
+        m = nn.BatchNorm1d(c, momentum=0.2) if dims == 1 else nn.BatchNorm2d(c)
+        with torch.no_grad():
+            m.weight.normal_()
+            m.bias.normal_()
+            m.running_mean.normal_()
+            m.running_var.uniform_(0.5, 2.0)
+        m.train(training)
+        run_case(w, case, m, [torch.randn(*shape) * 2 + 0.5], m,
+                 buffers_after=["running_mean", "running_var", "num_batches_tracked"])
+
+
+def gen_conv(w):
+    cases = [
+        ("conv2d", dict(in_channels=3, out_channels=4, kernel_size=3), (2, 3, 7, 6)),
+        ("conv2d_stride_pad", dict(in_channels=2, out_channels=3, kernel_size=(3, 2), stride=2,
+                                   padding=1), (2, 2, 8, 7)),
+        ("conv2d_same_dil", dict(in_channels=2, out_channels=2, kernel_size=3, padding="same",
+                                 dilation=2, bias=False), (1, 2, 7, 7)),
+        ("conv2d_groups", dict(in_channels=4, out_channels=6, kernel_size=3, groups=2,
+                               padding=1), (2, 4, 5, 5)),
+    ]
+    for i, (name, kw, shape) in enumerate(cases):
+        seeded(10 + i)
+        m = nn.Conv2d(**kw)
+        run_case(w, name, m, [torch.randn(*shape)], m)
+    cases1 = [
+        ("conv1d", dict(in_channels=3, out_channels=5, kernel_size=3, stride=2, padding=1),
+         (2, 3, 11)),
+        ("conv1d_same", dict(in_channels=2, out_channels=2, kernel_size=4, padding="same"),
+         (1, 2, 9)),
+    ]
+    for i, (name, kw, shape) in enumerate(cases1):
+        seeded(20 + i)
+        m = nn.Conv1d(**kw)
+        run_case(w, name, m, [torch.randn(*shape)], m)
+
+
+def gen_pooling(w):
+    seeded(30)
+    run_case(w, "max_pool2d", nn.MaxPool2d(2), [torch.randn(2, 3, 6, 7)])
+    seeded(31)
+    run_case(w, "max_pool2d_stride_pad", nn.MaxPool2d(3, stride=2, padding=1),
+             [torch.randn(1, 2, 7, 7)])
+    seeded(32)
+    run_case(w, "avg_pool2d", nn.AvgPool2d(2), [torch.randn(2, 3, 6, 6)])
+    seeded(33)
+    run_case(w, "avg_pool2d_pad", nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False),
+             [torch.randn(1, 2, 7, 6)])
+    seeded(34)
+    run_case(w, "adaptive_avg_pool2d", nn.AdaptiveAvgPool2d((3, 2)), [torch.randn(2, 3, 7, 5)])
+    seeded(35)
+    run_case(w, "adaptive_avg_pool2d_1", nn.AdaptiveAvgPool2d(1), [torch.randn(2, 3, 4, 4)])
+
+
+def gen_activation(w):
+    x = lambda: torch.randn(3, 7) * 3  # noqa: E731
+    for i, (name, m) in enumerate([("relu", nn.ReLU()), ("gelu", nn.GELU()),
+                                   ("gelu_tanh", nn.GELU(approximate="tanh")),
+                                   ("tanh", nn.Tanh()), ("sigmoid", nn.Sigmoid()),
+                                   ("silu", nn.SiLU()), ("hardtanh", nn.Hardtanh(0.0, 2.0)),
+                                   ("leaky_relu", nn.LeakyReLU(0.1))]):
+        seeded(40 + i)
+        run_case(w, name, m, [x()])
+
+
+def gen_attention(w):
+    # batch_first, no dropout; key_padding_mask (bool, True = ignore); causal float mask.
+    seeded(50)
+    m = nn.MultiheadAttention(8, 2, batch_first=True)
+    q = torch.randn(2, 5, 8)
+    kpm = torch.tensor([[False, False, False, True, True], [False] * 5])
+    run_case(w, "mha_self_kpm", lambda x, mask: m(x, x, x, key_padding_mask=mask), [q, kpm], m)
+    seeded(51)
+    m = nn.MultiheadAttention(8, 4, batch_first=True)
+    x = torch.randn(2, 4, 8)
+    causal = torch.triu(torch.full((4, 4), float("-inf")), diagonal=1)
+    run_case(w, "mha_causal", lambda x: m(x, x, x, attn_mask=causal), [x], m)
+    seeded(52)
+    m = nn.MultiheadAttention(6, 3)  # sequence-first, cross attention
+    qq, kk = torch.randn(3, 2, 6), torch.randn(4, 2, 6)
+    vv = torch.randn(4, 2, 6)
+    run_case(w, "mha_cross_seqfirst", lambda a, b, c: m(a, b, c), [qq, kk, vv], m)
+    seeded(53)
+    m = nn.MultiheadAttention(8, 2, batch_first=True, bias=False)
+    x = torch.randn(1, 3, 8)
+    bmask = torch.tensor([[False, True, True], [False, False, True], [False, False, False]])
+    run_case(w, "mha_bool_mask_nobias", lambda x: m(x, x, x, attn_mask=bmask), [x], m)
+
+
+def gen_transformer(w):
+    for i, norm_first in enumerate([False, True]):
+        seeded(60 + i)
+        m = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, activation="gelu",
+                                       batch_first=True, norm_first=norm_first)
+        x = torch.randn(2, 5, 8)
+        kpm = torch.tensor([[False, False, False, False, True], [False] * 5])
+        name = "transformer_pre_ln" if norm_first else "transformer_post_ln"
+        run_case(w, name, lambda x, mask: m(x, src_key_padding_mask=mask), [x, kpm], m)
+
+
+def gen_rnn(w):
+    for i, (kind, layers, bidir, batch_first) in enumerate([("gru", 1, False, True),
+                                                            ("gru", 2, True, False),
+                                                            ("lstm", 1, False, True),
+                                                            ("lstm", 2, True, True)]):
+        seeded(70 + i)
+        cls = nn.GRU if kind == "gru" else nn.LSTM
+        m = cls(3, 4, num_layers=layers, bidirectional=bidir, batch_first=batch_first)
+        T, B = 5, 2
+        x = torch.randn(B, T, 3) if batch_first else torch.randn(T, B, 3)
+        name = f"{kind}_l{layers}{'_bi' if bidir else ''}{'_bf' if batch_first else ''}"
+        run_case(w, name, lambda x: m(x), [x], m)
+        # Same module, variable lengths (padded steps must leak into nothing) and initial states.
+        seeded(80 + i)
+        lengths = torch.tensor([5, 3])
+        nd = layers * (2 if bidir else 1)
+        h0 = torch.randn(nd, B, 4)
+        c0 = torch.randn(nd, B, 4)
+
+        def fn(x, h0, c0, lengths=lengths, m=m, batch_first=batch_first, kind=kind):
+            packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=batch_first)
+            out, state = m(packed, h0 if kind == "gru" else (h0, c0))
+            out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=batch_first,
+                                                      total_length=T)
+            return (out, state) if kind == "gru" else (out, state[0], state[1])
+
+        m.zero_grad()
+        xs = torch.randn(B, T, 3) if batch_first else torch.randn(T, B, 3)
+        run_case(w, name + "_lengths", fn, [xs, h0, c0 if kind == "lstm" else None], m)
+        w.put(f"{name}_lengths.lengths", lengths)
+
+
+# ---- losses -------------------------------------------------------------------------------------
+
+
+def gen_loss(w):
+    seeded(90)
+    x = torch.randn(6, 5)
+    t = torch.tensor([0, 4, 2, -100, 1, 4])
+    wt = torch.rand(5) + 0.5
+    w.put("ce.weight", wt)
+    for red in ["mean", "sum", "none"]:
+        run_case(w, f"ce_{red}", lambda a, b, red=red: F.cross_entropy(a, b, reduction=red),
+                 [x.clone(), t])
+        run_case(w, f"ce_w_ls_{red}",
+                 lambda a, b, red=red: F.cross_entropy(a, b, weight=wt, ignore_index=-100,
+                                                       label_smoothing=0.1, reduction=red),
+                 [x.clone(), t])
+    t2 = torch.tensor([0, 4, 2, 3, 1, 4])
+    run_case(w, "ce_ignore3_ls", lambda a, b: F.cross_entropy(a, b, ignore_index=3,
+                                                              label_smoothing=0.2),
+             [x.clone(), t2])
+    seeded(91)
+    xs = torch.randn(2, 4, 3, 2)  # spatial: [N, C, d1, d2]
+    ts = torch.randint(0, 4, (2, 3, 2))
+    run_case(w, "ce_spatial_w", lambda a, b: F.cross_entropy(a, b, weight=wt[:4]), [xs, ts])
+    seeded(92)
+    probs = torch.softmax(torch.randn(6, 5), dim=1)
+    run_case(w, "ce_probs_w_ls", lambda a, b: F.cross_entropy(a, b, weight=wt,
+                                                               label_smoothing=0.15),
+             [x.clone(), probs])
+    run_case(w, "ce_probs_sum", lambda a, b: F.cross_entropy(a, b, reduction="sum"),
+             [x.clone(), probs.detach().clone()])
+    seeded(93)
+    lp = torch.log_softmax(torch.randn(6, 5), 1)
+    run_case(w, "nll_w", lambda a, b: F.nll_loss(a, b, weight=wt), [lp, t])
+    seeded(94)
+    a, b = torch.randn(3, 4), torch.randn(3, 4)
+    for red in ["mean", "sum", "none"]:
+        run_case(w, f"mse_{red}", lambda a, b, red=red: F.mse_loss(a, b, reduction=red),
+                 [a.clone(), b.clone()])
+        run_case(w, f"l1_{red}", lambda a, b, red=red: F.l1_loss(a, b, reduction=red),
+                 [a.clone(), b.clone()])
+    seeded(95)
+    logits = torch.randn(4, 3) * 4
+    tgt = torch.rand(4, 3)
+    pw = torch.tensor([0.5, 1.0, 3.0])
+    bw = torch.rand(4, 3)
+    w.put("bce.pos_weight", pw)
+    w.put("bce.weight", bw)
+    run_case(w, "bce_logits", lambda a, b: F.binary_cross_entropy_with_logits(a, b),
+             [logits.clone(), tgt.clone()])
+    run_case(w, "bce_logits_pw_w_sum",
+             lambda a, b: F.binary_cross_entropy_with_logits(a, b, weight=bw, pos_weight=pw,
+                                                             reduction="sum"),
+             [logits.clone(), tgt.clone()])
+    # CTC: [T, N, C] log-probs, padded targets [N, S], per-sample lengths.
+    seeded(96)
+    T, N, C = 8, 3, 5
+    lp = torch.randn(T, N, C).log_softmax(2)
+    targets = torch.tensor([[1, 2, 2, 0], [3, 1, 0, 0], [4, 4, 4, 1]])
+    il = torch.tensor([8, 6, 7])
+    tl = torch.tensor([3, 2, 4])
+    w.put("ctc.input_lengths", il)
+    w.put("ctc.target_lengths", tl)
+    for red in ["mean", "sum", "none"]:
+        run_case(w, f"ctc_{red}", lambda a, b, red=red: F.ctc_loss(a, b, il, tl, blank=0,
+                                                                   reduction=red),
+                 [lp.clone(), targets])
+    # An impossible alignment (target longer than the input allows) gives inf; zero_infinity
+    # turns it into 0 with a zero gradient.
+    il2 = torch.tensor([8, 2, 7])
+    w.put("ctc_inf.input_lengths", il2)
+    run_case(w, "ctc_zero_inf", lambda a, b: F.ctc_loss(a, b, il2, tl, blank=0,
+                                                        reduction="mean", zero_infinity=True),
+             [lp.clone(), targets])
+
+
+FAMILIES = {
+    "linear": gen_linear, "embedding": gen_embedding, "normalization": gen_normalization,
+    "conv": gen_conv, "pooling": gen_pooling, "activation": gen_activation,
+    "attention": gen_attention, "transformer": gen_transformer, "rnn": gen_rnn, "loss": gen_loss,
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests",
+                                                  "fixtures", "nn"))
+    ap.add_argument("families", nargs="*", default=sorted(FAMILIES))
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    print(f"torch {torch.__version__}")
+    for fam in args.families:
+        w = Writer()
+        FAMILIES[fam](w)
+        w.save(os.path.join(args.out, f"{fam}.safetensors"))
+
+
+if __name__ == "__main__":
+    main()
