@@ -184,6 +184,8 @@ class Module : public std::enable_shared_from_this<Module> {
   LoadResult load_state_dict(const StateDict& dict, bool strict = true);
 
  protected:
+  /// Renames the class shown by str() (e.g. PyTorch's NonDynamicallyQuantizableLinear).
+  void set_type_name(std::string name) { type_name_ = std::move(name); }
   /// Training mode; train() sets it on the whole tree.
   bool training_ = true;
 
