@@ -38,7 +38,11 @@
 #include "nn/linear.h"
 #include "nn/module.h"
 #include "nn/checkpoint.h"
+#include "nn/conv.h"
 #include "nn/data.h"
+#include "nn/dropout.h"
+#include "nn/normalization.h"
+#include "nn/pooling.h"
 
 #include "dist/process_group.h"
 #include "dist/work.h"

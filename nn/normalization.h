@@ -1,0 +1,67 @@
+// LayerNorm, BatchNorm1d, BatchNorm2d, as torch.nn's, with PyTorch's parameter and buffer names
+// (weight, bias, running_mean, running_var, num_batches_tracked).
+#pragma once
+
+#include <optional>
+
+#include "nn/module.h"
+
+namespace sl::nn {
+
+/// Normalises over the trailing `normalized_shape` dims; weight (ones) and bias (zeros) of that
+/// shape when elementwise_affine. Errors as sl::layer_norm (ShapeError when the input does not
+/// end with normalized_shape).
+class LayerNorm : public Module {
+ public:
+  explicit LayerNorm(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true,
+                     TensorOptions opts = {});
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  const Shape normalized_shape;
+  const double eps;
+  const bool elementwise_affine;
+  Tensor weight, bias;
+};
+
+struct BatchNormOptions {
+  double eps = 1e-5;
+  /// Running-statistics factor; nullopt uses the cumulative average (1 / num_batches_tracked),
+  /// as PyTorch's momentum=None.
+  std::optional<double> momentum = 0.1;
+  bool affine = true;
+  bool track_running_stats = true;
+  TensorOptions tensor_options = {};
+};
+
+/// Per-channel normalisation of [N, C, *] over N and *. Training: batch statistics, and the
+/// running ones updated (num_batches_tracked += 1); eval: the running statistics (batch ones when
+/// track_running_stats is false). Subclasses fix the accepted ranks.
+class BatchNormBase : public Module {
+ public:
+  BatchNormBase(const char* name, int64_t num_features, BatchNormOptions opts);
+  std::string extra_repr() const override;
+  const int64_t num_features;
+  const BatchNormOptions options;
+  Tensor weight, bias, running_mean, running_var, num_batches_tracked;
+
+ protected:
+  Tensor run(const Tensor& x);
+};
+
+/// Input [N, C] or [N, C, L] (ShapeError otherwise, and for C != num_features).
+class BatchNorm1d : public BatchNormBase {
+ public:
+  explicit BatchNorm1d(int64_t num_features, BatchNormOptions opts = {})
+      : BatchNormBase("BatchNorm1d", num_features, opts) {}
+  Tensor forward(const Tensor& x) override;
+};
+
+/// Input [N, C, H, W] (ShapeError otherwise, and for C != num_features).
+class BatchNorm2d : public BatchNormBase {
+ public:
+  explicit BatchNorm2d(int64_t num_features, BatchNormOptions opts = {})
+      : BatchNormBase("BatchNorm2d", num_features, opts) {}
+  Tensor forward(const Tensor& x) override;
+};
+
+}  // namespace sl::nn

@@ -1,0 +1,80 @@
+#include "nn/pooling.h"
+
+namespace sl::nn {
+
+namespace {
+// PyTorch prints the argument as given: an int stays an int, a pair prints as a tuple.
+std::string arg(const ExpandingArray<2>& a) {
+  if (a[0] == a[1]) return std::to_string(a[0]);
+  return repr::py_tuple({a[0], a[1]});
+}
+ExpandingArray<2> or_kernel(const ExpandingArray<2>& stride, const ExpandingArray<2>& k) {
+  return stride.set ? stride : k;
+}
+}  // namespace
+
+MaxPool2d::MaxPool2d(ExpandingArray<2> k, ExpandingArray<2> s, ExpandingArray<2> p,
+                     ExpandingArray<2> d, bool ceil)
+    : Module("MaxPool2d"),
+      kernel_size(k),
+      stride(or_kernel(s, k)),
+      padding(p),
+      dilation(d),
+      ceil_mode(ceil) {
+  SL_CHECK(k.set, "MaxPool2d: kernel_size must be given");
+}
+
+Tensor MaxPool2d::forward(const Tensor& x) {
+  SL_CHECK(x.defined(), "MaxPool2d: the input is undefined");
+  return max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode);
+}
+
+std::string MaxPool2d::extra_repr() const {
+  return "kernel_size=" + arg(kernel_size) + ", stride=" + arg(stride) +
+         ", padding=" + arg(padding) + ", dilation=" + arg(dilation) +
+         ", ceil_mode=" + repr::py_bool(ceil_mode);
+}
+
+AvgPool2d::AvgPool2d(ExpandingArray<2> k, ExpandingArray<2> s, ExpandingArray<2> p, bool ceil,
+                     bool include_pad, std::optional<int64_t> divisor)
+    : Module("AvgPool2d"),
+      kernel_size(k),
+      stride(or_kernel(s, k)),
+      padding(p),
+      ceil_mode(ceil),
+      count_include_pad(include_pad),
+      divisor_override(divisor) {
+  SL_CHECK(k.set, "AvgPool2d: kernel_size must be given");
+}
+
+Tensor AvgPool2d::forward(const Tensor& x) {
+  SL_CHECK(x.defined(), "AvgPool2d: the input is undefined");
+  return avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                    divisor_override);
+}
+
+std::string AvgPool2d::extra_repr() const {
+  return "kernel_size=" + arg(kernel_size) + ", stride=" + arg(stride) +
+         ", padding=" + arg(padding);
+}
+
+AdaptiveAvgPool2d::AdaptiveAvgPool2d(ExpandingArray<2> out)
+    : Module("AdaptiveAvgPool2d"), output_size(out) {
+  SL_CHECK(out.set && out[0] > 0 && out[1] > 0,
+           "AdaptiveAvgPool2d: output_size must be "
+           "positive, got ",
+           repr::py_tuple({out[0], out[1]}));
+}
+
+Tensor AdaptiveAvgPool2d::forward(const Tensor& x) {
+  SL_CHECK(x.defined(), "AdaptiveAvgPool2d: the input is undefined");
+  return adaptive_avg_pool2d(x, output_size);
+}
+
+std::string AdaptiveAvgPool2d::extra_repr() const {
+  return "output_size=" + (output_size[0] == output_size[1]
+                               ? std::to_string(output_size[0])
+                               : repr::py_tuple({output_size[0], output_size[1]}));
+}
+
+}  // namespace sl::nn

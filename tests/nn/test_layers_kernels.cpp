@@ -1,0 +1,186 @@
+// Parity with PyTorch for LayerNorm, BatchNorm, Conv, pooling and Dropout (fixtures:
+// normalization, conv, pooling), gradchecks in float64, eval-vs-train and errors.
+#include <cmath>
+
+#include "fixture.h"
+#include "nn/conv.h"
+#include "nn/dropout.h"
+#include "nn/normalization.h"
+#include "nn/pooling.h"
+
+using namespace sl;
+using sl::testing::Fixture;
+using sl::testing::module_gradcheck;
+
+// f32 default from the issue: rtol 1e-5, atol 1e-6. Where a case needs more, the reason is next
+// to it.
+constexpr double kRtol = 1e-5, kAtol = 1e-6;
+
+namespace {
+void run_module_case(const Fixture& fx, const std::string& name, nn::Module& m, double rtol = kRtol,
+                     double atol = kAtol) {
+  CAPTURE(name);
+  fx.load_params(m, name);
+  Tensor x = fx.input(name, 0);
+  fx.check_backward(name, {m.forward(x)}, {x}, &m, rtol, atol);
+}
+}  // namespace
+
+TEST_CASE("LayerNorm matches PyTorch") {
+  Fixture fx("normalization");
+  nn::LayerNorm a({6});
+  run_module_case(fx, "layer_norm", a);
+  nn::LayerNorm b({3, 4}, 1e-12);
+  run_module_case(fx, "layer_norm_2d_eps", b);
+  nn::LayerNorm c({5}, 1e-5, false);
+  CHECK(c.named_parameters().empty());
+  run_module_case(fx, "layer_norm_noaffine", c);
+  CHECK(b.str() == "LayerNorm((3, 4), eps=1e-12, elementwise_affine=True)");
+  SL_CHECK_THROWS(a.forward(randn({2, 5})), ShapeError, "");
+}
+
+TEST_CASE("BatchNorm matches PyTorch in training and eval, running statistics included") {
+  Fixture fx("normalization");
+  auto run = [&](const std::string& name, nn::BatchNormBase& m, bool training) {
+    CAPTURE(name);
+    m.train(training);
+    fx.load_params(m, name);
+    Tensor x = fx.input(name, 0);
+    fx.check_backward(name, {m.forward(x)}, {x}, &m, kRtol, kAtol);
+    SL_CHECK_CLOSE(m.running_mean, fx.get(name + ".after.running_mean"), kRtol, kAtol);
+    SL_CHECK_CLOSE(m.running_var, fx.get(name + ".after.running_var"), kRtol, kAtol);
+    CHECK(m.num_batches_tracked.item<int64_t>() ==
+          fx.get(name + ".after.num_batches_tracked").item<int64_t>());
+  };
+  nn::BatchNorm1d a(3, {.momentum = 0.2});
+  run("batch_norm1d_train", a, true);
+  nn::BatchNorm1d b(3, {.momentum = 0.2});
+  run("batch_norm1d_3d_train", b, true);
+  nn::BatchNorm2d c(4);
+  run("batch_norm2d_train", c, true);
+  nn::BatchNorm2d d(4);
+  run("batch_norm2d_eval", d, false);
+  CHECK(d.str() ==
+        "BatchNorm2d(4, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)");
+  CHECK(d.state_dict().keys() == std::vector<std::string>{"weight", "bias", "running_mean",
+                                                          "running_var", "num_batches_tracked"});
+  SL_CHECK_THROWS(d.forward(randn({2, 4, 3})), ShapeError,
+                  "BatchNorm2d: expected 4D input (got 3D input)");
+  SL_CHECK_THROWS(d.forward(randn({2, 3, 2, 2})), ShapeError, "expected 4 channels (dim 1)");
+  SL_CHECK_THROWS(a.forward(randn({2, 3, 4, 5})), ShapeError,
+                  "expected 2D or 3D input (got 4D input)");
+}
+
+TEST_CASE("BatchNorm eval differs from train; momentum=None averages cumulatively") {
+  manual_seed(3);
+  nn::BatchNorm1d bn(2, {.momentum = std::nullopt});
+  Tensor x1 = randn({8, 2}) * 3.0 + 1.0, x2 = randn({8, 2}) - 2.0;
+  bn.forward(x1);
+  bn.forward(x2);
+  // Cumulative average of the two batch means (factor 1/1 then 1/2).
+  Tensor expected_mean = (x1.mean({0}) + x2.mean({0})) / 2.0;
+  SL_CHECK_CLOSE(bn.running_mean, expected_mean, 1e-5, 1e-6);
+  bn.eval();
+  Tensor y = bn.forward(x1);
+  Tensor expected = (x1 - bn.running_mean) / (bn.running_var + 1e-5).sqrt();
+  SL_CHECK_CLOSE(y, expected, 1e-5, 1e-6);
+  CHECK(bn.num_batches_tracked.item<int64_t>() == 2);  // eval does not count
+  nn::BatchNorm1d no_track(2, {.track_running_stats = false});
+  no_track.eval();
+  CHECK(no_track.state_dict().keys() == std::vector<std::string>{"weight", "bias"});
+  Tensor z = no_track.forward(x1);  // batch statistics even in eval
+  SL_CHECK_CLOSE(z.mean({0}), zeros({2}), 0, 1e-6);
+}
+
+TEST_CASE("Conv1d and Conv2d match PyTorch") {
+  Fixture fx("conv");
+  nn::Conv2d a(3, 4, 3);
+  run_module_case(fx, "conv2d", a);
+  nn::Conv2d b(2, 3, {3, 2}, {.stride = 2, .padding = 1});
+  run_module_case(fx, "conv2d_stride_pad", b);
+  nn::Conv2d c(2, 2, 3, {.padding = "same", .dilation = 2, .bias = false});
+  run_module_case(fx, "conv2d_same_dil", c);
+  nn::Conv2d d(4, 6, 3, {.padding = 1, .groups = 2});
+  run_module_case(fx, "conv2d_groups", d);
+  nn::Conv1d e(3, 5, 3, {.stride = 2, .padding = 1});
+  run_module_case(fx, "conv1d", e);
+  nn::Conv1d f(2, 2, 4, {.padding = "same"});
+  run_module_case(fx, "conv1d_same", f);
+  // Reprs as torch 1.13 prints them.
+  CHECK(a.str() == "Conv2d(3, 4, kernel_size=(3, 3), stride=(1, 1))");
+  CHECK(c.str() ==
+        "Conv2d(2, 2, kernel_size=(3, 3), stride=(1, 1), padding=same, dilation=(2, 2), "
+        "bias=False)");
+  CHECK(d.str() == "Conv2d(4, 6, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1), groups=2)");
+  CHECK(e.str() == "Conv1d(3, 5, kernel_size=(3,), stride=(2,), padding=(1,))");
+  SL_CHECK_THROWS(nn::Conv2d(3, 4, 3, {.groups = 2}), ValueError,
+                  "in_channels (3) must be divisible by groups (2)");
+  SL_CHECK_THROWS(nn::Conv2d(2, 4, 3, {.stride = 2, .padding = "same"}), ValueError,
+                  "padding='same' is not supported for strided convolutions");
+  SL_CHECK_THROWS(a.forward(randn({1, 2, 5, 5})), ShapeError, "");
+}
+
+TEST_CASE("pooling modules match PyTorch") {
+  Fixture fx("pooling");
+  nn::MaxPool2d a(2);
+  run_module_case(fx, "max_pool2d", a);
+  nn::MaxPool2d b(3, 2, 1);
+  run_module_case(fx, "max_pool2d_stride_pad", b);
+  nn::AvgPool2d c(2);
+  run_module_case(fx, "avg_pool2d", c);
+  nn::AvgPool2d d(3, 2, 1, false, false);
+  run_module_case(fx, "avg_pool2d_pad", d);
+  nn::AdaptiveAvgPool2d e({3, 2});
+  run_module_case(fx, "adaptive_avg_pool2d", e);
+  nn::AdaptiveAvgPool2d f(1);
+  run_module_case(fx, "adaptive_avg_pool2d_1", f);
+  CHECK(a.str() == "MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)");
+  CHECK(c.str() == "AvgPool2d(kernel_size=2, stride=2, padding=0)");
+  CHECK(e.str() == "AdaptiveAvgPool2d(output_size=(3, 2))");
+  SL_CHECK_THROWS(nn::AdaptiveAvgPool2d({0, 2}), ValueError, "output_size must be positive");
+}
+
+TEST_CASE("Dropout: train statistics, eval identity, gradient follows the mask") {
+  manual_seed(9);
+  nn::Dropout drop(0.25);
+  Tensor x = ones({20000}).requires_grad_();
+  Tensor y = drop.forward(x);
+  double kept = y.ne(0.0).to(DType::f64).mean().item<double>();
+  CHECK(std::fabs(kept - 0.75) < 0.015);  // ~5 standard errors of a Bernoulli mean at n=20000
+  CHECK(y.max().item<double>() == doctest::Approx(1.0 / 0.75));
+  y.sum().backward();
+  SL_CHECK_CLOSE(x.grad(), y.detach(), 0, 0);  // d y_i / d x_i = mask_i / (1 - p) = y_i here
+  drop.eval();
+  Tensor z = drop.forward(x);
+  SL_CHECK_CLOSE(z, x, 0, 0);
+  CHECK(drop.str() == "Dropout(p=0.25, inplace=False)");
+  SL_CHECK_THROWS(nn::Dropout(1.5), ValueError, "p must be in [0, 1], got 1.5");
+}
+
+TEST_CASE("conv, norm and pooling modules gradcheck in float64") {
+  manual_seed(6);
+  TensorOptions f64{.dtype = DType::f64};
+  nn::Conv2d conv(2, 2, 3, {.stride = 2, .padding = 1, .tensor_options = f64});
+  Tensor x = randn({1, 2, 5, 5}, f64).requires_grad_();
+  CHECK(module_gradcheck(conv, [&](const TensorList& in) { return conv.forward(in[0]); }, {x}));
+  nn::Conv1d conv1(2, 3, 2, {.dilation = 2, .tensor_options = f64});
+  Tensor x1 = randn({2, 2, 6}, f64).requires_grad_();
+  CHECK(module_gradcheck(conv1, [&](const TensorList& in) { return conv1.forward(in[0]); }, {x1}));
+  nn::LayerNorm ln({4}, 1e-5, true, f64);
+  Tensor x2 = randn({3, 4}, f64).requires_grad_();
+  {
+    NoGradGuard ng;
+    ln.weight.normal_();
+    ln.bias.normal_();
+  }
+  CHECK(module_gradcheck(ln, [&](const TensorList& in) { return ln.forward(in[0]); }, {x2}));
+  nn::BatchNorm2d bn(2, {.tensor_options = f64});
+  Tensor x3 = randn({3, 2, 2, 2}, f64).requires_grad_();
+  CHECK(module_gradcheck(bn, [&](const TensorList& in) { return bn.forward(in[0]); }, {x3}));
+  nn::MaxPool2d mp(2);
+  nn::AvgPool2d ap(2, 1);
+  nn::AdaptiveAvgPool2d aap({2, 3});
+  Tensor x4 = randn({1, 1, 4, 5}, f64).requires_grad_();
+  CHECK(gradcheck([&](const TensorList& in) { return aap.forward(ap.forward(in[0])); }, {x4}));
+  CHECK(gradcheck([&](const TensorList& in) { return mp.forward(in[0]); }, {x4}));
+}
