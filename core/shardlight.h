@@ -43,6 +43,7 @@
 #include "nn/dropout.h"
 #include "nn/normalization.h"
 #include "nn/pooling.h"
+#include "nn/rnn.h"
 
 #include "dist/process_group.h"
 #include "dist/work.h"
