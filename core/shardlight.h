@@ -44,6 +44,11 @@
 #include "nn/normalization.h"
 #include "nn/pooling.h"
 #include "nn/rnn.h"
+#include "nn/attention.h"
+#include "nn/embedding.h"
+#include "nn/functional.h"
+#include "nn/loss.h"
+#include "nn/transformer.h"
 
 #include "dist/process_group.h"
 #include "dist/work.h"

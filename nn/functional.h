@@ -1,0 +1,46 @@
+// sl::nn::functional: the torch.nn.functional spellings, so model code translates line by line
+// (`namespace F = sl::nn::functional; F::relu(F::conv2d(x, w, b, 1, 1))`). The differentiable
+// ops themselves live in autograd/ops/*.h (each with its contract there); this header gathers
+// them, and adds the losses (nn/loss.h) and the few compositions that are not single ops.
+#pragma once
+
+#include "autograd/ops/conv.h"
+#include "autograd/ops/dropout.h"
+#include "autograd/ops/elementwise.h"
+#include "autograd/ops/index.h"
+#include "autograd/ops/matmul.h"
+#include "autograd/ops/norm.h"
+#include "autograd/ops/pool.h"
+#include "autograd/ops/softmax.h"
+#include "nn/checkpoint.h"
+#include "nn/loss.h"
+
+namespace sl::nn::functional {
+
+using sl::adaptive_avg_pool2d;
+using sl::avg_pool2d;
+using sl::batch_norm;
+using sl::conv1d;
+using sl::conv2d;
+using sl::dropout;
+using sl::embedding;
+using sl::gelu;
+using sl::hardtanh;
+using sl::layer_norm;
+using sl::leaky_relu;
+using sl::linear;
+using sl::log_softmax;
+using sl::max_pool2d;
+using sl::one_hot;
+using sl::relu;
+using sl::sigmoid;
+using sl::silu;
+using sl::softmax;
+using sl::tanh;
+
+/// F.normalize: x / max(||x||_p over dim, eps).
+inline Tensor normalize(const Tensor& x, double p = 2.0, int64_t dim = 1, double eps = 1e-12) {
+  return x / x.norm(p, {dim}, true).clamp(eps);
+}
+
+}  // namespace sl::nn::functional

@@ -1,0 +1,235 @@
+#include "nn/loss.h"
+
+#include <algorithm>
+
+#include "autograd/ops/ctc.h"
+#include "autograd/ops/elementwise.h"
+#include "autograd/ops/reduce.h"
+#include "autograd/ops/softmax.h"
+#include "core/creation.h"
+
+namespace sl::nn {
+
+Reduction parse_reduction(const std::string& s, const char* op) {
+  if (s == "none") return Reduction::none;
+  if (s == "mean") return Reduction::mean;
+  if (s == "sum") return Reduction::sum;
+  detail::throw_error<ValueError>(op, ": reduction must be 'none', 'mean' or 'sum', got '", s, "'");
+}
+
+const char* reduction_name(Reduction r) {
+  switch (r) {
+    case Reduction::none:
+      return "none";
+    case Reduction::mean:
+      return "mean";
+    case Reduction::sum:
+      return "sum";
+  }
+  return "?";
+}
+
+namespace functional {
+
+namespace {
+
+Tensor reduce(const Tensor& l, Reduction r) {
+  switch (r) {
+    case Reduction::none:
+      return l;
+    case Reduction::sum:
+      return l.sum();
+    case Reduction::mean:
+      return l.mean();
+  }
+  return l;
+}
+
+void check_floating(const Tensor& t, const char* op, const char* what) {
+  SL_CHECK(t.defined(), op, ": ", what, " is undefined");
+  SL_CHECK_DTYPE(t.is_floating_point(), op, ": ", what, " must be floating point, got ",
+                 dtype_name(t.dtype()));
+}
+
+void check_same_shape(const Tensor& input, const Tensor& target, const char* op) {
+  check_floating(input, op, "input");
+  SL_CHECK(target.defined(), op, ": target is undefined");
+  SL_CHECK_SHAPE(input.sizes() == target.sizes(), op, ": input shape ", shape_str(input.sizes()),
+                 " and target shape ", shape_str(target.sizes()), " must be equal");
+  SL_CHECK_DEVICE(input.device() == target.device(), op, ": input is on ", input.device(),
+                  " but target is on ", target.device());
+}
+
+/// [1, C, 1, ...] view of a per-class vector for broadcasting against [N, C, d...] (or [C]).
+Tensor class_view(const Tensor& w, const Tensor& input, int64_t cdim) {
+  Shape s(static_cast<size_t>(input.dim()), 1);
+  s[static_cast<size_t>(cdim)] = w.numel();
+  return w.view(s);
+}
+
+/// Shared by cross_entropy (class indices) and nll_loss: `logp` holds log-probabilities.
+Tensor nll_core(const char* op, const Tensor& logp, const Tensor& target,
+                const CrossEntropyOptions& o) {
+  int64_t cdim = logp.dim() == 1 ? 0 : 1;
+  int64_t C = logp.size(cdim);
+  SL_CHECK_DTYPE(target.dtype() == DType::i64 || target.dtype() == DType::i32, op,
+                 ": class-index targets must be int64 (or int32), got ",
+                 dtype_name(target.dtype()));
+  Shape expected = logp.sizes();
+  expected.erase(expected.begin() + cdim);
+  SL_CHECK_SHAPE(target.sizes() == expected, op, ": input of shape ", shape_str(logp.sizes()),
+                 " needs a target of shape ", shape_str(expected), ", got ",
+                 shape_str(target.sizes()));
+  SL_CHECK_DEVICE(target.device() == logp.device(), op, ": input is on ", logp.device(),
+                  " but target is on ", target.device());
+  Tensor tgt = target.to(DType::i64);
+  Tensor valid = tgt.ne(o.ignore_index);
+  for (int64_t t : tgt.masked_select(valid).to_vector<int64_t>()) {
+    SL_CHECK_INDEX(t >= 0 && t < C, op, ": target ", t, " is out of bounds for ", C, " classes");
+  }
+  Tensor safe = tgt.masked_fill(valid.logical_not(), 0);
+  Tensor picked = logp.gather(cdim, safe.unsqueeze(cdim)).squeeze(cdim);
+  Tensor wt = valid.to(logp.dtype());
+  if (o.weight.defined()) {
+    SL_CHECK_SHAPE(o.weight.dim() == 1 && o.weight.numel() == C, op, ": weight must have shape [",
+                   C, "], got ", shape_str(o.weight.sizes()));
+    wt = o.weight.to(logp.dtype()).detach().index_select(0, safe.flatten()).view(safe.sizes()) * wt;
+  }
+  Tensor nll = -(picked * wt);
+  Tensor nll_red = o.reduction == Reduction::mean ? nll.sum() / wt.sum() : reduce(nll, o.reduction);
+  if (o.label_smoothing == 0.0) return nll_red;
+  Tensor per_class = logp;
+  if (o.weight.defined()) per_class = logp * class_view(o.weight.to(logp.dtype()), logp, cdim);
+  Tensor smooth = -per_class.sum({cdim}) * valid.to(logp.dtype());
+  Tensor smooth_red =
+      o.reduction == Reduction::mean ? smooth.sum() / wt.sum() : reduce(smooth, o.reduction);
+  return nll_red * (1.0 - o.label_smoothing) + smooth_red * (o.label_smoothing / C);
+}
+
+void check_common(const char* op, const Tensor& input, const CrossEntropyOptions& o) {
+  check_floating(input, op, "input");
+  SL_CHECK_SHAPE(input.dim() >= 1, op, ": input must have at least 1 dim, got a 0-d tensor");
+  SL_CHECK(o.label_smoothing >= 0.0 && o.label_smoothing <= 1.0, op,
+           ": label_smoothing must be in [0, 1], got ", o.label_smoothing);
+}
+
+}  // namespace
+
+Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyOptions& o) {
+  const char* op = "cross_entropy";
+  check_common(op, input, o);
+  SL_CHECK(target.defined(), op, ": target is undefined");
+  int64_t cdim = input.dim() == 1 ? 0 : 1;
+  Tensor logp = log_softmax(input, cdim);
+  if (!target.is_floating_point()) return nll_core(op, logp, target, o);
+  // Class probabilities.
+  SL_CHECK_SHAPE(target.sizes() == input.sizes(), op,
+                 ": probability targets must have the "
+                 "input's shape ",
+                 shape_str(input.sizes()), ", got ", shape_str(target.sizes()));
+  int64_t C = input.size(cdim);
+  Tensor t = target;
+  if (o.label_smoothing > 0.0) t = t * (1.0 - o.label_smoothing) + o.label_smoothing / C;
+  Tensor prod = logp * t;
+  if (o.weight.defined()) {
+    SL_CHECK_SHAPE(o.weight.dim() == 1 && o.weight.numel() == C, op, ": weight must have shape [",
+                   C, "], got ", shape_str(o.weight.sizes()));
+    prod = prod * class_view(o.weight.to(input.dtype()), input, cdim);
+  }
+  Tensor loss = -prod.sum({cdim});
+  if (o.reduction == Reduction::mean) {
+    return loss.sum() / static_cast<double>(input.numel() / std::max<int64_t>(C, 1));
+  }
+  return reduce(loss, o.reduction);
+}
+
+Tensor nll_loss(const Tensor& input, const Tensor& target, const CrossEntropyOptions& o) {
+  const char* op = "nll_loss";
+  check_common(op, input, o);
+  SL_CHECK(o.label_smoothing == 0.0, op, ": label_smoothing is not supported (use cross_entropy)");
+  SL_CHECK(target.defined(), op, ": target is undefined");
+  return nll_core(op, input, target, o);
+}
+
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  check_same_shape(input, target, "mse_loss");
+  return reduce((input - target).square(), reduction);
+}
+
+Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  check_same_shape(input, target, "l1_loss");
+  return reduce((input - target).abs(), reduction);
+}
+
+Tensor log_sigmoid(const Tensor& x) {
+  // minimum's gradient splits ties evenly, so at x = 0 this gives 1/2 = 1 - sigmoid(0) exactly.
+  return minimum(x, zeros_like(x)) - x.abs().neg().exp().log1p();
+}
+
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
+                                        const Tensor& weight, const Tensor& pos_weight,
+                                        Reduction reduction) {
+  const char* op = "binary_cross_entropy_with_logits";
+  check_same_shape(input, target, op);
+  check_floating(target, op, "target");
+  Tensor ls = log_sigmoid(input);
+  if (pos_weight.defined()) ls = ls * ((pos_weight - 1.0) * target + 1.0);
+  Tensor loss = (1.0 - target) * input - ls;
+  if (weight.defined()) loss = loss * weight;
+  return reduce(loss, reduction);
+}
+
+Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                const Tensor& target_lengths, int64_t blank, Reduction reduction,
+                bool zero_infinity) {
+  return sl::ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
+                      reduction_name(reduction), zero_infinity);
+}
+
+}  // namespace functional
+
+// ---- modules ---------------------------------------------------------------------------------
+
+CrossEntropyLoss::CrossEntropyLoss(functional::CrossEntropyOptions opts)
+    : Module("CrossEntropyLoss"), options(std::move(opts)) {
+  if (options.weight.defined()) options.weight = register_buffer("weight", options.weight);
+}
+
+Tensor CrossEntropyLoss::forward(const Tensor& input, const Tensor& target) {
+  return functional::cross_entropy(input, target, options);
+}
+
+NLLLoss::NLLLoss(functional::CrossEntropyOptions opts)
+    : Module("NLLLoss"), options(std::move(opts)) {
+  if (options.weight.defined()) options.weight = register_buffer("weight", options.weight);
+}
+
+Tensor NLLLoss::forward(const Tensor& input, const Tensor& target) {
+  return functional::nll_loss(input, target, options);
+}
+
+Tensor MSELoss::forward(const Tensor& input, const Tensor& target) {
+  return functional::mse_loss(input, target, reduction);
+}
+
+Tensor L1Loss::forward(const Tensor& input, const Tensor& target) {
+  return functional::l1_loss(input, target, reduction);
+}
+
+Tensor CTCLoss::forward(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                        const Tensor& target_lengths) {
+  return functional::ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, reduction,
+                              zero_infinity);
+}
+
+BCEWithLogitsLoss::BCEWithLogitsLoss(Tensor w, Tensor pw, Reduction r)
+    : Module("BCEWithLogitsLoss"), reduction(r) {
+  if (w.defined()) weight = register_buffer("weight", w);
+  if (pw.defined()) pos_weight = register_buffer("pos_weight", pw);
+}
+
+Tensor BCEWithLogitsLoss::forward(const Tensor& input, const Tensor& target) {
+  return functional::binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction);
+}
+
+}  // namespace sl::nn

@@ -1,0 +1,176 @@
+// Losses against PyTorch (fixture: loss), gradchecks in float64, error paths.
+#include <cmath>
+
+#include "autograd/ops/softmax.h"
+#include "fixture.h"
+#include "nn/loss.h"
+
+using namespace sl;
+using sl::testing::Fixture;
+namespace F = sl::nn::functional;
+using nn::Reduction;
+
+// f32 tolerances: rtol 1e-5, atol 1e-6 (the default). Losses are means/sums of at most
+// ~30 terms of size O(1) computed through log_softmax, so rounding differences against PyTorch
+// stay near 1e-7 relative.
+constexpr double kRtol = 1e-5, kAtol = 1e-6;
+
+namespace {
+Tensor idx(std::vector<int64_t> v) {
+  return from_vector(v);
+}
+
+void check_case(const Fixture& fx, const std::string& name,
+                const std::function<Tensor(const TensorList&)>& fn) {
+  CAPTURE(name);
+  TensorList ins{fx.input(name, 0), fx.input(name, 1)};
+  fx.check_backward(name, {fn(ins)}, ins, nullptr, kRtol, kAtol);
+}
+}  // namespace
+
+TEST_CASE("cross_entropy matches PyTorch") {
+  Fixture fx("loss");
+  Tensor w = fx.get("ce.weight");
+  for (auto red : {Reduction::mean, Reduction::sum, Reduction::none}) {
+    std::string r = nn::reduction_name(red);
+    check_case(fx, "ce_" + r, [&](const TensorList& in) {
+      return F::cross_entropy(in[0], in[1], {.reduction = red});
+    });
+    check_case(fx, "ce_w_ls_" + r, [&](const TensorList& in) {
+      return F::cross_entropy(
+          in[0], in[1],
+          {.weight = w, .ignore_index = -100, .reduction = red, .label_smoothing = 0.1});
+    });
+  }
+  check_case(fx, "ce_ignore3_ls", [&](const TensorList& in) {
+    return F::cross_entropy(in[0], in[1], {.ignore_index = 3, .label_smoothing = 0.2});
+  });
+  check_case(fx, "ce_spatial_w", [&](const TensorList& in) {
+    return F::cross_entropy(in[0], in[1], {.weight = w.narrow(0, 0, 4)});
+  });
+  check_case(fx, "ce_probs_w_ls", [&](const TensorList& in) {
+    return F::cross_entropy(in[0], in[1], {.weight = w, .label_smoothing = 0.15});
+  });
+  check_case(fx, "ce_probs_sum", [&](const TensorList& in) {
+    return F::cross_entropy(in[0], in[1], {.reduction = Reduction::sum});
+  });
+  check_case(fx, "nll_w",
+             [&](const TensorList& in) { return F::nll_loss(in[0], in[1], {.weight = w}); });
+  // The module form registers the weight as a buffer, as PyTorch does.
+  nn::CrossEntropyLoss ce({.weight = w, .label_smoothing = 0.1});
+  CHECK(ce.state_dict().keys() == std::vector<std::string>{"weight"});
+  SL_CHECK_CLOSE(ce.forward(fx.get("ce_w_ls_mean.in.0"), fx.get("ce_w_ls_mean.in.1")),
+                 fx.get("ce_w_ls_mean.out.0"), kRtol, kAtol);
+}
+
+TEST_CASE("mse, l1 and bce_with_logits match PyTorch") {
+  Fixture fx("loss");
+  for (auto red : {Reduction::mean, Reduction::sum, Reduction::none}) {
+    std::string r = nn::reduction_name(red);
+    check_case(fx, "mse_" + r,
+               [&](const TensorList& in) { return F::mse_loss(in[0], in[1], red); });
+    check_case(fx, "l1_" + r, [&](const TensorList& in) { return F::l1_loss(in[0], in[1], red); });
+  }
+  check_case(fx, "bce_logits", [&](const TensorList& in) {
+    return F::binary_cross_entropy_with_logits(in[0], in[1]);
+  });
+  Tensor pw = fx.get("bce.pos_weight"), bw = fx.get("bce.weight");
+  check_case(fx, "bce_logits_pw_w_sum", [&](const TensorList& in) {
+    return F::binary_cross_entropy_with_logits(in[0], in[1], bw, pw, Reduction::sum);
+  });
+  nn::BCEWithLogitsLoss mod(bw, pw, Reduction::sum);
+  CHECK(mod.state_dict().keys() == std::vector<std::string>{"weight", "pos_weight"});
+}
+
+TEST_CASE("ctc_loss matches PyTorch (mean, sum, none, zero_infinity)") {
+  Fixture fx("loss");
+  Tensor il = fx.get("ctc.input_lengths"), tl = fx.get("ctc.target_lengths");
+  for (auto red : {Reduction::mean, Reduction::sum, Reduction::none}) {
+    check_case(fx, std::string("ctc_") + nn::reduction_name(red),
+               [&](const TensorList& in) { return F::ctc_loss(in[0], in[1], il, tl, 0, red); });
+  }
+  Tensor il2 = fx.get("ctc_inf.input_lengths");
+  nn::CTCLoss mod(0, Reduction::mean, true);
+  check_case(fx, "ctc_zero_inf",
+             [&](const TensorList& in) { return mod.forward(in[0], in[1], il2, tl); });
+  // A target longer than its input is refused (PyTorch would return inf).
+  Tensor lp = fx.get("ctc_mean.in.0");
+  SL_CHECK_THROWS(F::ctc_loss(lp, fx.get("ctc_mean.in.1"), idx({8, 2, 7}), idx({3, 3, 4})),
+                  ValueError, "");
+}
+
+TEST_CASE("losses gradcheck in float64") {
+  manual_seed(8);
+  TensorOptions f64{.dtype = DType::f64};
+  Tensor x = randn({4, 3}, f64).requires_grad_();
+  Tensor t = idx({0, 2, -100, 1});
+  Tensor w = rand({3}, f64) + 0.5;
+  CHECK(gradcheck(
+      [&](const TensorList& in) {
+        return F::cross_entropy(in[0], t, {.weight = w, .label_smoothing = 0.3});
+      },
+      {x}));
+  Tensor p = softmax(randn({4, 3}, f64), 1).requires_grad_();
+  CHECK(gradcheck(
+      [&](const TensorList& in) {
+        return F::cross_entropy(in[0], in[1], {.weight = w, .label_smoothing = 0.1});
+      },
+      {x, p}));
+  Tensor y = randn({4, 3}, f64).requires_grad_();
+  CHECK(gradcheck([&](const TensorList& in) { return F::mse_loss(in[0], in[1]); }, {x, y}));
+  CHECK(gradcheck([&](const TensorList& in) { return F::l1_loss(in[0], in[1], Reduction::sum); },
+                  {x, y}));
+  // CTC's gradient is PyTorch's, exact for log-probabilities from log_softmax: check through it.
+  Tensor logits = randn({5, 2, 4}, f64).requires_grad_();
+  Tensor tg = idx({1, 2, 3, 1});  // concatenated targets
+  CHECK(gradcheck(
+      [&](const TensorList& in) {
+        return F::ctc_loss(log_softmax(in[0], 2), tg, idx({5, 4}), idx({2, 2}));
+      },
+      {logits}));
+  Tensor tb = rand({4, 3}, f64).requires_grad_();
+  Tensor pw = tensor({0.5, 2.0, 1.0});
+  CHECK(gradcheck(
+      [&](const TensorList& in) {
+        return F::binary_cross_entropy_with_logits(in[0], in[1], Tensor(), pw);
+      },
+      {x, tb}));
+}
+
+TEST_CASE("log-space losses stay finite for extreme logits") {
+  // Logits of +-1000 overflow exp in a naive formula; the stable forms give the exact limits.
+  Tensor x = tensor({1000.0f, -1000.0f}).view({1, 2});
+  Tensor ce = F::cross_entropy(x, idx({1}));
+  CHECK(ce.item<double>() == doctest::Approx(2000.0));
+  Tensor xb = tensor({1000.0f, -1000.0f, 0.0f}).requires_grad_();
+  Tensor bce = F::binary_cross_entropy_with_logits(xb, tensor({0.0f, 1.0f, 1.0f}), Tensor(),
+                                                   Tensor(), Reduction::sum);
+  CHECK(bce.item<double>() == doctest::Approx(2000.0 + std::log(2.0)));
+  bce.backward();
+  // d/dx = sigmoid(x) - t: 1, -1, -0.5 (the tie at 0 is exact).
+  SL_CHECK_CLOSE(xb.grad(), tensor({1.0f, -1.0f, -0.5f}), 0, 1e-7);
+}
+
+TEST_CASE("loss error paths") {
+  Tensor x = randn({4, 3});
+  SL_CHECK_THROWS(F::cross_entropy(x, idx({0, 1, 3, 0})), IndexError,
+                  "cross_entropy: target 3 is out of bounds for 3 classes");
+  SL_CHECK_THROWS(F::cross_entropy(x, idx({0, 1, 2})), ShapeError,
+                  "input of shape [4, 3] needs a target of shape [4], got [3]");
+  SL_CHECK_THROWS(F::cross_entropy(x, randn({4, 2})), ShapeError,
+                  "probability targets must have the input's shape [4, 3], got [4, 2]");
+  SL_CHECK_THROWS(F::cross_entropy(x, idx({0, 1, 2, 0}), {.weight = ones({2})}), ShapeError,
+                  "weight must have shape [3], got [2]");
+  SL_CHECK_THROWS(F::cross_entropy(x, idx({0, 1, 2, 0}), {.label_smoothing = 1.5}), ValueError,
+                  "label_smoothing must be in [0, 1], got 1.5");
+  SL_CHECK_THROWS(F::cross_entropy(x, idx({0, 1, 2, 0}).to(DType::b8)), DTypeError,
+                  "class-index targets must be int64");
+  SL_CHECK_THROWS(F::nll_loss(x, idx({0, 1, 2, 0}), {.label_smoothing = 0.1}), ValueError,
+                  "label_smoothing is not supported");
+  SL_CHECK_THROWS(F::mse_loss(x, randn({4, 1})), ShapeError,
+                  "mse_loss: input shape [4, 3] and target shape [4, 1] must be equal");
+  SL_CHECK_THROWS(F::l1_loss(idx({1, 2}), idx({1, 2})), DTypeError,
+                  "l1_loss: input must be floating point, got int64");
+  SL_CHECK_THROWS(nn::parse_reduction("avg", "mse_loss"), ValueError,
+                  "mse_loss: reduction must be 'none', 'mean' or 'sum', got 'avg'");
+}
