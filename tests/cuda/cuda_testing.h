@@ -2,6 +2,7 @@
 // used to compare a CUDA result with the CPU one.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "core/cuda/cuda_api.h"
@@ -64,6 +65,12 @@ inline Tol reduce_tol(DType dt) {
       return {0, 0};
   }
 }
+
+/// Runs fn on `inputs` (CPU tensors; those with requires_grad are differentiated) and on their
+/// copies on cuda:0, backpropagates the same random upstream gradient through both results, and
+/// compares the outputs and every input gradient with |gpu - cpu| <= atol + rtol |cpu|.
+void check_gpu_parity(const std::function<Tensor(const TensorList&)>& fn, const TensorList& inputs,
+                      double rtol, double atol);
 
 }  // namespace sl::testing
 

@@ -1,0 +1,39 @@
+// CUDA glue of the attention family.
+#include "core/ops/attention.h"
+#include "core/cuda/kernels_nn.h"
+#include "core/cuda/runtime.h"
+
+namespace sl::cuda {
+namespace {
+
+void attention_softmax_forward_cuda(const Tensor& probs, const Tensor& scores, const Tensor& mask,
+                                    bool is_causal, double scale) {
+  SL_CHECK_DTYPE(!mask.defined() || mask.dtype() == DType::b8 || mask.dtype() == scores.dtype(),
+                 "attention_softmax: mask must be bool or ", dtype_name(scores.dtype()), ", got ",
+                 dtype_name(mask.dtype()));
+  DeviceGuard g(scores.device());
+  const bool has_mask = mask.defined();
+  launch_attention_softmax_forward(
+      scores.dtype(), probs.data_ptr(), scores.data_ptr(), has_mask ? mask.data_ptr() : nullptr,
+      has_mask && mask.dtype() == DType::b8, scores.size(0), scores.size(1), scores.size(2),
+      scores.size(3), has_mask ? mask.stride(0) : 0, has_mask ? mask.stride(1) : 0,
+      has_mask ? mask.stride(2) : 0, has_mask ? mask.stride(3) : 0, is_causal, scale,
+      compute_stream(scores.device()));
+}
+
+void attention_softmax_backward_cuda(const Tensor& grad_scores, const Tensor& grad_probs,
+                                     const Tensor& probs, double scale) {
+  DeviceGuard g(probs.device());
+  const int64_t S = probs.size(3);
+  launch_attention_softmax_backward(probs.dtype(), grad_scores.data_ptr(), grad_probs.data_ptr(),
+                                    probs.data_ptr(), probs.numel() / S, S, scale,
+                                    compute_stream(probs.device()));
+}
+
+SL_REGISTER_KERNEL(attention_softmax_forward_kernel, DeviceKind::cuda,
+                   &attention_softmax_forward_cuda);
+SL_REGISTER_KERNEL(attention_softmax_backward_kernel, DeviceKind::cuda,
+                   &attention_softmax_backward_cuda);
+
+}  // namespace
+}  // namespace sl::cuda

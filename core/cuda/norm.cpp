@@ -1,0 +1,87 @@
+// CUDA glue of the norm and dropout families.
+#include "core/ops/norm.h"
+#include "core/cuda/kernels_nn.h"
+#include "core/cuda/runtime.h"
+#include "core/ops/dropout.h"
+
+namespace sl::cuda {
+namespace {
+
+const void* ptr_or_null(const Tensor& t) {
+  return t.defined() ? t.data_ptr() : nullptr;
+}
+void* mut_ptr_or_null(const Tensor& t) {
+  return t.defined() ? t.data_ptr() : nullptr;
+}
+
+void layer_norm_forward_cuda(const Tensor& out, const Tensor& mean, const Tensor& rstd,
+                             const Tensor& input, const Tensor& weight, const Tensor& bias,
+                             double eps) {
+  DeviceGuard g(input.device());
+  launch_layer_norm_forward(input.dtype(), input.data_ptr(), ptr_or_null(weight), ptr_or_null(bias),
+                            out.data_ptr(), mean.data_ptr(), rstd.data_ptr(), input.size(0),
+                            input.size(1), eps, compute_stream(input.device()));
+}
+
+void layer_norm_backward_cuda(const Tensor& grad_input, const Tensor& grad_weight,
+                              const Tensor& grad_bias, const Tensor& grad_out, const Tensor& input,
+                              const Tensor& mean, const Tensor& rstd, const Tensor& weight) {
+  DeviceGuard g(input.device());
+  launch_layer_norm_backward(input.dtype(), mut_ptr_or_null(grad_input),
+                             mut_ptr_or_null(grad_weight), mut_ptr_or_null(grad_bias),
+                             grad_out.data_ptr(), input.data_ptr(), mean.data_ptr(),
+                             rstd.data_ptr(), ptr_or_null(weight), input.size(0), input.size(1),
+                             compute_stream(input.device()));
+}
+
+void batch_norm_forward_cuda(const Tensor& out, const Tensor& save_mean, const Tensor& save_invstd,
+                             const Tensor& input, const Tensor& weight, const Tensor& bias,
+                             const Tensor& running_mean, const Tensor& running_var, bool training,
+                             double momentum, double eps) {
+  SL_CHECK(training || (running_mean.defined() && running_var.defined()),
+           "batch_norm: evaluation needs running_mean and running_var");
+  DeviceGuard g(input.device());
+  launch_batch_norm_forward(input.dtype(), out.data_ptr(), save_mean.data_ptr(),
+                            save_invstd.data_ptr(), input.data_ptr(), ptr_or_null(weight),
+                            ptr_or_null(bias), mut_ptr_or_null(running_mean),
+                            mut_ptr_or_null(running_var), training, momentum, eps, input.size(0),
+                            input.size(1), input.size(2), compute_stream(input.device()));
+}
+
+void batch_norm_backward_cuda(const Tensor& grad_input, const Tensor& grad_weight,
+                              const Tensor& grad_bias, const Tensor& grad_out, const Tensor& input,
+                              const Tensor& weight, const Tensor& save_mean,
+                              const Tensor& save_invstd, bool training) {
+  DeviceGuard g(input.device());
+  launch_batch_norm_backward(input.dtype(), mut_ptr_or_null(grad_input),
+                             mut_ptr_or_null(grad_weight), mut_ptr_or_null(grad_bias),
+                             grad_out.data_ptr(), input.data_ptr(), ptr_or_null(weight),
+                             save_mean.data_ptr(), save_invstd.data_ptr(), training, input.size(0),
+                             input.size(1), input.size(2), compute_stream(input.device()));
+}
+
+void dropout_forward_cuda(const Tensor& out, const Tensor& mask, const Tensor& input, double p,
+                          double scale, uint64_t seed, uint64_t offset) {
+  DeviceGuard g(input.device());
+  launch_dropout_forward(input.dtype(), out.data_ptr(), static_cast<bool*>(mask.data_ptr()),
+                         input.data_ptr(), input.numel(), p, scale, seed, offset,
+                         compute_stream(input.device()));
+}
+
+void dropout_backward_cuda(const Tensor& grad_input, const Tensor& grad_out, const Tensor& mask,
+                           double scale) {
+  DeviceGuard g(grad_out.device());
+  launch_dropout_backward(grad_out.dtype(), grad_input.data_ptr(), grad_out.data_ptr(),
+                          static_cast<const bool*>(mask.data_ptr()), grad_out.numel(), scale,
+                          compute_stream(grad_out.device()));
+}
+
+SL_REGISTER_KERNEL(layer_norm_forward_kernel, DeviceKind::cuda, &layer_norm_forward_cuda);
+SL_REGISTER_KERNEL(layer_norm_backward_kernel, DeviceKind::cuda, &layer_norm_backward_cuda);
+SL_REGISTER_KERNEL(batch_norm_forward_kernel, DeviceKind::cuda, &batch_norm_forward_cuda);
+SL_REGISTER_KERNEL(batch_norm_backward_kernel, DeviceKind::cuda, &batch_norm_backward_cuda);
+SL_REGISTER_KERNEL(dropout_forward_kernel, DeviceKind::cuda, &dropout_forward_cuda);
+SL_REGISTER_KERNEL(dropout_backward_kernel, DeviceKind::cuda, &dropout_backward_cuda);
+
+}  // namespace
+}  // namespace sl::cuda

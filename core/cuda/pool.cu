@@ -1,0 +1,245 @@
+// CUDA kernels of the pool family, with the CPU kernels' window rules (core/cpu/pool.cpp): one
+// thread per output element forward; backward of the average pools gathers, for each input
+// element, the windows that contain it (a fixed order, so deterministic); max-pool backward
+// scatters through the saved indices with atomic adds.
+#include <cmath>
+
+#include "core/cuda/kernels_nn.h"
+#include "core/cuda/loops.cuh"
+
+namespace sl::cuda {
+namespace {
+
+template <class T>
+__global__ void max_pool_fwd_kernel(T* y, int64_t* ind, const T* x, int64_t P, int64_t H, int64_t W,
+                                    PoolGeom g) {
+  const int64_t total = P * g.out_h * g.out_w;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
+       t += step) {
+    const int64_t ow = t % g.out_w, oh = (t / g.out_w) % g.out_h, p = t / (g.out_w * g.out_h);
+    const T* xp = x + p * H * W;
+    const int64_t h0 = oh * g.stride_h - g.pad_h, w0 = ow * g.stride_w - g.pad_w;
+    T best = -INFINITY;
+    int64_t best_i = -1;
+    for (int64_t i = 0; i < g.kh; ++i) {
+      const int64_t h = h0 + i * g.dilation_h;
+      if (h < 0 || h >= H) continue;
+      for (int64_t j = 0; j < g.kw; ++j) {
+        const int64_t w = w0 + j * g.dilation_w;
+        if (w < 0 || w >= W) continue;
+        const T v = xp[h * W + w];
+        if (best_i < 0 || v > best || v != v) {
+          best = v;
+          best_i = h * W + w;
+        }
+      }
+    }
+    y[t] = best;
+    ind[t] = best_i;
+  }
+}
+
+template <class T>
+__global__ void max_pool_bwd_kernel(T* gi, const T* go, const int64_t* ind, int64_t P, int64_t HW,
+                                    int64_t HWo) {
+  const int64_t total = P * HWo;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
+       t += step) {
+    const int64_t i = ind[t];
+    if (i >= 0) atomicAdd(gi + (t / HWo) * HW + i, go[t]);
+  }
+}
+
+struct AvgWindow {
+  int64_t hs, he, ws, we, divisor;
+};
+
+__device__ __forceinline__ AvgWindow avg_window(int64_t oh, int64_t ow, int64_t H, int64_t W,
+                                                const PoolGeom& g) {
+  int64_t hs = oh * g.stride_h - g.pad_h, ws = ow * g.stride_w - g.pad_w;
+  int64_t he = min(hs + g.kh, H + g.pad_h), we = min(ws + g.kw, W + g.pad_w);
+  const int64_t pool_size = (he - hs) * (we - ws);
+  hs = max(hs, int64_t{0});
+  ws = max(ws, int64_t{0});
+  he = min(he, H);
+  we = min(we, W);
+  const int64_t div = g.divisor_override    ? g.divisor_override
+                      : g.count_include_pad ? pool_size
+                                            : (he - hs) * (we - ws);
+  return {hs, he, ws, we, div};
+}
+
+template <class T>
+__global__ void avg_pool_fwd_kernel(T* y, const T* x, int64_t P, int64_t H, int64_t W, PoolGeom g) {
+  const int64_t total = P * g.out_h * g.out_w;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
+       t += step) {
+    const int64_t ow = t % g.out_w, oh = (t / g.out_w) % g.out_h, p = t / (g.out_w * g.out_h);
+    const T* xp = x + p * H * W;
+    const AvgWindow a = avg_window(oh, ow, H, W, g);
+    T s = 0;
+    for (int64_t h = a.hs; h < a.he; ++h) {
+      for (int64_t w = a.ws; w < a.we; ++w) s += xp[h * W + w];
+    }
+    y[t] = a.divisor > 0 ? s / static_cast<T>(a.divisor) : T(0);
+  }
+}
+
+/// Output rows whose (dilation-free) windows may contain input row h: oh with
+/// oh * stride - pad <= h < oh * stride - pad + k.
+__device__ __forceinline__ void window_range(int64_t h, int64_t k, int64_t stride, int64_t pad,
+                                             int64_t out, int64_t& lo, int64_t& hi) {
+  // oh >= (h + pad - k + 1) / stride (rounded up), oh <= (h + pad) / stride
+  const int64_t num = h + pad - k + 1;
+  lo = num <= 0 ? 0 : (num + stride - 1) / stride;
+  hi = min((h + pad) / stride, out - 1);
+}
+
+template <class T>
+__global__ void avg_pool_bwd_kernel(T* gi, const T* go, int64_t P, int64_t H, int64_t W,
+                                    PoolGeom g) {
+  const int64_t total = P * H * W;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
+       t += step) {
+    const int64_t w = t % W, h = (t / W) % H, p = t / (W * H);
+    int64_t oh0, oh1, ow0, ow1;
+    window_range(h, g.kh, g.stride_h, g.pad_h, g.out_h, oh0, oh1);
+    window_range(w, g.kw, g.stride_w, g.pad_w, g.out_w, ow0, ow1);
+    T s = 0;
+    for (int64_t oh = oh0; oh <= oh1; ++oh) {
+      for (int64_t ow = ow0; ow <= ow1; ++ow) {
+        const AvgWindow a = avg_window(oh, ow, H, W, g);
+        if (a.divisor <= 0 || h < a.hs || h >= a.he || w < a.ws || w >= a.we) continue;
+        s += go[(p * g.out_h + oh) * g.out_w + ow] / static_cast<T>(a.divisor);
+      }
+    }
+    gi[t] = s;
+  }
+}
+
+__device__ __forceinline__ int64_t adaptive_start(int64_t o, int64_t in, int64_t out) {
+  return (o * in) / out;
+}
+__device__ __forceinline__ int64_t adaptive_end(int64_t o, int64_t in, int64_t out) {
+  return ((o + 1) * in + out - 1) / out;
+}
+
+template <class T>
+__global__ void adaptive_fwd_kernel(T* y, const T* x, int64_t P, int64_t H, int64_t W, int64_t Ho,
+                                    int64_t Wo) {
+  const int64_t total = P * Ho * Wo;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
+       t += step) {
+    const int64_t ow = t % Wo, oh = (t / Wo) % Ho, p = t / (Wo * Ho);
+    const int64_t hs = adaptive_start(oh, H, Ho), he = adaptive_end(oh, H, Ho);
+    const int64_t ws = adaptive_start(ow, W, Wo), we = adaptive_end(ow, W, Wo);
+    const T* xp = x + p * H * W;
+    T s = 0;
+    for (int64_t h = hs; h < he; ++h) {
+      for (int64_t w = ws; w < we; ++w) s += xp[h * W + w];
+    }
+    y[t] = s / static_cast<T>((he - hs) * (we - ws));
+  }
+}
+
+template <class T>
+__global__ void adaptive_bwd_kernel(T* gi, const T* go, int64_t P, int64_t H, int64_t W, int64_t Ho,
+                                    int64_t Wo) {
+  const int64_t total = P * H * W;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
+       t += step) {
+    const int64_t w = t % W, h = (t / W) % H, p = t / (W * H);
+    T s = 0;
+    // output rows oh whose window [start, end) contains h: scan the few candidates
+    for (int64_t oh = (h * Ho) / H; oh < Ho && adaptive_start(oh, H, Ho) <= h; ++oh) {
+      const int64_t hs = adaptive_start(oh, H, Ho), he = adaptive_end(oh, H, Ho);
+      if (h < hs || h >= he) continue;
+      for (int64_t ow = (w * Wo) / W; ow < Wo && adaptive_start(ow, W, Wo) <= w; ++ow) {
+        const int64_t ws = adaptive_start(ow, W, Wo), we = adaptive_end(ow, W, Wo);
+        if (w < ws || w >= we) continue;
+        s += go[(p * Ho + oh) * Wo + ow] / static_cast<T>((he - hs) * (we - ws));
+      }
+    }
+    gi[t] = s;
+  }
+}
+
+template <class F>
+void float_or_double(DType dt, const char* op, F&& f) {
+  if (dt == DType::f32) return f(float{});
+  if (dt == DType::f64) return f(double{});
+  ::sl::detail::throw_error<DTypeError>(op, ": unsupported dtype ", dtype_name(dt));
+}
+
+}  // namespace
+
+void launch_max_pool2d_forward(DType dt, void* out, int64_t* indices, const void* x, int64_t P,
+                               int64_t H, int64_t W, const PoolGeom& g, cudaStream_t s) {
+  float_or_double(dt, "max_pool2d", [&](auto z) {
+    using T = decltype(z);
+    max_pool_fwd_kernel<T><<<grid_for(P * g.out_h * g.out_w), kBlockThreads, 0, s>>>(
+        static_cast<T*>(out), indices, static_cast<const T*>(x), P, H, W, g);
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+void launch_max_pool2d_backward(DType dt, void* grad_in, const void* grad_out,
+                                const int64_t* indices, int64_t P, int64_t HW, int64_t HWo,
+                                cudaStream_t s) {
+  float_or_double(dt, "max_pool2d_backward", [&](auto z) {
+    using T = decltype(z);
+    CUDA_CHECK(cudaMemsetAsync(grad_in, 0, static_cast<size_t>(P * HW) * sizeof(T), s));
+    max_pool_bwd_kernel<T><<<grid_for(P * HWo), kBlockThreads, 0, s>>>(
+        static_cast<T*>(grad_in), static_cast<const T*>(grad_out), indices, P, HW, HWo);
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+void launch_avg_pool2d_forward(DType dt, void* out, const void* x, int64_t P, int64_t H, int64_t W,
+                               const PoolGeom& g, cudaStream_t s) {
+  float_or_double(dt, "avg_pool2d", [&](auto z) {
+    using T = decltype(z);
+    avg_pool_fwd_kernel<T><<<grid_for(P * g.out_h * g.out_w), kBlockThreads, 0, s>>>(
+        static_cast<T*>(out), static_cast<const T*>(x), P, H, W, g);
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+void launch_avg_pool2d_backward(DType dt, void* grad_in, const void* grad_out, int64_t P, int64_t H,
+                                int64_t W, const PoolGeom& g, cudaStream_t s) {
+  float_or_double(dt, "avg_pool2d_backward", [&](auto z) {
+    using T = decltype(z);
+    avg_pool_bwd_kernel<T><<<grid_for(P * H * W), kBlockThreads, 0, s>>>(
+        static_cast<T*>(grad_in), static_cast<const T*>(grad_out), P, H, W, g);
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+void launch_adaptive_avg_pool2d_forward(DType dt, void* out, const void* x, int64_t P, int64_t H,
+                                        int64_t W, int64_t Ho, int64_t Wo, cudaStream_t s) {
+  float_or_double(dt, "adaptive_avg_pool2d", [&](auto z) {
+    using T = decltype(z);
+    adaptive_fwd_kernel<T><<<grid_for(P * Ho * Wo), kBlockThreads, 0, s>>>(
+        static_cast<T*>(out), static_cast<const T*>(x), P, H, W, Ho, Wo);
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+void launch_adaptive_avg_pool2d_backward(DType dt, void* grad_in, const void* grad_out, int64_t P,
+                                         int64_t H, int64_t W, int64_t Ho, int64_t Wo,
+                                         cudaStream_t s) {
+  float_or_double(dt, "adaptive_avg_pool2d_backward", [&](auto z) {
+    using T = decltype(z);
+    adaptive_bwd_kernel<T><<<grid_for(P * H * W), kBlockThreads, 0, s>>>(
+        static_cast<T*>(grad_in), static_cast<const T*>(grad_out), P, H, W, Ho, Wo);
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+}  // namespace sl::cuda

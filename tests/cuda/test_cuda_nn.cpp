@@ -1,0 +1,207 @@
+// Parity of the nn-facing CUDA families with the CPU, forward and backward through autograd:
+// layer norm, batch norm, dropout, conv, pooling, attention softmax, LSTM / GRU. float64 runs
+// show the kernels compute the same functions (tolerances at double rounding); float32 runs
+// use tolerances a few hundred float ulps wide (reductions and products accumulate in different
+// orders).
+#include "cuda_testing.h"
+
+using namespace sl;
+using sl::testing::check_gpu_parity;
+using sl::testing::kGPU;
+
+namespace {
+/// (rtol, atol) per dtype for the nn parity cases (see the file comment).
+std::pair<double, double> tol(DType dt) {
+  return dt == DType::f64 ? std::pair{1e-10, 1e-10} : std::pair{2e-4, 2e-4};
+}
+Tensor rnd(const Shape& s, DType dt, bool grad = true) {
+  Tensor t = randn(s, {.dtype = dt});
+  if (grad) t.requires_grad_();
+  return t;
+}
+}  // namespace
+
+TEST_CASE("cuda parity: layer_norm forward and backward") {
+  SL_REQUIRE_CUDA("layer_norm parity");
+  manual_seed(11);
+  for (DType dt : {DType::f64, DType::f32}) {
+    CAPTURE(dt);
+    auto [rt, at] = tol(dt);
+    // D <= 1024 (a warp per row) and D > 1024 (a block per row); with and without affine
+    check_gpu_parity([](const TensorList& t) { return layer_norm(t[0], {37}, t[1], t[2]); },
+                     {rnd({6, 5, 37}, dt), rnd({37}, dt), rnd({37}, dt)}, rt, at);
+    check_gpu_parity(
+        [](const TensorList& t) {
+          return layer_norm(t[0], {2, 700}, t[1]);
+        },
+        {rnd({3, 2, 700}, dt), rnd({2, 700}, dt)}, rt, at);
+    check_gpu_parity([](const TensorList& t) { return layer_norm(t[0], {16}); },
+                     {rnd({300, 16}, dt)}, rt, at);
+  }
+  // 16-bit inputs are computed in float32 by the ops layer on both devices
+  check_gpu_parity([](const TensorList& t) { return layer_norm(t[0].to(DType::bf16), {64}); },
+                   {rnd({8, 64}, DType::f32)}, 1e-2, 1e-2);
+}
+
+TEST_CASE("cuda parity: batch_norm training, running statistics, evaluation") {
+  SL_REQUIRE_CUDA("batch_norm parity");
+  manual_seed(12);
+  for (DType dt : {DType::f64, DType::f32}) {
+    CAPTURE(dt);
+    auto [rt, at] = tol(dt);
+    Tensor rm = randn({5}, {.dtype = dt}), rv = rand({5}, {.dtype = dt}) + 0.5;
+    Tensor grm = rm.to(kGPU), grv = rv.to(kGPU);
+    Tensor crm = rm.clone(), crv = rv.clone();
+    check_gpu_parity(
+        [&](const TensorList& t) {
+          bool gpu = t[0].is_cuda();
+          return batch_norm(t[0], gpu ? grm : crm, gpu ? grv : crv, t[1], t[2], true, 0.1, 1e-5);
+        },
+        {rnd({8, 5, 7, 3}, dt), rnd({5}, dt), rnd({5}, dt)}, rt, at);
+    SL_CHECK_CLOSE(grm.cpu(), crm, rt, at);
+    SL_CHECK_CLOSE(grv.cpu(), crv, rt, at);
+    check_gpu_parity(
+        [&](const TensorList& t) {
+          bool gpu = t[0].is_cuda();
+          return batch_norm(t[0], gpu ? grm : crm, gpu ? grv : crv, t[1], Tensor(), false);
+        },
+        {rnd({4, 5, 6}, dt), rnd({5}, dt)}, rt, at);
+    // many channels, long batch: several chunks per channel
+    check_gpu_parity(
+        [](const TensorList& t) {
+          return batch_norm(t[0], Tensor(), Tensor(), Tensor(), Tensor(), true);
+        },
+        {rnd({300, 3, 40}, dt)}, rt, at);
+  }
+}
+
+TEST_CASE("cuda parity: dropout keeps the same elements as the CPU") {
+  SL_REQUIRE_CUDA("dropout parity");
+  for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
+    CAPTURE(dt);
+    Tensor x = randn({37, 11}).to(dt);
+    Generator gc(77), gg(77);
+    Tensor yc = dropout(x, 0.3, true, &gc);
+    Tensor yg = dropout(x.to(kGPU), 0.3, true, &gg);
+    SL_CHECK_CLOSE(yg.cpu(), yc, 0, 0);
+  }
+  check_gpu_parity(
+      [](const TensorList& t) {
+        return dropout_seeded(t[0], 0.25, {5, 0});
+      },
+      {rnd({64, 9}, DType::f32)}, 0, 0);
+}
+
+TEST_CASE("cuda parity: conv2d / conv1d through cuDNN") {
+  SL_REQUIRE_CUDA("conv parity");
+  if (!conv2d_forward_kernel.has(DeviceKind::cuda)) {
+    sl::testing::report_skip("CUDA test: conv parity", "built without cuDNN");
+    return;
+  }
+  manual_seed(13);
+  for (DType dt : {DType::f64, DType::f32}) {
+    CAPTURE(dt);
+    auto [rt, at] = tol(dt);
+    check_gpu_parity([](const TensorList& t) { return conv2d(t[0], t[1], t[2], 2, 1); },
+                     {rnd({2, 3, 11, 9}, dt), rnd({4, 3, 3, 3}, dt), rnd({4}, dt)}, rt, at);
+    check_gpu_parity(
+        [](const TensorList& t) {
+          return conv2d(t[0], t[1], Tensor(), 1, {2, 1}, {2, 1}, 2);
+        },
+        {rnd({2, 4, 8, 8}, dt), rnd({6, 2, 3, 3}, dt)}, rt, at);
+    // "same" with an even kernel: asymmetric padding through an explicitly padded input
+    check_gpu_parity([](const TensorList& t) { return conv1d(t[0], t[1], t[2], 1, "same"); },
+                     {rnd({3, 5, 17}, dt), rnd({7, 5, 4}, dt), rnd({7}, dt)}, rt, at);
+  }
+}
+
+TEST_CASE("cuda parity: max, average and adaptive pooling") {
+  SL_REQUIRE_CUDA("pool parity");
+  manual_seed(14);
+  for (DType dt : {DType::f64, DType::f32}) {
+    CAPTURE(dt);
+    auto [rt, at] = tol(dt);
+    check_gpu_parity([](const TensorList& t) { return max_pool2d(t[0], 3, 2, 1); },
+                     {rnd({2, 3, 11, 10}, dt)}, rt, at);
+    check_gpu_parity(
+        [](const TensorList& t) {
+          return max_pool2d(t[0], {2, 3}, {2, 1}, 0, 2, true);
+        },
+        {rnd({1, 2, 9, 9}, dt)}, rt, at);
+    check_gpu_parity([](const TensorList& t) { return avg_pool2d(t[0], 3, 2, 1, true, false); },
+                     {rnd({2, 3, 10, 7}, dt)}, rt, at);
+    check_gpu_parity([](const TensorList& t) { return avg_pool2d(t[0], 2, {}, 0, false, true, 3); },
+                     {rnd({2, 2, 6, 8}, dt)}, rt, at);
+    check_gpu_parity(
+        [](const TensorList& t) {
+          return adaptive_avg_pool2d(t[0], {3, 5});
+        },
+        {rnd({2, 3, 7, 11}, dt)}, rt, at);
+  }
+}
+
+TEST_CASE("cuda parity: attention softmax with masks, and scaled dot-product attention") {
+  SL_REQUIRE_CUDA("attention parity");
+  manual_seed(15);
+  for (DType dt : {DType::f64, DType::f32}) {
+    CAPTURE(dt);
+    auto [rt, at] = tol(dt);
+    Tensor bool_mask = rand({5, 7}).gt(0.3);
+    bool_mask.select(0, 2).fill_(false);  // a fully masked row: NaN on both devices
+    check_gpu_parity(
+        [&](const TensorList& t) {
+          return attention_softmax(t[0], bool_mask.to(t[0].device()), false, 0.5);
+        },
+        {randn({2, 3, 5, 7}, {.dtype = dt})}, rt, at);
+    Tensor add_mask = randn({1, 1, 6, 1300}, {.dtype = dt});  // S > 1024: a block per row
+    check_gpu_parity(
+        [&](const TensorList& t) { return attention_softmax(t[0], add_mask.to(t[0].device())); },
+        {rnd({2, 2, 6, 1300}, dt)}, rt, at);
+    check_gpu_parity(
+        [](const TensorList& t) { return attention_softmax(t[0], Tensor(), true, 0.3); },
+        {rnd({3, 9, 12}, dt)}, rt, at);
+    check_gpu_parity(
+        [](const TensorList& t) {
+          return scaled_dot_product_attention(t[0], t[1], t[2], Tensor(), 0.0, true);
+        },
+        {rnd({2, 4, 10, 16}, dt), rnd({2, 4, 10, 16}, dt), rnd({2, 4, 10, 8}, dt)}, rt, at);
+  }
+}
+
+TEST_CASE("cuda parity: LSTM and GRU with lengths, two layers, bidirectional") {
+  SL_REQUIRE_CUDA("rnn parity");
+  manual_seed(16);
+  for (DType dt : {DType::f64, DType::f32}) {
+    CAPTURE(dt);
+    auto [rt, at] = tol(dt);
+    const int64_t T = 6, N = 3, I = 5, H = 4;
+    Tensor lengths = from_vector<int64_t>({6, 2, 4});
+    for (bool is_lstm : {true, false}) {
+      CAPTURE(is_lstm);
+      const int64_t G = is_lstm ? 4 * H : 3 * H;
+      TensorList in = {rnd({T, N, I}, dt)};
+      for (int64_t layer = 0; layer < 2; ++layer) {
+        for (int d = 0; d < 2; ++d) {
+          const int64_t in_size = layer == 0 ? I : 2 * H;
+          in.push_back(rnd({G, in_size}, dt));
+          in.push_back(rnd({G, H}, dt));
+          in.push_back(rnd({G}, dt));
+          in.push_back(rnd({G}, dt));
+        }
+      }
+      check_gpu_parity(
+          [&](const TensorList& t) {
+            TensorList params(t.begin() + 1, t.end());
+            Tensor len = lengths.to(t[0].device());
+            if (is_lstm) {
+              auto [out, hn, cn] =
+                  lstm(t[0], Tensor(), Tensor(), params, true, 2, 0.0, true, true, false, len);
+              return out.sum() + hn.square().sum() + cn.sum();
+            }
+            auto [out, hn] = gru(t[0], Tensor(), params, true, 2, 0.0, true, true, false, len);
+            return out.sum() + hn.square().sum();
+          },
+          in, rt, at);
+    }
+  }
+}
