@@ -1,0 +1,39 @@
+// The interface between the CUDA glue and the kernels of the optim-fused family (optim.cu):
+// pointers, lengths and scalars only (Note [CUDA glue and kernels]).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace sl::cuda {
+
+/// The scalars of one SGD step (SgdHyper, core/ops/optim.h).
+struct SgdArgs {
+  double lr, momentum, dampening, weight_decay;
+  bool nesterov, maximize, init_momentum;
+};
+/// The scalars of one Adam / AdamW step (AdamHyper and AdamStepScalars).
+struct AdamArgs {
+  double beta1, beta2, eps, weight_decay;
+  bool amsgrad, maximize, decoupled_weight_decay;
+  double step_size, bias_correction2_sqrt, decay;
+};
+
+/// Note [Optimizer kernels over flat spans]: n elements; param / state of dtype pt, grad of gt
+/// (gt == pt, or f16 / bf16 with pt f32); momentum / max_exp_avg_sq may be null when unused.
+void launch_sgd_step(DType pt, DType gt, void* param, const void* grad, void* momentum, int64_t n,
+                     const SgdArgs& a, cudaStream_t s);
+void launch_adam_step(DType pt, DType gt, void* param, const void* grad, void* exp_avg,
+                      void* exp_avg_sq, void* max_exp_avg_sq, int64_t n, const AdamArgs& a,
+                      cudaStream_t s);
+/// grad *= inv_scale; *found_inf = 1 when grad held an inf or NaN (never cleared).
+void launch_unscale_check(DType dt, void* grad, float* found_inf, int64_t n, double inv_scale,
+                          cudaStream_t s);
+/// Sum of |x|^p (max |x| for p = inf; NaN if any element is NaN) in double, written to *out (a
+/// device double).
+void launch_norm_partial(DType dt, const void* x, int64_t n, double p, double* out, cudaStream_t s);
+
+}  // namespace sl::cuda
