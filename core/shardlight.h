@@ -66,3 +66,6 @@
 #include "optim/lr_scheduler.h"
 #include "optim/optimizer.h"
 #include "optim/sgd.h"
+
+#include "core/amp.h"
+#include "core/cuda/cuda_api.h"
