@@ -69,6 +69,19 @@ struct ConvDescs {
 
   ConvDescs(const Shape& xs, const Shape& ws, const Shape& ys, DType dtype, const Conv2dGeometry& g,
             int64_t pad_h, int64_t pad_w) {
+    try {
+      init(xs, ws, ys, dtype, g, pad_h, pad_w);
+    } catch (...) {
+      release();  // a failed call leaves no descriptor behind
+      throw;
+    }
+  }
+  ~ConvDescs() { release(); }
+  ConvDescs(const ConvDescs&) = delete;
+  ConvDescs& operator=(const ConvDescs&) = delete;
+
+  void init(const Shape& xs, const Shape& ws, const Shape& ys, DType dtype, const Conv2dGeometry& g,
+            int64_t pad_h, int64_t pad_w) {
     dt = cudnn_dtype(dtype);
     fp32_no_tf32 = dtype == DType::f32 && !allow_tf32();
     CUDNN_CHECK(cudnnCreateTensorDescriptor(&x));
@@ -91,14 +104,17 @@ struct ConvDescs {
     CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv, to_int(g.groups, "groups")));
     set_math(CUDNN_DEFAULT_MATH);
   }
-  ~ConvDescs() {
+  /// Destroys the descriptors (their destroy calls cannot fail for valid descriptors; a status
+  /// is not checked here because this also runs while an exception propagates).
+  void release() {
     if (x) cudnnDestroyTensorDescriptor(x);
     if (y) cudnnDestroyTensorDescriptor(y);
     if (w) cudnnDestroyFilterDescriptor(w);
     if (conv) cudnnDestroyConvolutionDescriptor(conv);
+    x = y = nullptr;
+    w = nullptr;
+    conv = nullptr;
   }
-  ConvDescs(const ConvDescs&) = delete;
-  ConvDescs& operator=(const ConvDescs&) = delete;
 
   /// The math type for a chosen algorithm: FMA only for float32 without TF32.
   void set_math(cudnnMathType_t algo_math) {
