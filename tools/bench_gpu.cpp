@@ -1,0 +1,209 @@
+// GPU benchmark: Shardlight's CUDA kernels next to the reference each should approach, in one
+// run, as markdown tables on stdout.
+//   - matmul TFLOP/s against cuBLAS called directly on the same buffers (same compute type);
+//   - memory-bound ops (elementwise, reductions, LayerNorm and softmax when their CUDA kernels
+//     exist) in GB/s against a device-to-device copy of the same bytes;
+//   - one training step of a small transformer encoder and a small ResNet (bench_gpu_train.cpp;
+//     PyTorch's steps come from tools/bench_gpu_torch.py in the same gpu_check run).
+// Usage: bench_gpu [--quick]   (--quick: smaller sizes and fewer iterations)
+// Exits 77 (the "skipped" code of test harnesses) when no GPU is visible.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <shardlight/shardlight.h>
+
+#include "core/cuda/cuda_api.h"
+#include "core/cuda/runtime.h"
+#include "core/ops/copy.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/matmul.h"
+#include "core/ops/norm.h"
+#include "core/ops/reduce.h"
+
+using namespace sl;
+
+namespace sl::bench {
+
+int g_warmup = 3, g_iters = 20;
+
+/// Mean milliseconds per call of f over g_iters calls after g_warmup, timed with CUDA events
+/// on the compute stream (host overhead included when it is larger than the GPU time).
+double time_ms(const std::function<void()>& f) {
+  for (int i = 0; i < g_warmup; ++i) f();
+  cuda::synchronize(0);
+  cuda::Event start, end;
+  start.record(cuda::compute_stream(0));
+  for (int i = 0; i < g_iters; ++i) f();
+  end.record(cuda::compute_stream(0));
+  end.synchronize();
+  return static_cast<double>(start.elapsed_ms(end)) / g_iters;
+}
+
+void bench_training(bool quick);  // bench_gpu_train.cpp
+
+}  // namespace sl::bench
+
+using sl::bench::time_ms;
+
+namespace {
+
+const Device kGPU{DeviceKind::cuda, 0};
+
+void row(const std::string& what, const std::string& dtype, const std::string& shape, double ours,
+         double ref, const char* unit, const std::string& ref_name) {
+  std::printf("| %s | %s | %s | %.1f %s | %.1f %s (%s) | %.0f%% |\n", what.c_str(), dtype.c_str(),
+              shape.c_str(), ours, unit, ref, unit, ref_name.c_str(), 100.0 * ours / ref);
+  std::fflush(stdout);
+}
+
+// ---- matmul ------------------------------------------------------------------------------
+
+struct GemmCase {
+  int64_t M, K, N;
+};
+
+/// out = a @ b through cuBLAS directly (row-major trick as in core/cuda/matmul.cpp).
+void cublas_mm(const Tensor& a, const Tensor& b, const Tensor& out, bool tf32) {
+  const int M = static_cast<int>(a.size(0)), K = static_cast<int>(a.size(1)),
+            N = static_cast<int>(b.size(1));
+  cudaDataType_t t = CUDA_R_32F;
+  cublasComputeType_t ct = CUBLAS_COMPUTE_32F;
+  if (a.dtype() == DType::f16) t = CUDA_R_16F;
+  if (a.dtype() == DType::bf16) t = CUDA_R_16BF;
+  if (tf32) ct = CUBLAS_COMPUTE_32F_FAST_TF32;
+  const float one = 1.0f, zero = 0.0f;
+  CUBLAS_CHECK(cublasGemmEx(cuda::cublas_handle(0), CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one,
+                            b.data_ptr(), t, N, a.data_ptr(), t, K, &zero, out.data_ptr(), t, N, ct,
+                            CUBLAS_GEMM_DEFAULT));
+}
+
+void bench_matmul(bool quick) {
+  std::printf("\n### matmul (TFLOP/s; reference: cuBLAS cublasGemmEx on the same buffers)\n\n");
+  std::printf(
+      "| op | dtype | M x K x N | Shardlight | reference | ratio |\n|---|---|---|---|---|---|\n");
+  std::vector<GemmCase> cases = {
+      {4096, 4096, 4096}, {8192, 768, 3072}, {8192, 3072, 768}, {16384, 256, 256}};
+  if (quick) cases = {{1024, 1024, 1024}, {2048, 768, 3072}};
+  struct Mode {
+    DType dt;
+    bool tf32;
+    const char* name;
+  };
+  for (Mode m : {Mode{DType::f32, false, "float32"}, Mode{DType::f32, true, "float32 (TF32)"},
+                 Mode{DType::f16, false, "float16"}, Mode{DType::bf16, false, "bfloat16"}}) {
+    for (const GemmCase& c : cases) {
+      Tensor a = randn({c.M, c.K}, {.dtype = m.dt, .device = kGPU});
+      Tensor b = randn({c.K, c.N}, {.dtype = m.dt, .device = kGPU});
+      Tensor out = empty({c.M, c.N}, {.dtype = m.dt, .device = kGPU});
+      cuda::set_allow_tf32(m.tf32);
+      double ours = time_ms([&] { (void)ops::mm(a, b); });
+      double ref = time_ms([&] { cublas_mm(a, b, out, m.tf32); });
+      cuda::set_allow_tf32(false);
+      double flops = 2.0 * static_cast<double>(c.M) * c.K * c.N;
+      char shape[64];
+      std::snprintf(shape, sizeof shape, "%lld x %lld x %lld", static_cast<long long>(c.M),
+                    static_cast<long long>(c.K), static_cast<long long>(c.N));
+      row("mm", m.name, shape, flops / ours / 1e9, flops / ref / 1e9, "TFLOP/s", "cuBLAS");
+    }
+  }
+}
+
+// ---- memory-bound ops ----------------------------------------------------------------------
+
+void bench_bandwidth(bool quick) {
+  std::printf(
+      "\n### memory-bound ops (GB/s of bytes read + written; reference: "
+      "cudaMemcpyAsync device-to-device of the same bytes)\n\n");
+  std::printf(
+      "| op | dtype | shape | Shardlight | reference | ratio |\n|---|---|---|---|---|---|\n");
+  const int64_t n = quick ? (int64_t{1} << 22) : (int64_t{1} << 26);
+  const int64_t D = 1024;
+  for (DType dt : {DType::f32, DType::bf16}) {
+    const double es = static_cast<double>(dtype_size(dt));
+    Tensor x = randn({n / D, D}, {.dtype = dt, .device = kGPU});
+    Tensor y = randn({n / D, D}, {.dtype = dt, .device = kGPU});
+    Tensor w = randn({D}, {.dtype = dt, .device = kGPU});
+    Tensor scratch = empty({n / D, D}, {.dtype = dt, .device = kGPU});
+    // the reference: a plain copy moving `bytes` in total (half read, half written)
+    auto copy_gbs = [&](double bytes) {
+      size_t half = static_cast<size_t>(bytes / 2);
+      Tensor src = empty({static_cast<int64_t>(half)}, {.dtype = DType::b8, .device = kGPU});
+      Tensor dst = empty({static_cast<int64_t>(half)}, {.dtype = DType::b8, .device = kGPU});
+      double ms = time_ms([&] {
+        CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), half, cudaMemcpyDeviceToDevice,
+                                   cuda::compute_stream(0)));
+      });
+      return bytes / ms / 1e6;
+    };
+    const std::string dts = dtype_name(dt);
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "[%lld, %lld]", static_cast<long long>(n / D),
+                  static_cast<long long>(D));
+    struct Op {
+      const char* name;
+      double bytes;  // per call
+      std::function<void()> run;
+    };
+    const double N = static_cast<double>(n);
+    std::vector<Op> ops_list = {
+        {"copy_ (Tensor)", 2 * N * es, [&] { ops::copy_(scratch, x); }},
+        {"add", 3 * N * es, [&] { (void)ops::binary(BinaryOp::add, x, y); }},
+        {"mul by scalar", 2 * N * es, [&] { (void)ops::binary(BinaryOp::mul, x, Scalar(1.5)); }},
+        {"add row bias (broadcast)", 2 * N * es, [&] { (void)ops::binary(BinaryOp::add, x, w); }},
+        {"gelu", 2 * N * es, [&] { (void)ops::unary(UnaryOp::gelu, x); }},
+        {"gelu_backward", 3 * N * es, [&] { (void)ops::binary(BinaryOp::gelu_backward, x, y); }},
+        {"sum (all)", N * es, [&] { (void)ops::reduce(ReduceOp::sum, x, {}, false); }},
+        {"sum (last dim)", N * es, [&] { (void)ops::reduce(ReduceOp::sum, x, {1}, false); }},
+        {"sum (first dim)", N * es, [&] { (void)ops::reduce(ReduceOp::sum, x, {0}, false); }},
+        {"max (last dim)", N * es, [&] { (void)ops::reduce(ReduceOp::max, x, {1}, false); }},
+    };
+    if (layer_norm_forward_kernel.has(DeviceKind::cuda)) {
+      ops_list.push_back({"layer_norm forward", 2 * N * es,
+                          [&] { (void)ops::layer_norm_forward(x, {D}, w, w, 1e-5); }});
+    }
+    for (Op& op : ops_list) {
+      double ms = time_ms(op.run);
+      row(op.name, dts, shape, op.bytes / ms / 1e6, copy_gbs(op.bytes), "GB/s", "D2D copy");
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  if (!cuda::is_available()) {
+    std::printf("bench_gpu: no GPU visible; skipped\n");
+    return 77;
+  }
+  if (quick) {
+    sl::bench::g_warmup = 1;
+    sl::bench::g_iters = 3;
+  }
+  const cudaDeviceProp& p = cuda::device_props(0);
+  std::printf(
+      "## Shardlight GPU benchmark\n\nGPU: %s (compute capability %d.%d, %d SMs, %.0f GiB)\n",
+      p.name, p.major, p.minor, p.multiProcessorCount,
+      static_cast<double>(p.totalGlobalMem) / (1 << 30));
+  try {
+    bench_matmul(quick);
+    bench_bandwidth(quick);
+    sl::bench::bench_training(quick);
+  } catch (const std::exception& e) {
+    std::printf("\nbench_gpu: failed: %s\n", e.what());
+    return 1;
+  }
+  MemoryStats s = memory_stats(kGPU);
+  std::printf(
+      "\nGPU memory: peak %.2f GiB held by tensors, %.2f GiB reserved by the caching "
+      "allocator\n",
+      static_cast<double>(s.peak_bytes) / (1 << 30),
+      static_cast<double>(s.reserved_bytes) / (1 << 30));
+  return 0;
+}

@@ -1,0 +1,186 @@
+// GPU benchmark, part 2: one training step (forward + backward + optimizer) of a small
+// transformer encoder and of a ResNet-18-layout CNN, written with Shardlight's differentiable
+// ops, with the shapes, layer order and optimizers of tools/bench_gpu_torch.py so the two
+// timings compare like for like:
+//   - encoder: 4 post-norm layers (PyTorch's nn.TransformerEncoderLayer default), d_model 256,
+//     4 heads, FFN 1024 with GELU, no dropout, a 1000-way linear head, cross-entropy, AdamW;
+//   - ResNet: 3x3 stem, 4 stages of 2 BasicBlocks (64..512 channels, 1x1 downsampling), batch
+//     norm in training mode, global average pool, a 10-way head, cross-entropy, SGD momentum 0.9.
+// Cross-entropy is logsumexp(logits) - <logits, one_hot(target)>, averaged (the same value as
+// torch's cross_entropy; the one-hot matrix is built once, outside the timed step).
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <shardlight/shardlight.h>
+
+#include "core/cuda/cuda_api.h"
+#include "core/cuda/runtime.h"
+
+namespace sl::bench {
+
+double time_ms(const std::function<void()>& f);  // bench_gpu.cpp
+
+namespace {
+
+const Device kGPU{DeviceKind::cuda, 0};
+
+/// A parameter initialised like PyTorch's Linear / Conv (uniform +-1/sqrt(fan_in)).
+Tensor param(const Shape& s, int64_t fan_in, TensorList& all) {
+  const double b = 1.0 / std::sqrt(static_cast<double>(fan_in));
+  Tensor t = (rand(s, {.device = kGPU}) * (2 * b) - b).detach().requires_grad_();
+  all.push_back(t);
+  return t;
+}
+Tensor constant(const Shape& s, double v, TensorList& all) {
+  Tensor t = full(s, v, {.device = kGPU}).requires_grad_();
+  all.push_back(t);
+  return t;
+}
+
+Tensor one_hot_matrix(const Tensor& targets_cpu, int64_t classes) {
+  std::vector<int64_t> t = targets_cpu.to_vector<int64_t>();
+  Tensor m = zeros({static_cast<int64_t>(t.size()), classes});
+  float* p = m.data_ptr<float>();
+  for (size_t i = 0; i < t.size(); ++i) p[i * static_cast<size_t>(classes) + t[i]] = 1.0f;
+  return m.to(kGPU);
+}
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& one_hot) {
+  return (logsumexp(logits, {1}) - (logits * one_hot).sum({1})).mean();
+}
+
+// ---- transformer encoder ------------------------------------------------------------------
+
+struct EncoderLayer {
+  Tensor w_qkv, b_qkv, w_o, b_o, g1, be1, w1, b1, w2, b2, g2, be2;
+  EncoderLayer(int64_t d, int64_t ff, TensorList& all)
+      : w_qkv(param({3 * d, d}, d, all)),
+        b_qkv(param({3 * d}, d, all)),
+        w_o(param({d, d}, d, all)),
+        b_o(param({d}, d, all)),
+        g1(constant({d}, 1.0, all)),
+        be1(constant({d}, 0.0, all)),
+        w1(param({ff, d}, d, all)),
+        b1(param({ff}, d, all)),
+        w2(param({d, ff}, ff, all)),
+        b2(param({d}, ff, all)),
+        g2(constant({d}, 1.0, all)),
+        be2(constant({d}, 0.0, all)) {}
+
+  Tensor forward(const Tensor& x, int64_t heads) const {
+    const int64_t B = x.size(0), S = x.size(1), D = x.size(2), Dh = D / heads;
+    Tensor qkv = linear(x, w_qkv, b_qkv).reshape({B, S, 3, heads, Dh});
+    Tensor q = qkv.select(2, 0).transpose(1, 2);
+    Tensor k = qkv.select(2, 1).transpose(1, 2);
+    Tensor v = qkv.select(2, 2).transpose(1, 2);
+    Tensor a = scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape({B, S, D});
+    Tensor h = layer_norm(x + linear(a, w_o, b_o), {D}, g1, be1);
+    Tensor f = linear(gelu(linear(h, w1, b1)), w2, b2);
+    return layer_norm(h + f, {D}, g2, be2);
+  }
+};
+
+void bench_encoder(bool quick) {
+  const int64_t B = quick ? 8 : 32, S = quick ? 64 : 128, D = 256, H = 4, FF = 1024, C = 1000;
+  TensorList params;
+  std::vector<EncoderLayer> layers;
+  for (int i = 0; i < 4; ++i) layers.emplace_back(D, FF, params);
+  Tensor w_head = param({C, D}, D, params), b_head = param({C}, D, params);
+  optim::AdamW opt(params, {.lr = 1e-4});
+  Tensor x = randn({B, S, D}, {.device = kGPU});
+  Tensor oh = one_hot_matrix(randint(0, C, {B * S}, {.dtype = DType::i64}), C);
+  auto step = [&] {
+    opt.zero_grad();
+    Tensor h = x;
+    for (const EncoderLayer& l : layers) h = l.forward(h, H);
+    Tensor logits = linear(h, w_head, b_head).reshape({B * S, C});
+    cross_entropy(logits, oh).backward();
+    opt.step();
+  };
+  std::printf("| transformer encoder (4 x 256, seq %lld) | %lld | float32 | %.2f ms |\n",
+              static_cast<long long>(S), static_cast<long long>(B), time_ms(step));
+}
+
+// ---- ResNet-18 layout ---------------------------------------------------------------------
+
+struct ConvBn {
+  Tensor w, gamma, beta, rm, rv;
+  int64_t stride, pad;
+  ConvBn(int64_t cin, int64_t cout, int64_t k, int64_t s, TensorList& all)
+      : w(param({cout, cin, k, k}, cin * k * k, all)),
+        gamma(constant({cout}, 1.0, all)),
+        beta(constant({cout}, 0.0, all)),
+        rm(zeros({cout}, {.device = kGPU})),
+        rv(ones({cout}, {.device = kGPU})),
+        stride(s),
+        pad(k / 2) {}
+  Tensor forward(const Tensor& x) const {
+    return batch_norm(conv2d(x, w, Tensor(), stride, pad), rm, rv, gamma, beta, true);
+  }
+};
+
+struct BasicBlock {
+  ConvBn c1, c2;
+  std::vector<ConvBn> down;
+  BasicBlock(int64_t cin, int64_t cout, int64_t s, TensorList& all)
+      : c1(cin, cout, 3, s, all), c2(cout, cout, 3, 1, all) {
+    if (s != 1 || cin != cout) down.emplace_back(cin, cout, 1, s, all);
+  }
+  Tensor forward(const Tensor& x) const {
+    Tensor y = c2.forward(relu(c1.forward(x)));
+    return relu(y + (down.empty() ? x : down[0].forward(x)));
+  }
+};
+
+void bench_resnet(bool quick) {
+  const int64_t B = quick ? 16 : 128, C = 10;
+  TensorList params;
+  ConvBn stem(3, 64, 3, 1, params);
+  std::vector<BasicBlock> blocks;
+  int64_t cin = 64;
+  for (auto [cout, s] :
+       std::vector<std::pair<int64_t, int64_t>>{{64, 1}, {128, 2}, {256, 2}, {512, 2}}) {
+    blocks.emplace_back(cin, cout, s, params);
+    blocks.emplace_back(cout, cout, 1, params);
+    cin = cout;
+  }
+  Tensor w_fc = param({C, 512}, 512, params), b_fc = param({C}, 512, params);
+  optim::SGD opt(params, {.lr = 0.1, .momentum = 0.9});
+  Tensor x = randn({B, 3, 32, 32}, {.device = kGPU});
+  Tensor oh = one_hot_matrix(randint(0, C, {B}, {.dtype = DType::i64}), C);
+  auto step = [&] {
+    opt.zero_grad();
+    Tensor h = relu(stem.forward(x));
+    for (const BasicBlock& b : blocks) h = b.forward(h);
+    Tensor logits = linear(adaptive_avg_pool2d(h, 1).reshape({B, 512}), w_fc, b_fc);
+    cross_entropy(logits, oh).backward();
+    opt.step();
+  };
+  std::printf("| ResNet-18 layout, 32x32 | %lld | float32 | %.2f ms |\n", static_cast<long long>(B),
+              time_ms(step));
+}
+
+}  // namespace
+
+/// Prints the training-step table (errors of one model are reported in its row).
+void bench_training(bool quick) {
+  std::printf(
+      "\n### training step (ms per step, forward + backward + optimizer; PyTorch's in "
+      "torch_bench.log)\n\n| model | batch | dtype | Shardlight |\n|---|---|---|---|\n");
+  const std::pair<const char*, void (*)(bool)> models[] = {{"transformer encoder", &bench_encoder},
+                                                           {"ResNet-18 layout", &bench_resnet}};
+  for (const auto& [name, fn] : models) {
+    try {
+      fn(quick);
+    } catch (const std::exception& e) {
+      std::printf("| %s | - | float32 | failed: %s |\n", name, e.what());
+    }
+    std::fflush(stdout);
+  }
+}
+
+}  // namespace sl::bench
