@@ -25,6 +25,7 @@
 #include "core/ops/matmul.h"
 #include "core/ops/norm.h"
 #include "core/ops/reduce.h"
+#include "core/ops/softmax.h"
 
 using namespace sl;
 
@@ -163,6 +164,9 @@ void bench_bandwidth(bool quick) {
         {"sum (first dim)", N * es, [&] { (void)ops::reduce(ReduceOp::sum, x, {0}, false); }},
         {"max (last dim)", N * es, [&] { (void)ops::reduce(ReduceOp::max, x, {1}, false); }},
     };
+    if (softmax_kernel.has(DeviceKind::cuda)) {
+      ops_list.push_back({"softmax (last dim)", 2 * N * es, [&] { (void)ops::softmax(x, 1); }});
+    }
     if (layer_norm_forward_kernel.has(DeviceKind::cuda)) {
       ops_list.push_back({"layer_norm forward", 2 * N * es,
                           [&] { (void)ops::layer_norm_forward(x, {D}, w, w, 1e-5); }});
