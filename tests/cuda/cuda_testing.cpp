@@ -17,7 +17,7 @@ void check_gpu_parity(const std::function<Tensor(const TensorList&)>& fn, const 
   }
   Tensor yc = fn(cpu_in);
   Tensor yg = fn(gpu_in);
-  REQUIRE(yg.is_cuda());
+  REQUIRE(yg.device() == kGPU);
   SL_CHECK_CLOSE(yg.cpu(), yc, rtol, atol);
   bool any_grad = false;
   for (const Tensor& t : inputs) any_grad = any_grad || t.requires_grad();
@@ -30,7 +30,7 @@ void check_gpu_parity(const std::function<Tensor(const TensorList&)>& fn, const 
     if (!inputs[i].requires_grad()) continue;
     CAPTURE(i);
     REQUIRE(gpu_in[i].grad().defined());
-    CHECK(gpu_in[i].grad().is_cuda());
+    CHECK(gpu_in[i].grad().device() == kGPU);
     SL_CHECK_CLOSE(gpu_in[i].grad().cpu(), cpu_in[i].grad(), rtol, atol);
   }
 }
