@@ -367,11 +367,19 @@ fi
   if [ $build_ok = 1 ]; then
     echo "- tests: $([ $tests_ok = 1 ] && echo 'all passed' || echo 'FAILED or out of time')"
     echo
+    echo "| test | result | duration | doctest cases |"
+    echo "|---|---|---|---|"
+    awk '/^test:/ { if (t != "") print "| " t " | " r " | " d " | " c " |"; t = $2; r = d = c = "" }
+         /^duration:/ { d = $2 }
+         /^result:/ { r = $0; sub(/^result: */, "", r) }
+         /^\[doctest\] test cases:/ { c = $0; sub(/^\[doctest\] test cases: */, "", c); gsub(/ *\| */, ", ", c) }
+         END { if (t != "") print "| " t " | " r " | " d " | " c " |" }' "$OUTDIR/test.log"
+    echo
+    echo "Skipped test cases (each prints why):"
+    echo
     echo '```'
-    grep -E '^ *[0-9]+/[0-9]+ |^(Ok|Fail|Skipped|Timeout|Expected Fail|Unexpected Pass):' \
-      "$BUILD/meson-logs/testlog.txt" 2>/dev/null | tail -40
-    grep -hE '^\[doctest\] (test cases|assertions)|^\[skipped\]' "$OUTDIR/test.log" 2>/dev/null |
-      sort | uniq -c | sort -rn | head -40
+    grep -hE '^\[skipped\]' "$OUTDIR/test.log" 2>/dev/null | sort | uniq -c | sort -rn | head -40
+    grep -E '^(Ok|Fail|Skipped|Timeout|Expected Fail|Unexpected Pass):' "$OUTDIR/test.log" 2>/dev/null
     echo '```'
     echo
     echo "Failures (first 60 matching lines; the whole log is test.log):"
