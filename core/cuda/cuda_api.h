@@ -3,11 +3,12 @@
 // actions that need a GPU throw DeviceError).
 //
 // Note [CUDA streams and synchronisation]
-// Each GPU has one compute stream (created on first use, non-blocking) on which every kernel,
-// cuBLAS and cuDNN call and device-to-device copy of that device is queued, in program order.
-// The host waits for the GPU only at these points: copies to or from host memory (Tensor::to,
-// item(), to_vector(), copy_ between devices), integer division checks and checked indexing
-// (they read a flag back), empty_cache (it waits for pending frees), and an explicit
+// Each GPU has one compute stream (the legacy default stream, core/cuda/runtime.h) on which every
+// kernel, cuBLAS and cuDNN call and device-to-device copy of that device is queued, in program
+// order. The host waits for the GPU only at these points: copies to or from host memory
+// (Tensor::to, item(), to_vector(), copy_ between devices), integer division checks (they read a
+// flag back), index checks (they read the index's min and max back), nonzero / masked_select
+// (they read the count back), empty_cache (it waits for pending frees), and an explicit
 // sl::cuda::synchronize(). Errors from kernels are therefore reported at the next of these
 // points, not at the op that caused them. Memory freed by a tensor is reused by later
 // allocations on the same stream without waiting (Note [Caching allocator]).
@@ -41,9 +42,11 @@ int compute_capability(int device = 0);
 void set_allow_tf32(bool allow);
 bool allow_tf32();
 
-/// Checked indexing: when on (the default), CUDA gather/index ops verify every index and throw
-/// IndexError naming the op, at the cost of one device-to-host flag read (a synchronisation)
-/// per op. Off: an out-of-range index is undefined behaviour on the GPU, as in PyTorch.
+/// Checked indexing. Every index of the index family (index_select, gather, scatter, embedding,
+/// one_hot, ...) is checked by generic code before a kernel runs (Note [Index checks]): on CUDA
+/// that is a min and a max reduction of the index on the device and two reads back to the host
+/// (two synchronisations per indexing op), and it is always on. This switch only records a
+/// preference: no kernel consults it yet, so turning it off removes no check.
 void set_checked_indexing(bool on);
 bool checked_indexing();
 
