@@ -2,6 +2,8 @@
 // 16-bit floats are widened to f32, multiplied, and rounded back.
 #include <Eigen/Core>
 
+#include "sl_config.h"  // SL_HAVE_CBLAS: without it the BLAS path silently compiles out
+
 #include "core/cpu/loops.h"
 #include "core/ops/copy.h"
 #include "core/ops/matmul.h"
@@ -84,6 +86,9 @@ void bmm_typed(const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha
     }
   }
 #endif
+  // Eigen parallelises one product with OpenMP on its own; keep it to our thread count (inside
+  // the parallel_for below it sees the parallel region and stays serial).
+  Eigen::setNbThreads(get_num_threads());
   parallel_for(0, B, 1, [&](int64_t b0, int64_t b1) {
     for (int64_t p = b0; p < b1; ++p) {
       gemm_eigen<T>(M, N, K, pa + p * sab, sam, sak, pb + p * sbb, sbk, sbn, pc + p * M * N, alpha,
