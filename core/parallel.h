@@ -1,13 +1,22 @@
-// Intra-op parallelism: one OpenMP thread pool shared by all CPU kernels.
+// Intra-op parallelism: one shared thread pool for all CPU kernels (core/parallel.cpp).
 //
 // The thread count comes from set_num_threads() or, at start, the SL_NUM_THREADS environment
 // variable (default: the number of cores). Results never depend on it: elementwise kernels
 // write disjoint ranges, and reductions split their input into fixed-size blocks combined in a
 // fixed order (see parallel_reduce), so the same inputs give the same bits with 1 or N threads.
+//
+// Note [Thread pool]
+// parallel_for cuts its range into a few chunks per thread; the calling thread and the pool's
+// workers claim chunks from one atomic counter until none is left. A worker that is slow to
+// wake (another process holds its core) simply finds no work left, so a busy machine degrades
+// towards the serial speed instead of stalling every kernel on a fork-join barrier. Workers spin
+// briefly after a job (back-to-back kernels are common) and then sleep. Calls from inside a
+// chunk, or from a second thread while the pool is busy, run inline. No OpenMP in this header:
+// programs built without -fopenmp include it safely.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <exception>
 #include <vector>
 
 namespace sl {
@@ -18,46 +27,52 @@ int get_num_threads();
 void set_num_threads(int n);
 
 namespace detail {
+/// True inside a parallel_for chunk (nested calls run inline) or an OpenMP parallel region.
 bool in_parallel_region();
-int omp_thread_count_hint(int64_t work, int64_t grain);
-void run_parallel(int nthreads, void (*body)(void*, int, int), void* ctx);
+/// Threads worth using for `work` items with at least `grain` per thread (1: run inline).
+int thread_count_hint(int64_t work, int64_t grain);
+/// Runs body(ctx, i) for every i in [0, nchunks) on the pool, the caller taking part; returns
+/// when all have run. Rethrows the first exception a chunk threw (the other chunks still run).
+void run_chunks(int64_t nchunks, void (*body)(void*, int64_t), void* ctx);
 }  // namespace detail
 
 /// Calls f(begin_i, end_i) over a partition of [begin, end) in parallel; ranges are at least
-/// `grain` long (except the last). Runs inline when the range is small, inside another parallel
-/// region, or with one thread. The first exception thrown by f is rethrown after all finish.
+/// `grain` long (except the last), and f must not depend on how the range is cut. Runs inline
+/// when the range is small, inside another parallel region, or with one thread. The first
+/// exception thrown by f is rethrown after all ranges finish.
 template <class F>
 void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
-  int64_t n = end - begin;
+  const int64_t n = end - begin;
   if (n <= 0) return;
-  int nt = detail::omp_thread_count_hint(n, grain);
+  if (grain < 1) grain = 1;
+  const int nt = detail::thread_count_hint(n, grain);
   if (nt <= 1) {
     f(begin, end);
     return;
   }
+  // Up to 4 chunks per thread (a preempted thread then holds back at most a quarter of its
+  // share), each at least `grain` long.
+  int64_t nchunks = n / grain;
+  if (nchunks > int64_t{4} * nt) nchunks = int64_t{4} * nt;
+  if (nchunks <= 1) {
+    f(begin, end);
+    return;
+  }
+  const int64_t chunk = (n + nchunks - 1) / nchunks;
+  nchunks = (n + chunk - 1) / chunk;
   struct Ctx {
     const F* f;
-    int64_t begin, end;
-    std::exception_ptr err;
-  } ctx{&f, begin, end, nullptr};
-  detail::run_parallel(
-      nt,
-      [](void* p, int tid, int nthreads) {
-        auto* c = static_cast<Ctx*>(p);
-        int64_t total = c->end - c->begin;
-        int64_t chunk = (total + nthreads - 1) / nthreads;
-        int64_t b = c->begin + chunk * tid;
-        int64_t e = b + chunk < c->end ? b + chunk : c->end;
-        if (b >= e) return;
-        try {
-          (*c->f)(b, e);
-        } catch (...) {
-#pragma omp critical(sl_parallel_error)
-          if (!c->err) c->err = std::current_exception();
-        }
+    int64_t begin, end, chunk;
+  } ctx{&f, begin, end, chunk};
+  detail::run_chunks(
+      nchunks,
+      [](void* p, int64_t i) {
+        const auto* c = static_cast<const Ctx*>(p);
+        const int64_t b = c->begin + i * c->chunk;
+        const int64_t e = b + c->chunk < c->end ? b + c->chunk : c->end;
+        (*c->f)(b, e);
       },
       &ctx);
-  if (ctx.err) std::rethrow_exception(ctx.err);
 }
 
 /// Deterministic reduction: [begin, end) is cut into blocks of exactly `block` elements (the last
