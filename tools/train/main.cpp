@@ -1,0 +1,109 @@
+// sl_train: Shardlight's command-line trainer. Parses the common flags and runs the job that
+// --model names (see registry.h; each model registers itself in its own file).
+//
+//   sl_train [--model mlp] [--epochs N] [--batch-size B] [--lr LR] [--seed S] [--threads T]
+//            [--data-dir DIR] [--strategy single] [--device cpu] [--key value ...]
+//   sl_train --list
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+
+#include <shardlight/shardlight.h>
+
+#include "registry.h"
+
+namespace {
+
+void usage(FILE* out) {
+  std::fprintf(out,
+               "usage: sl_train [--model NAME] [--epochs N] [--batch-size B] [--lr LR]\n"
+               "                [--seed S] [--threads T] [--data-dir DIR] [--strategy single]\n"
+               "                [--device cpu] [--KEY VALUE ...]   (job-specific options)\n"
+               "       sl_train --list\n"
+               "Defaults: --model mlp --epochs 2 (the Fashion-MNIST demo).\n");
+}
+
+int64_t to_int(const std::string& flag, const std::string& v) {
+  char* end = nullptr;
+  long long x = std::strtoll(v.c_str(), &end, 10);
+  SL_CHECK(!v.empty() && *end == '\0', flag, ": expected an integer, got '", v, "'");
+  return x;
+}
+
+double to_double(const std::string& flag, const std::string& v) {
+  char* end = nullptr;
+  double x = std::strtod(v.c_str(), &end);
+  SL_CHECK(!v.empty() && *end == '\0', flag, ": expected a number, got '", v, "'");
+  return x;
+}
+
+/// Fills `opt` from argv; returns false when the program should stop (help or list printed).
+bool parse(int argc, char** argv, sl::train::Options& opt) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      usage(stdout);
+      return false;
+    }
+    if (arg == "--list") {
+      for (const auto& job : sl::train::all_jobs()) {
+        std::printf("%-12s %s\n", job.name.c_str(), job.help.c_str());
+      }
+      return false;
+    }
+    SL_CHECK(arg.rfind("--", 0) == 0 && arg.size() > 2, "sl_train: unexpected argument '", arg,
+             "' (flags start with --; see --help)");
+    std::string key = arg.substr(2), value;
+    if (auto eq = key.find('='); eq != std::string::npos) {
+      value = key.substr(eq + 1);
+      key = key.substr(0, eq);
+    } else {
+      SL_CHECK(i + 1 < argc, "sl_train: --", key, " needs a value");
+      value = argv[++i];
+    }
+    const std::string flag = "--" + key;
+    if (key == "model") {
+      opt.model = value;
+    } else if (key == "strategy") {
+      opt.strategy = value;
+    } else if (key == "epochs") {
+      opt.epochs = static_cast<int>(to_int(flag, value));
+    } else if (key == "batch-size") {
+      opt.batch_size = to_int(flag, value);
+    } else if (key == "lr") {
+      opt.lr = to_double(flag, value);
+    } else if (key == "seed") {
+      opt.seed = static_cast<uint64_t>(to_int(flag, value));
+    } else if (key == "threads") {
+      opt.threads = static_cast<int>(to_int(flag, value));
+    } else if (key == "data-dir") {
+      opt.data_dir = value;
+    } else if (key == "device") {
+      opt.device = value;
+    } else {
+      opt.extra[key] = value;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    sl::train::Options opt;
+    if (!parse(argc, argv, opt)) return 0;
+    if (opt.threads > 0) sl::set_num_threads(opt.threads);
+    const sl::train::Job* job = sl::train::find_job(opt.model);
+    if (!job) {
+      std::fprintf(stderr, "sl_train: unknown model '%s'; available:\n", opt.model.c_str());
+      for (const auto& j : sl::train::all_jobs()) std::fprintf(stderr, "  %s\n", j.name.c_str());
+      return 2;
+    }
+    return job->run(opt);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sl_train: %s\n", e.what());
+    return 1;
+  }
+}
