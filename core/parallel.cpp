@@ -157,7 +157,7 @@ class ThreadPool {
 struct PoolHolder {
   std::mutex run_mutex;
   std::unique_ptr<ThreadPool> pool;
-  pid_t owner_pid = 0;  // after fork() the child has no workers: rebuild
+  pid_t owner_pid = 0;                  // after fork() the child has no workers: rebuild
   ThreadPool* forked_orphan = nullptr;  // the parent's pool in a child; kept reachable, unused
 };
 PoolHolder& holder() {
@@ -167,7 +167,9 @@ PoolHolder& holder() {
 
 }  // namespace
 
-int get_num_threads() { return thread_setting().load(std::memory_order_relaxed); }
+int get_num_threads() {
+  return thread_setting().load(std::memory_order_relaxed);
+}
 
 void set_num_threads(int n) {
   SL_CHECK(n >= 1, "set_num_threads: expected a thread count >= 1, got ", n);
@@ -177,7 +179,9 @@ void set_num_threads(int n) {
 
 namespace detail {
 
-bool in_parallel_region() { return t_in_region || omp_in_parallel() != 0; }
+bool in_parallel_region() {
+  return t_in_region || omp_in_parallel() != 0;
+}
 
 int thread_count_hint(int64_t work, int64_t grain) {
   if (in_parallel_region()) return 1;

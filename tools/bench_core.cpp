@@ -35,7 +35,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double now_s() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
+double now_s() {
+  return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -60,7 +62,9 @@ std::vector<double> time_interleaved(const std::vector<std::function<void()>>& f
   return out;
 }
 
-void rule() { std::printf("%s\n", std::string(86, '-').c_str()); }
+void rule() {
+  std::printf("%s\n", std::string(86, '-').c_str());
+}
 
 // ---- matmul ---------------------------------------------------------------------------------
 void bench_matmul(bool quick) {
@@ -85,8 +89,8 @@ void bench_matmul(bool quick) {
     const float* pb = b.data_ptr<float>();
     fns.push_back([&] {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(s.m),
-                  static_cast<int>(s.n), static_cast<int>(s.k), 1.0f, pa, static_cast<int>(s.k),
-                  pb, static_cast<int>(s.n), 0.0f, c.data(), static_cast<int>(s.n));
+                  static_cast<int>(s.n), static_cast<int>(s.k), 1.0f, pa, static_cast<int>(s.k), pb,
+                  static_cast<int>(s.n), 0.0f, c.data(), static_cast<int>(s.n));
     });
 #endif
     auto t = time_interleaved(fns, reps);
@@ -94,8 +98,8 @@ void bench_matmul(bool quick) {
     std::snprintf(label, sizeof label, "%lld x %lld x %lld", static_cast<long long>(s.m),
                   static_cast<long long>(s.k), static_cast<long long>(s.n));
     if (t.size() == 2) {
-      std::printf("%-28s %14.1f %16.1f %7.0f%%\n", label, flops / t[0] * 1e-9,
-                  flops / t[1] * 1e-9, 100.0 * t[1] / t[0]);
+      std::printf("%-28s %14.1f %16.1f %7.0f%%\n", label, flops / t[0] * 1e-9, flops / t[1] * 1e-9,
+                  100.0 * t[1] / t[0]);
     } else {
       std::printf("%-28s %14.1f %16s %8s\n", label, flops / t[0] * 1e-9, "(no cblas)", "-");
     }

@@ -54,8 +54,7 @@ void gemm_eigen(int64_t M, int64_t N, int64_t K, const T* a, int64_t sam, int64_
 }
 
 template <class T>
-void bmm_typed(const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha_s,
-               Scalar beta_s) {
+void bmm_typed(const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha_s, Scalar beta_s) {
   const int64_t B = a.size(0), M = a.size(1), K = a.size(2), N = b.size(2);
   const T alpha = alpha_s.to<T>(), beta = beta_s.to<T>();
   const T* pa = a.data_ptr<T>();

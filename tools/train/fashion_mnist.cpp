@@ -52,8 +52,8 @@ ImageSplit load_split(const std::string& dir, const std::string& prefix) {
   const int64_t pixels = rows * cols;
   SL_CHECK_IO(static_cast<int64_t>(img.size()) == 16 + n * pixels, "fashion-mnist: ", img_name,
               " holds ", img.size() - 16, " pixel bytes, expected ", n, " x ", rows, " x ", cols);
-  SL_CHECK_IO(be32(lbl, 4) == n && static_cast<int64_t>(lbl.size()) == 8 + n, "fashion-mnist: ",
-              lbl_name, " has ", be32(lbl, 4), " labels for ", n, " images");
+  SL_CHECK_IO(be32(lbl, 4) == n && static_cast<int64_t>(lbl.size()) == 8 + n,
+              "fashion-mnist: ", lbl_name, " has ", be32(lbl, 4), " labels for ", n, " images");
 
   ImageSplit s;
   s.images = empty({n, pixels});

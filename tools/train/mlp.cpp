@@ -110,7 +110,8 @@ int run_mlp(const Options& opt) {
   double test_acc = 0;
   for (int epoch = 1; epoch <= opt.epochs; ++epoch) {
     auto t_epoch = std::chrono::steady_clock::now();
-    std::vector<int64_t> order = randperm(n_train, {.dtype = DType::i64}, &gen).to_vector<int64_t>();
+    std::vector<int64_t> order =
+        randperm(n_train, {.dtype = DType::i64}, &gen).to_vector<int64_t>();
     double loss_sum = 0;
     int64_t steps = 0;
     for (int64_t s = 0; s < n_train; s += batch) {

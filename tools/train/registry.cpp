@@ -14,7 +14,9 @@ std::vector<Job>& jobs() {
 }
 }  // namespace
 
-void register_job(Job job) { jobs().push_back(std::move(job)); }
+void register_job(Job job) {
+  jobs().push_back(std::move(job));
+}
 
 const Job* find_job(const std::string& name) {
   for (const Job& j : jobs()) {
@@ -44,8 +46,8 @@ double Options::get_double(const std::string& key, double fallback) const {
   if (it == extra.end()) return fallback;
   char* end = nullptr;
   double v = std::strtod(it->second.c_str(), &end);
-  SL_CHECK(!it->second.empty() && *end == '\0', "--", key, ": expected a number, got '",
-           it->second, "'");
+  SL_CHECK(!it->second.empty() && *end == '\0', "--", key, ": expected a number, got '", it->second,
+           "'");
   return v;
 }
 

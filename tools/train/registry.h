@@ -52,6 +52,6 @@ std::vector<Job> all_jobs();
 #define SL_TRAIN_CONCAT_INNER(a, b) a##b
 #define SL_TRAIN_CONCAT(a, b) SL_TRAIN_CONCAT_INNER(a, b)
 /// Registers `fn` as the job `name` at program start: SL_REGISTER_TRAIN_JOB("mlp", "...", &run);
-#define SL_REGISTER_TRAIN_JOB(name, help, fn)                                       \
+#define SL_REGISTER_TRAIN_JOB(name, help, fn)                                      \
   [[maybe_unused]] static const bool SL_TRAIN_CONCAT(sl_train_job_, __COUNTER__) = \
       (::sl::train::register_job({(name), (help), (fn)}), true)
