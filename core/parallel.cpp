@@ -39,12 +39,16 @@ int initial_threads() {
 
 std::atomic<int>& thread_setting() {
   static std::atomic<int> n = [] {
-    int v = initial_threads();
-    if (openblas_set_num_threads) openblas_set_num_threads(v);
-    return v;
+    // The BLAS always runs single-threaded: its own threading gives bits that depend on the
+    // thread count, so matmul parallelises over fixed output tiles on this pool instead
+    // (Note [Deterministic BLAS tiles] in core/cpu/matmul.cpp).
+    if (openblas_set_num_threads) openblas_set_num_threads(1);
+    return initial_threads();
   }();
   return n;
 }
+/// Applies the setting (and the BLAS's single thread) when the library loads, before any kernel.
+[[maybe_unused]] const bool kThreadsInitialised = (thread_setting(), true);
 
 /// Set while this thread runs chunks (workers always; the caller during run_chunks).
 thread_local bool t_in_region = false;
@@ -174,7 +178,6 @@ int get_num_threads() {
 void set_num_threads(int n) {
   SL_CHECK(n >= 1, "set_num_threads: expected a thread count >= 1, got ", n);
   thread_setting().store(n, std::memory_order_relaxed);
-  if (openblas_set_num_threads) openblas_set_num_threads(n);
 }
 
 namespace detail {

@@ -23,7 +23,8 @@ namespace sl {
 
 /// Threads used by CPU kernels.
 int get_num_threads();
-/// Sets the thread count (>= 1). Throws ValueError otherwise. Also sets the BLAS's count.
+/// Sets the thread count (>= 1). Throws ValueError otherwise. The BLAS itself always runs
+/// single-threaded; matmul parallelises over output tiles on this pool.
 void set_num_threads(int n);
 
 namespace detail {

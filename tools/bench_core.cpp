@@ -24,6 +24,8 @@
 
 #include <shardlight/shardlight.h>
 
+extern "C" void openblas_set_num_threads(int) __attribute__((weak));
+
 #include "core/ops/elementwise.h"  // kernel slots: time the kernel without the allocation
 #include "sl_config.h"
 
@@ -88,9 +90,13 @@ void bench_matmul(bool quick) {
     const float* pa = a.data_ptr<float>();
     const float* pb = b.data_ptr<float>();
     fns.push_back([&] {
+      // the reference is OpenBLAS with its own threading, on as many threads as sl::matmul
+      // (which keeps the BLAS single-threaded: Note [Deterministic BLAS tiles])
+      if (openblas_set_num_threads) openblas_set_num_threads(sl::get_num_threads());
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(s.m),
                   static_cast<int>(s.n), static_cast<int>(s.k), 1.0f, pa, static_cast<int>(s.k), pb,
                   static_cast<int>(s.n), 0.0f, c.data(), static_cast<int>(s.n));
+      if (openblas_set_num_threads) openblas_set_num_threads(1);
     });
 #endif
     auto t = time_interleaved(fns, reps);

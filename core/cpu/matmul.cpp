@@ -37,6 +37,12 @@ MatLayout blas_layout(int64_t rows, int64_t cols, int64_t s_row, int64_t s_col) 
   return m;
 }
 
+#if SL_HAVE_CBLAS
+/// Output tile edge of the BLAS path (Note [Deterministic BLAS tiles]): large enough that the
+/// extra operand packing per tile costs a few percent.
+constexpr int64_t kBlasTile = 512;
+#endif
+
 template <class T>
 void gemm_eigen(int64_t M, int64_t N, int64_t K, const T* a, int64_t sam, int64_t sak, const T* b,
                 int64_t sbk, int64_t sbn, T* c, T alpha, T beta) {
@@ -66,21 +72,36 @@ void bmm_typed(const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     MatLayout la = blas_layout(M, K, sam, sak), lb = blas_layout(K, N, sbk, sbn);
     if (la.ok && lb.ok) {
-      for (int64_t p = 0; p < B; ++p) {
-        auto ta = la.trans ? CblasTrans : CblasNoTrans;
-        auto tb = lb.trans ? CblasTrans : CblasNoTrans;
+      // Note [Deterministic BLAS tiles]: OpenBLAS's own threading gives different bits with a
+      // different thread count, so the BLAS runs single-threaded (core/parallel.cpp) on a grid
+      // of output tiles fixed by the shape alone, which our pool runs in parallel. Each output
+      // element is computed by the same call whatever the thread count.
+      const bool small = M * N * K <= (int64_t{1} << 18);
+      const int64_t tm = small || M <= kBlasTile ? M : kBlasTile;
+      const int64_t tn = small || M > kBlasTile || N <= kBlasTile ? N : kBlasTile;
+      const int64_t mt = M == 0 ? 1 : (M + tm - 1) / tm, nt = N == 0 ? 1 : (N + tn - 1) / tn;
+      auto ta = la.trans ? CblasTrans : CblasNoTrans;
+      auto tb = lb.trans ? CblasTrans : CblasNoTrans;
+      auto tile = [&](int64_t t) {
+        const int64_t p = t / (mt * nt), i0 = (t / nt) % mt * tm, j0 = t % nt * tn;
+        const int m = static_cast<int>(std::min(tm, M - i0)),
+                  n = static_cast<int>(std::min(tn, N - j0));
+        const T* ta_ptr = pa + p * sab + i0 * sam;
+        const T* tb_ptr = pb + p * sbb + j0 * sbn;
+        T* tc_ptr = pc + p * M * N + i0 * N + j0;
         if constexpr (std::is_same_v<T, float>) {
-          cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(M), static_cast<int>(N),
-                      static_cast<int>(K), alpha, pa + p * sab, static_cast<int>(la.ld),
-                      pb + p * sbb, static_cast<int>(lb.ld), beta, pc + p * M * N,
+          cblas_sgemm(CblasRowMajor, ta, tb, m, n, static_cast<int>(K), alpha, ta_ptr,
+                      static_cast<int>(la.ld), tb_ptr, static_cast<int>(lb.ld), beta, tc_ptr,
                       static_cast<int>(N));
         } else {
-          cblas_dgemm(CblasRowMajor, ta, tb, static_cast<int>(M), static_cast<int>(N),
-                      static_cast<int>(K), alpha, pa + p * sab, static_cast<int>(la.ld),
-                      pb + p * sbb, static_cast<int>(lb.ld), beta, pc + p * M * N,
+          cblas_dgemm(CblasRowMajor, ta, tb, m, n, static_cast<int>(K), alpha, ta_ptr,
+                      static_cast<int>(la.ld), tb_ptr, static_cast<int>(lb.ld), beta, tc_ptr,
                       static_cast<int>(N));
         }
-      }
+      };
+      parallel_for(0, B * mt * nt, 1, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t) tile(t);
+      });
       return;
     }
   }
