@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Shardlight's one set-up script: installs what is missing, builds, then runs what you ask for.
 #
-#   tools/setup.sh demo [train args...]   set up, build, train the demo MLP on Fashion-MNIST
+#   tools/setup.sh demo [train args...]   set up, build, run the main job: the Fashion-MNIST CNN
+#                                         with --strategy zero2 on 2 ranks (mpirun)
 #   tools/setup.sh test [meson test args] set up, build, run the whole test suite
 #   tools/setup.sh build                  set up and build only
 #
@@ -94,7 +95,12 @@ case "$action" in
   demo)
     install_missing
     configure_and_build
-    exec "$build_dir/tools/sl_train" "$@"
+    # The main job: 2 ranks under mpirun, ZeRO-2, one thread per rank (2 ranks share the cores).
+    # SL_DEMO_RANKS changes the rank count; later arguments override the defaults below.
+    ranks="${SL_DEMO_RANKS:-2}"
+    log "running: mpirun -np $ranks sl_train --model cnn --strategy zero2 $*"
+    SL_NUM_THREADS="${SL_NUM_THREADS:-1}" exec mpirun -np "$ranks" --oversubscribe \
+      "$build_dir/tools/sl_train" --model cnn --strategy zero2 "$@"
     ;;
   test)
     install_missing
