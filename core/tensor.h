@@ -188,6 +188,8 @@ class Tensor {
   /// Registers a hook on the gradient of this tensor (see GradHook). Returns an id for
   /// remove_hook.
   size_t register_hook(GradHook hook) const;
+  /// Removes a hook registered on this tensor (again: no-op); IndexError for an id that
+  /// register_hook did not return for this tensor.
   void remove_hook(size_t id) const;
   /// On a leaf that requires grad: runs after each gradient accumulation into .grad().
   size_t register_post_accumulate_grad_hook(PostAccumulateHook hook) const;
@@ -262,6 +264,29 @@ class Tensor {
   Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
   Tensor& relu_();
   Tensor& masked_fill_(const Tensor& mask, Scalar value);
+  /// In-place forms of the unary maps and pow: self = f(self), recorded for autograd like the
+  /// out-of-place op. Ops with a floating result throw DTypeError on an integer or bool self.
+  /// floor_/ceil_/round_/sign_ pass no gradient to self's history (like PyTorch's zeros).
+  Tensor& neg_();
+  Tensor& abs_();
+  Tensor& exp_();
+  Tensor& log_();
+  Tensor& log1p_();
+  Tensor& expm1_();
+  Tensor& sqrt_();
+  Tensor& rsqrt_();
+  Tensor& square_();
+  Tensor& reciprocal_();
+  Tensor& tanh_();
+  Tensor& sigmoid_();
+  Tensor& sin_();
+  Tensor& cos_();
+  Tensor& floor_();
+  Tensor& ceil_();
+  Tensor& round_();
+  Tensor& sign_();
+  Tensor& pow_(const Tensor& e);
+  Tensor& pow_(Scalar e);
 
   // ---- reductions (autograd/ops/reduce.h); dims may be negative; {} means all dims ----------
   Tensor sum() const;

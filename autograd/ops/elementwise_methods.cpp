@@ -209,6 +209,151 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, Scalar value) {
 }
 
 namespace {
+
+/// self = op(self), recorded with the gradient grad_fn(g, x, y) of the out-of-place op: x is a
+/// copy of self before the write (made only when save_x), y is self after it (saved only when
+/// save_y; a later in-place write to self is then caught by the version check).
+template <class F>
+Tensor& unary_inplace(Tensor& self, UnaryOp op, const char* name, const char* node, bool save_x,
+                      bool save_y, F grad_fn) {
+  check_inplace(self, name);
+  bool rec = needs_grad(self);
+  SavedTensor sx = rec && save_x ? SavedTensor(ops::contiguous(self, true)) : SavedTensor();
+  ops::unary_(op, self);
+  if (rec) {
+    SavedTensor sy = save_y ? SavedTensor(self) : SavedTensor();
+    record_inplace(node, self, {}, [sx, sy, node, grad_fn](const BackwardCtx& c) -> variable_list {
+      return {grad_fn(c.grad(), sx.unpack(node), sy.unpack(node))};
+    });
+  }
+  return self;
+}
+
+/// A piecewise-constant map (floor, ceil, round, sign): its gradient is zero, so self's history
+/// gets none from now on.
+Tensor& step_inplace(Tensor& self, UnaryOp op, const char* name, const char* node) {
+  check_inplace(self, name);
+  bool rec = needs_grad(self);
+  ops::unary_(op, self);
+  if (rec) {
+    record_inplace(node, self, {}, [](const BackwardCtx&) -> variable_list { return {Tensor()}; });
+  }
+  return self;
+}
+
+using G = const Tensor&;
+
+}  // namespace
+
+Tensor& Tensor::neg_() {
+  return unary_inplace(*this, UnaryOp::neg, "neg_", "NegBackward", false, false,
+                       [](G g, G, G) { return sl::neg(g); });
+}
+Tensor& Tensor::abs_() {
+  return unary_inplace(*this, UnaryOp::abs, "abs_", "AbsBackward", true, false,
+                       [](G g, G x, G) { return sl::mul(g, sl::sign(x)); });
+}
+Tensor& Tensor::exp_() {
+  return unary_inplace(*this, UnaryOp::exp, "exp_", "ExpBackward", false, true,
+                       [](G g, G, G y) { return sl::mul(g, y); });
+}
+Tensor& Tensor::log_() {
+  return unary_inplace(*this, UnaryOp::log, "log_", "LogBackward", true, false,
+                       [](G g, G x, G) { return sl::div(g, x); });
+}
+Tensor& Tensor::log1p_() {
+  return unary_inplace(*this, UnaryOp::log1p, "log1p_", "Log1pBackward", true, false,
+                       [](G g, G x, G) { return sl::div(g, sl::add(x, 1)); });
+}
+Tensor& Tensor::expm1_() {
+  return unary_inplace(*this, UnaryOp::expm1, "expm1_", "Expm1Backward", false, true,
+                       [](G g, G, G y) { return sl::mul(g, sl::add(y, 1)); });
+}
+Tensor& Tensor::sqrt_() {
+  return unary_inplace(*this, UnaryOp::sqrt, "sqrt_", "SqrtBackward", false, true,
+                       [](G g, G, G y) { return sl::div(g, sl::mul(y, 2)); });
+}
+Tensor& Tensor::rsqrt_() {
+  return unary_inplace(*this, UnaryOp::rsqrt, "rsqrt_", "RsqrtBackward", false, true,
+                       [](G g, G, G y) { return sl::mul(g, sl::mul(sl::pow(y, 3), -0.5)); });
+}
+Tensor& Tensor::square_() {
+  return unary_inplace(*this, UnaryOp::square, "square_", "SquareBackward", true, false,
+                       [](G g, G x, G) { return sl::mul(g, sl::mul(x, 2)); });
+}
+Tensor& Tensor::reciprocal_() {
+  return unary_inplace(*this, UnaryOp::reciprocal, "reciprocal_", "ReciprocalBackward", false,
+                       true, [](G g, G, G y) { return sl::neg(sl::mul(g, sl::mul(y, y))); });
+}
+Tensor& Tensor::tanh_() {
+  return unary_inplace(*this, UnaryOp::tanh, "tanh_", "TanhBackward", false, true,
+                       [](G g, G, G y) { return ops::binary(BinaryOp::tanh_backward, g, y); });
+}
+Tensor& Tensor::sigmoid_() {
+  return unary_inplace(*this, UnaryOp::sigmoid, "sigmoid_", "SigmoidBackward", false, true,
+                       [](G g, G, G y) { return ops::binary(BinaryOp::sigmoid_backward, g, y); });
+}
+Tensor& Tensor::sin_() {
+  return unary_inplace(*this, UnaryOp::sin, "sin_", "SinBackward", true, false,
+                       [](G g, G x, G) { return sl::mul(g, sl::cos(x)); });
+}
+Tensor& Tensor::cos_() {
+  return unary_inplace(*this, UnaryOp::cos, "cos_", "CosBackward", true, false,
+                       [](G g, G x, G) { return sl::neg(sl::mul(g, sl::sin(x))); });
+}
+Tensor& Tensor::floor_() { return step_inplace(*this, UnaryOp::floor, "floor_", "FloorBackward"); }
+Tensor& Tensor::ceil_() { return step_inplace(*this, UnaryOp::ceil, "ceil_", "CeilBackward"); }
+Tensor& Tensor::round_() { return step_inplace(*this, UnaryOp::round, "round_", "RoundBackward"); }
+Tensor& Tensor::sign_() { return step_inplace(*this, UnaryOp::sign, "sign_", "SignBackward"); }
+
+Tensor& Tensor::pow_(Scalar e) {
+  check_inplace(*this, "pow_");
+  bool rec = needs_grad(*this);
+  SavedTensor sx = rec ? SavedTensor(ops::contiguous(*this, true)) : SavedTensor();
+  ops::binary_(BinaryOp::pow, *this, e);
+  if (rec) {
+    record_inplace("PowBackward", *this, {}, [sx, e](const BackwardCtx& c) -> variable_list {
+      double ev = e.to_double();
+      if (ev == 0.0) return {zeros_like(c.grad())};
+      Tensor x = sx.unpack("PowBackward");
+      return {sl::mul(c.grad(), sl::mul(sl::pow(x, Scalar(ev - 1.0)), Scalar(ev)))};
+    });
+  }
+  return *this;
+}
+
+Tensor& Tensor::pow_(const Tensor& e) {
+  check_inplace(*this, "pow_");
+  bool rec = needs_grad(*this, e);
+  SavedTensor sx = rec ? SavedTensor(ops::contiguous(*this, true)) : SavedTensor();
+  SavedTensor se = rec ? SavedTensor(e) : SavedTensor();
+  Shape so = e.defined() ? e.sizes() : Shape{};
+  ops::binary_(BinaryOp::pow, *this, e);
+  if (rec) {
+    SavedTensor sy = e.requires_grad() ? SavedTensor(*this) : SavedTensor();
+    record_inplace(
+        "PowBackward", *this, {e}, [sx, se, sy, so](const BackwardCtx& c) -> variable_list {
+          // as pow(a, b) out of place: zero where the exponent is 0 (self) or where the base is
+          // 0 with a non-negative exponent (e)
+          const Tensor& g = c.grad();
+          Tensor x = sx.unpack("PowBackward"), ex = se.unpack("PowBackward");
+          Tensor gs, ge;
+          if (c.needs(0)) {
+            Tensor d = sl::mul(ex, sl::pow(x, sl::sub(ex, 1)));
+            gs = sl::mul(g, sl::masked_fill(d, sl::eq(ex, 0), 0));
+          }
+          if (c.needs(1)) {
+            Tensor d = sl::mul(sy.unpack("PowBackward"), sl::log(x));
+            Tensor zero_mask = sl::logical_and(sl::eq(x, 0), sl::ge(ex, 0));
+            ge = sum_to(sl::mul(g, sl::masked_fill(d, zero_mask, 0)), so);
+          }
+          return {gs, ge};
+        });
+  }
+  return *this;
+}
+
+namespace {
 /// After an in-place write that replaces every value of self (fill, random): when self is part
 /// of a recorded graph, its previous history gets no gradient from now on.
 void record_overwrite(const char* name, Tensor& self, bool rec) {

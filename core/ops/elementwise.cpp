@@ -107,6 +107,8 @@ void unary_(UnaryOp op, const Tensor& self) {
   SL_CHECK_DTYPE(!unary_op_needs_float(op) || is_floating(self.dtype()), name,
                  "_: result type float cannot be stored in place in a ", dtype_name(self.dtype()),
                  " tensor");
+  SL_CHECK_DTYPE(!(op == UnaryOp::neg && is_bool(self.dtype())), name,
+                 "_: negation is not supported for bool tensors; use logical_not");
   check_no_internal_overlap(detail::str_cat(name, "_").c_str(), self);
   if (self.numel() > 0) unary_kernel(self.device().kind, op, self, self);
   self.bump_version();
@@ -144,7 +146,9 @@ Tensor binary(BinaryOp op, Scalar a, const Tensor& b) {
 }
 
 void binary_(BinaryOp op, const Tensor& self, const Tensor& b_in, Scalar alpha) {
-  const char* name = binary_op_name(op);
+  // every message names the in-place op ("add_")
+  const std::string inplace_name = detail::str_cat(binary_op_name(op), "_");
+  const char* name = inplace_name.c_str();
   check_defined(name, self);
   check_defined(name, b_in, "second operand");
   Tensor b = move_scalar_to(b_in, self.device());
@@ -152,19 +156,19 @@ void binary_(BinaryOp op, const Tensor& self, const Tensor& b_in, Scalar alpha) 
   DType ct = result_type(self, b);
   if (needs_float_result(op) && !is_floating(ct)) ct = kDefaultFloat;
   SL_CHECK_DTYPE(!binary_op_is_predicate(op) || is_bool(self.dtype()), name,
-                 "_: result type bool cannot be stored in place in a ", dtype_name(self.dtype()),
+                 ": result type bool cannot be stored in place in a ", dtype_name(self.dtype()),
                  " tensor");
   SL_CHECK_DTYPE(category(ct) <= category(self.dtype()) || binary_op_is_predicate(op), name,
-                 "_: result type ", dtype_name(ct), " cannot be cast to the in-place output's ",
+                 ": result type ", dtype_name(ct), " cannot be cast to the in-place output's ",
                  dtype_name(self.dtype()));
   if (b.sizes() != self.sizes()) {
     Shape s = broadcast_shapes(self.sizes(), b.sizes(), name);
-    SL_CHECK_SHAPE(s == self.sizes(), name, "_: output of shape ", shape_str(self.sizes()),
+    SL_CHECK_SHAPE(s == self.sizes(), name, ": output of shape ", shape_str(self.sizes()),
                    " does not match the broadcast shape ", shape_str(s));
     b = b.expand(self.sizes());
   }
   // Note [In-place overlap]
-  check_no_internal_overlap(detail::str_cat(name, "_").c_str(), self);
+  check_no_internal_overlap(name, self);
   if (partially_overlaps(self, b)) b = contiguous(b, /*force_copy=*/true);
   // compute in self's dtype (PyTorch computes in the promoted type then casts; for the floating
   // types both agree to rounding, and integer self never receives a float result)
@@ -179,7 +183,7 @@ void binary_(BinaryOp op, const Tensor& self, const Tensor& b_in, Scalar alpha) 
 }
 
 void binary_(BinaryOp op, const Tensor& self, Scalar b) {
-  check_defined(binary_op_name(op), self);
+  check_defined(detail::str_cat(binary_op_name(op), "_").c_str(), self);
   binary_(op, self, scalar_tensor(b, result_type(self, b), self.device()));
 }
 

@@ -1,4 +1,6 @@
 // Version counters and in-place rules, detach, NoGradGuard / EnableGradGuard.
+#include <cmath>
+
 #include "support/testing.h"
 
 using namespace sl;
@@ -120,4 +122,48 @@ TEST_CASE("in-place methods on an undefined tensor throw instead of crashing") {
   SL_CHECK_THROWS(Tensor().copy_(ones({1})), ValueError, "copy_: input is an undefined tensor");
   SL_CHECK_THROWS(Tensor().bernoulli_(0.5), ValueError, "bernoulli_: input is an undefined tensor");
   SL_CHECK_THROWS(Tensor().relu_(), ValueError, "relu_: input is an undefined tensor");
+}
+
+TEST_CASE("in-place unary ops record their backward and guard what they save") {
+  Tensor x = tensor({0.5, 1.5}).requires_grad_();
+  Tensor y = x * 2;
+  y.exp_();  // saves its result y = exp(2x)
+  y.sum().backward(Tensor(), /*retain_graph=*/true);
+  std::vector<double> g = x.grad().to_vector<double>();
+  CHECK(g[0] == doctest::Approx(2 * std::exp(1.0)).epsilon(1e-14));
+  CHECK(g[1] == doctest::Approx(2 * std::exp(3.0)).epsilon(1e-14));
+  y.add_(1);  // changes the saved result: a second backward must refuse
+  SL_CHECK_THROWS(y.sum().backward(), AutogradError,
+                  "ExpBackward: one of the tensors needed for gradient computation");
+  // an op that saves its input copies it first: later writes to self do not disturb it
+  Tensor z = x * 1;
+  z.sin_();
+  z.mul_(3);                 // MulBackward by a scalar saves nothing
+  Tensor(x.grad()).zero_();  // a handle to the same .grad storage
+  z.sum().backward();
+  std::vector<double> gz = x.grad().to_vector<double>();
+  CHECK(gz[0] == doctest::Approx(3 * std::cos(0.5)).epsilon(1e-14));
+  CHECK(gz[1] == doctest::Approx(3 * std::cos(1.5)).epsilon(1e-14));
+}
+
+TEST_CASE("in-place unary ops follow the leaf rule and refuse results they cannot store") {
+  Tensor w = ones({2}).requires_grad_();
+  SL_CHECK_THROWS(w.exp_(), AutogradError,
+                  "exp_: a leaf tensor that requires grad is being used in an in-place operation");
+  SL_CHECK_THROWS(arange(3).sqrt_(), DTypeError,
+                  "sqrt_: result type float cannot be stored in place in a int64 tensor");
+  SL_CHECK_THROWS(arange(3).pow_(0.5), DTypeError, "pow_: result type float32 cannot be cast");
+  SL_CHECK_THROWS(ones({2}).to(DType::b8).neg_(), DTypeError,
+                  "neg_: negation is not supported for bool tensors; use logical_not");
+  SL_CHECK_THROWS(ones({3}).pow_(ones({2})), ShapeError,
+                  "pow_: shapes [3] and [2] do not broadcast (dim -1: 3 vs 2)");
+  SL_CHECK_THROWS(ones({3}).pow_(ones({2, 3})), ShapeError,
+                  "pow_: output of shape [3] does not match the broadcast shape [2, 3]");
+  SL_CHECK_THROWS(Tensor().tanh_(), ValueError, "tanh_");
+  // a floor_ (zero gradient almost everywhere) cuts self's history from the gradient
+  Tensor x = tensor({1.25, -0.5}).requires_grad_();
+  Tensor y = x * 2;
+  y.floor_();
+  (y * x).sum().backward();  // only the direct x path: d/dx (floor(2x) * x) = floor(2x)
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{2, -1});
 }

@@ -166,7 +166,7 @@ const std::vector<OpCase>& all_op_cases() {
   static const std::vector<OpCase> cases = [] {
     std::vector<OpCase> all;
     for (auto part : {elementwise_cases, reduce_cases, matmul_cases, view_cases,
-                      softmax_index_cases, shape_sort_cases}) {
+                      softmax_index_cases, shape_sort_cases, inplace_cases}) {
       std::vector<OpCase> p = part();
       all.insert(all.end(), p.begin(), p.end());
     }
@@ -184,8 +184,8 @@ const std::vector<std::string>& required_ops() {
       "gt", "ge", "logical_not", "logical_and", "logical_or", "logical_xor", "isnan", "isinf",
       "isfinite", "where", "masked_fill", "clamp", "hardtanh", "leaky_relu", "to_dtype",
       // reductions
-      "sum", "mean", "prod", "amax", "amin", "max_dim", "min_dim", "argmax", "argmin", "var", "std",
-      "logsumexp", "norm", "all", "any", "cumsum",
+      "sum", "mean", "prod", "max", "min", "amax", "amin", "max_dim", "min_dim", "argmax", "argmin",
+      "var", "std", "logsumexp", "norm", "all", "any", "cumsum",
       // matmul
       "mm", "bmm", "matmul", "addmm", "linear", "outer", "dot",
       // views
@@ -196,7 +196,12 @@ const std::vector<std::string>& required_ops() {
       "scatter_add", "embedding", "one_hot", "masked_select",
       // shape, sort
       "cat", "stack", "split", "split_with_sizes", "chunk", "pad", "tril", "triu", "flip", "repeat",
-      "sort", "argsort", "topk"};
+      "sort", "argsort", "topk",
+      // in-place forms
+      "neg_", "abs_", "exp_", "log_", "log1p_", "expm1_", "sqrt_", "rsqrt_", "square_",
+      "reciprocal_", "tanh_", "sigmoid_", "sin_", "cos_", "floor_", "ceil_", "round_", "sign_",
+      "relu_", "add_", "sub_", "mul_", "div_", "pow_", "clamp_", "masked_fill_", "copy_", "fill_",
+      "zero_"};
   return ops;
 }
 
@@ -236,6 +241,8 @@ const std::vector<std::string>& required_grad_ops() {
                                                "sum",
                                                "mean",
                                                "prod",
+                                               "max",
+                                               "min",
                                                "amax",
                                                "amin",
                                                "max_dim",
@@ -289,7 +296,30 @@ const std::vector<std::string>& required_grad_ops() {
                                                "flip",
                                                "repeat",
                                                "sort",
-                                               "topk"};
+                                               "topk",
+                                               "neg_",
+                                               "abs_",
+                                               "exp_",
+                                               "log_",
+                                               "log1p_",
+                                               "expm1_",
+                                               "sqrt_",
+                                               "rsqrt_",
+                                               "square_",
+                                               "reciprocal_",
+                                               "tanh_",
+                                               "sigmoid_",
+                                               "sin_",
+                                               "cos_",
+                                               "relu_",
+                                               "add_",
+                                               "sub_",
+                                               "mul_",
+                                               "div_",
+                                               "pow_",
+                                               "clamp_",
+                                               "masked_fill_",
+                                               "copy_"};
   return ops;
 }
 

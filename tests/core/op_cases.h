@@ -102,6 +102,8 @@ std::vector<OpCase> matmul_cases();
 std::vector<OpCase> view_cases();
 std::vector<OpCase> softmax_index_cases();
 std::vector<OpCase> shape_sort_cases();
+std::vector<OpCase> inplace_cases();
+std::vector<OpCase> inplace_cases();
 /// All of the above.
 const std::vector<OpCase>& all_op_cases();
 
