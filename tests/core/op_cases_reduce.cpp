@@ -212,6 +212,64 @@ std::vector<OpCase> reduce_cases() {
   v.push_back(reduction(
       "norm", "p=3 keepdim", in({2, 5}), F, {-1}, true,
       [](const Tensor& x) { return x.norm(3, {-1}, true); }, pnorm(3), true));
+  // max/min of all elements (0-d result)
+  v.push_back(reduction(
+      "max", "all transposed", in({3, 4}, Domain::any, Layout::transposed), kNumericDTypes, {},
+      false, [](const Tensor& x) { return max(x); }, max_of, true));
+  v.push_back(reduction(
+      "min", "all 0-d", in({}), kNumericDTypes, {}, false, [](const Tensor& x) { return min(x); },
+      min_of, true));
+  // "any set of dims with keepdim": non-adjacent and negative dim sets on non-contiguous inputs
+  v.push_back(reduction(
+      "mean", "dims {0,2} keepdim strided", in({2, 3, 4}, Domain::any, Layout::strided), F, {0, 2},
+      true,
+      [](const Tensor& x) {
+        return x.mean({0, 2}, true);
+      },
+      mean_of, true));
+  v.push_back(reduction(
+      "prod", "dim -1 keepdim transposed", in({3, 4}, Domain::unit, Layout::transposed), F, {-1},
+      true, [](const Tensor& x) { return x.prod(-1, true); }, prod_of, true));
+  v.push_back(reduction(
+      "amin", "dims {-1,-3} keepdim", in({2, 3, 4}, Domain::any, Layout::transposed),
+      kNumericDTypes, {-1, -3}, true,
+      [](const Tensor& x) {
+        return x.amin({-1, -3}, true);
+      },
+      min_of, true));
+  v.push_back(reduction(
+      "var", "dims {0,2} keepdim transposed", in({3, 2, 4}, Domain::any, Layout::transposed), F,
+      {0, 2}, true,
+      [](const Tensor& x) {
+        return x.var({0, 2}, 1, true);
+      },
+      [](const Vals& l) { return var_of(l, 1); }, true));
+  v.push_back(reduction(
+      "std", "dim -1 correction=0 keepdim strided", in({3, 5}, Domain::any, Layout::strided), F,
+      {-1}, true, [](const Tensor& x) { return x.std({-1}, 0, true); },
+      [](const Vals& l) { return std::sqrt(var_of(l, 0)); }, true));
+  v.push_back(reduction(
+      "std", "all", in({2, 3}), F, {}, false, [](const Tensor& x) { return x.std(); },
+      [](const Vals& l) { return std::sqrt(var_of(l, 1)); }, true));
+  v.push_back(reduction(
+      "norm", "p=2 dims {0,2} expanded", in({2, 3, 4}, Domain::any, Layout::expanded), F, {0, 2},
+      false,
+      [](const Tensor& x) {
+        return x.norm(2, {0, 2});
+      },
+      pnorm(2), true));
+  v.push_back(reduction(
+      "norm", "p=1.5 dims {1,2} keepdim", in({2, 3, 4}), F, {1, 2}, true,
+      [](const Tensor& x) {
+        return x.norm(1.5, {1, 2}, true);
+      },
+      pnorm(1.5), true));
+  v.push_back(reduction(
+      "logsumexp", "all dims {0,1,2}", in({2, 2, 3}), F, {0, 1, 2}, false,
+      [](const Tensor& x) {
+        return x.logsumexp({0, 1, 2});
+      },
+      lse, true));
   auto all_of = [](const Vals& l) {
     for (double x : l)
       if (x == 0) return 0.0;
