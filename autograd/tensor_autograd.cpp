@@ -106,9 +106,16 @@ size_t Tensor::register_hook(GradHook hook) const {
 void Tensor::remove_hook(size_t id) const {
   AutogradMeta& m = impl()->autograd_meta();
   if (m.grad_fn) {
+    // ids count the node's hooks over all its outputs: match this tensor's output too, so that
+    // one output of a multi-output op cannot remove another's hook
+    bool found = false;
     for (auto& h : m.grad_fn->pre_hooks) {
-      if (h.id == id) h.fn = nullptr;
+      if (h.id == id && h.output_nr == m.output_nr) {
+        h.fn = nullptr;
+        found = true;
+      }
     }
+    SL_CHECK_INDEX(found, "remove_hook: no hook with id ", id, " on this tensor");
     return;
   }
   SL_CHECK_INDEX(id < m.hooks.size(), "remove_hook: no hook with id ", id);

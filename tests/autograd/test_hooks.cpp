@@ -79,3 +79,94 @@ TEST_CASE(
   SL_CHECK_THROWS(h.register_post_accumulate_grad_hook([](const Tensor&) {}), AutogradError,
                   "register_post_accumulate_grad_hook: only leaf tensors that require grad");
 }
+
+TEST_CASE("post-accumulate hooks fire on every backward of a retained graph, after each sum") {
+  Tensor w = tensor({2.0, -1.0}).requires_grad_();
+  std::vector<std::vector<double>> seen;
+  w.register_post_accumulate_grad_hook(
+      [&](const Tensor& leaf) { seen.push_back(leaf.grad().to_vector<double>()); });
+  Tensor y = (w * w).sum();  // dy/dw = 2w = {4, -2}
+  y.backward(Tensor(), /*retain_graph=*/true);
+  y.backward();
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[0] == std::vector<double>{4, -2});
+  CHECK(seen[1] == std::vector<double>{8, -4});  // the second call sees the accumulated .grad
+}
+
+TEST_CASE("a leaf hook runs once with the summed gradient of a leaf used several times") {
+  Tensor x = tensor({1.0, 3.0}).requires_grad_();
+  int calls = 0;
+  std::vector<double> seen;
+  x.register_hook([&](const Tensor& g) {
+    ++calls;
+    seen = g.to_vector<double>();
+    return g;
+  });
+  (x * 2 + x * x + x).sum().backward();  // 2 + 2x + 1
+  CHECK(calls == 1);
+  CHECK(seen == std::vector<double>{5, 9});
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{5, 9});
+}
+
+TEST_CASE("several hooks on one tensor run in registration order, each on the previous result") {
+  Tensor x = tensor({1.0, 2.0}).requires_grad_();
+  Tensor h = x * 1;
+  std::vector<std::vector<double>> seen;
+  h.register_hook([&](const Tensor& g) {
+    seen.push_back(g.to_vector<double>());
+    return g + 1;
+  });
+  size_t second = h.register_hook([&](const Tensor& g) {
+    seen.push_back(g.to_vector<double>());
+    return g * 3;
+  });
+  Tensor y = (h * h).sum();  // dy/dh = 2h = {2, 4}
+  y.backward(Tensor(), /*retain_graph=*/true);
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[0] == std::vector<double>{2, 4});
+  CHECK(seen[1] == std::vector<double>{3, 5});
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{9, 15});  // (2h + 1) * 3
+  // a removed hook no longer runs; the other one still does
+  h.remove_hook(second);
+  seen.clear();
+  Tensor(x.grad()).zero_();  // a handle to the same .grad storage
+  y.backward();
+  REQUIRE(seen.size() == 1);
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{3, 5});
+  SL_CHECK_THROWS(x.remove_hook(7), IndexError, "remove_hook: no hook with id 7");
+}
+
+TEST_CASE("a hook on an intermediate used twice runs once, on the sum of both paths") {
+  Tensor x = tensor({2.0}).requires_grad_();
+  Tensor h = x * 3;
+  std::vector<double> seen;
+  h.register_hook([&](const Tensor& g) {
+    seen.push_back(g.item<double>());
+    return g;
+  });
+  (h * 2 + h * h).sum().backward();  // 2 + 2h = 14 at h = 6
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0] == 14);
+  CHECK(x.grad().item<double>() == 42);
+}
+
+TEST_CASE("hooks on two outputs of one op stay apart; remove_hook checks the id") {
+  Tensor x = tensor({1.0, 2.0, 3.0, 4.0}).requires_grad_();
+  auto parts = split(x * 1, 2);
+  int calls_a = 0, calls_b = 0;
+  size_t ia = parts[0].register_hook([&](const Tensor& g) {
+    ++calls_a;
+    return g * 10;
+  });
+  size_t ib = parts[1].register_hook([&](const Tensor& g) {
+    ++calls_b;
+    return g;
+  });
+  CHECK(ia != ib);
+  std::string want = "remove_hook: no hook with id " + std::to_string(ib) + " on this tensor";
+  SL_CHECK_THROWS(parts[0].remove_hook(ib), IndexError, want.c_str());
+  (parts[0].sum() + parts[1].sum()).backward();
+  CHECK(calls_a == 1);
+  CHECK(calls_b == 1);
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{10, 10, 1, 1});
+}
