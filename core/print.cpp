@@ -130,8 +130,10 @@ void render(const Tensor& t, const Formatter& f, bool summarize, int indent, std
     return;
   }
   out += '[';
-  std::string sep = "," + std::string(static_cast<size_t>(t.dim() - 1), '\n') +
-                    std::string(static_cast<size_t>(indent + 1), ' ');
+  // built by appends: GCC 12 reports a false -Wrestrict for "," + std::string(...)
+  std::string sep = ",";
+  sep.append(static_cast<size_t>(t.dim() - 1), '\n');
+  sep.append(static_cast<size_t>(indent + 1), ' ');
   bool first = true;
   for (int64_t i = 0; i < n; ++i) {
     if (!first) out += sep;
