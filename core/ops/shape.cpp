@@ -10,9 +10,6 @@
 
 namespace sl {
 
-SL_DEFINE_KERNEL(flip_kernel,
-                 void(const Tensor& out, const Tensor& in, const std::vector<bool>& flip_dim));
-
 DimSplit split_at_dim(const Shape& sizes, int64_t dim) {
   DimSplit s;
   for (size_t i = 0; i < sizes.size(); ++i) {
@@ -255,7 +252,17 @@ Tensor flip(const Tensor& t, const std::vector<int64_t>& dims) {
     copy_(out, t);
     return out;
   }
-  flip_kernel(t.device().kind, out, t, mask);
+  // A view with the flipped dims' strides negated, copied by the device's strided copy kernel
+  // (which takes signed byte strides on every device); the view never leaves this function.
+  Shape strides = t.strides();
+  int64_t offset = t.storage_offset();
+  for (size_t d = 0; d < strides.size(); ++d) {
+    if (!mask[d] || t.sizes()[d] <= 1) continue;
+    offset += (t.sizes()[d] - 1) * strides[d];
+    strides[d] = -strides[d];
+  }
+  Tensor reversed(std::make_shared<TensorImpl>(t.storage(), t.sizes(), strides, offset, t.dtype()));
+  copy_kernel(t.device().kind, out, reversed);
   return out;
 }
 

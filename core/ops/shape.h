@@ -23,11 +23,6 @@ struct DimSplit {
 /// `dim` must already be wrapped (0 <= dim < sizes.size(), or 0 for a 0-d shape).
 DimSplit split_at_dim(const Shape& sizes, int64_t dim);
 
-/// out = in with the elements of every dim d where flip_dim[d] reversed; same sizes and dtype,
-/// out contiguous, in any strides.
-SL_DECLARE_KERNEL(flip_kernel,
-                  void(const Tensor& out, const Tensor& in, const std::vector<bool>& flip_dim));
-
 namespace ops {
 
 /// Concatenates along dim. All tensors have the same number of dims and equal sizes except
