@@ -14,12 +14,11 @@ SL_DEFINE_KERNEL(clamp_kernel, void(const Tensor& out, const Tensor& in, std::op
                                     std::optional<Scalar> hi));
 
 const char* unary_op_name(UnaryOp op) {
-  static const char* names[] = {"neg",   "abs",        "exp",     "log",     "log1p",
-                                "expm1", "sqrt",       "rsqrt",   "square",  "reciprocal",
-                                "tanh",  "sigmoid",    "relu",    "gelu",    "gelu_tanh",
-                                "silu",  "sin",        "cos",     "sign",    "erf",
-                                "floor", "ceil",       "round",   "trunc",   "logical_not",
-                                "isnan", "isinf",      "isfinite"};
+  static const char* names[] = {
+      "neg",       "abs",    "exp",        "log",         "log1p",   "expm1", "sqrt",
+      "rsqrt",     "square", "reciprocal", "tanh",        "sigmoid", "relu",  "gelu",
+      "gelu_tanh", "silu",   "sin",        "cos",         "sign",    "erf",   "floor",
+      "ceil",      "round",  "trunc",      "logical_not", "isnan",   "isinf", "isfinite"};
   static_assert(sizeof(names) / sizeof(names[0]) == static_cast<size_t>(UnaryOp::count_));
   return names[static_cast<int>(op)];
 }
@@ -57,7 +56,9 @@ const char* binary_op_name(BinaryOp op) {
 namespace ops {
 
 namespace {
-int category(DType t) { return is_bool(t) ? 0 : is_integral(t) ? 1 : 2; }
+int category(DType t) {
+  return is_bool(t) ? 0 : is_integral(t) ? 1 : 2;
+}
 
 bool needs_float_result(BinaryOp op) {
   return op == BinaryOp::div || op == BinaryOp::atan2 || op >= BinaryOp::relu_backward;
@@ -135,8 +136,23 @@ Tensor binary(BinaryOp op, const Tensor& a_in, const Tensor& b_in, Scalar alpha)
   return out;
 }
 
+namespace {
+
+/// PyTorch refuses an integer (or bool) tensor raised to a negative integer scalar: the exact
+/// result is not an integer. A tensor of exponents is not checked (as in PyTorch: the integer
+/// kernel gives 0, or +-1 for bases +-1).
+void check_int_pow_exponent(const char* name, DType result, Scalar e) {
+  SL_CHECK_DTYPE(is_floating(result) || e.is_floating() || e.to_double() >= 0, name,
+                 ": integers to negative integer powers are not allowed (", dtype_name(result),
+                 " tensor, exponent ", e.to_double(),
+                 "); use a floating exponent or convert the tensor to a floating dtype");
+}
+
+}  // namespace
+
 Tensor binary(BinaryOp op, const Tensor& a, Scalar b) {
   check_defined(binary_op_name(op), a);
+  if (op == BinaryOp::pow) check_int_pow_exponent("pow", result_type(a, b), b);
   return binary(op, a, scalar_tensor(b, result_type(a, b), a.device()));
 }
 
@@ -184,6 +200,7 @@ void binary_(BinaryOp op, const Tensor& self, const Tensor& b_in, Scalar alpha) 
 
 void binary_(BinaryOp op, const Tensor& self, Scalar b) {
   check_defined(detail::str_cat(binary_op_name(op), "_").c_str(), self);
+  if (op == BinaryOp::pow) check_int_pow_exponent("pow_", self.dtype(), b);
   binary_(op, self, scalar_tensor(b, result_type(self, b), self.device()));
 }
 
@@ -197,8 +214,8 @@ Tensor where(const Tensor& cond_in, const Tensor& a_in, const Tensor& b_in) {
   SL_CHECK_DTYPE(is_bool(cond_in.dtype()), "where: condition must be bool, got ",
                  dtype_name(cond_in.dtype()));
   DType ct = result_type(a, b);
-  Shape shape = broadcast_shapes(broadcast_shapes(cond_in.sizes(), a.sizes(), "where"), b.sizes(),
-                                 "where");
+  Shape shape =
+      broadcast_shapes(broadcast_shapes(cond_in.sizes(), a.sizes(), "where"), b.sizes(), "where");
   Tensor c = cond_in.sizes() == shape ? cond_in : cond_in.expand(shape);
   if (a.dtype() != ct) a = cast(a, ct);
   if (b.dtype() != ct) b = cast(b, ct);

@@ -9,13 +9,13 @@ namespace sl {
 
 SL_DEFINE_KERNEL(reduce_kernel, void(ReduceOp op, const Tensor& out, const Tensor& in,
                                      const ReduceParams& params));
-SL_DEFINE_KERNEL(arg_reduce_kernel, void(bool is_max, const Tensor& values, const Tensor& indices,
-                                         const Tensor& in));
+SL_DEFINE_KERNEL(arg_reduce_kernel,
+                 void(bool is_max, const Tensor& values, const Tensor& indices, const Tensor& in));
 SL_DEFINE_KERNEL(cumsum_kernel, void(const Tensor& out, const Tensor& in));
 
 const char* reduce_op_name(ReduceOp op) {
-  static const char* names[] = {"sum", "mean", "prod", "max",       "min", "var",
-                                "norm", "logsumexp", "all", "any"};
+  static const char* names[] = {"sum", "mean", "prod",      "max", "min",
+                                "var", "norm", "logsumexp", "all", "any"};
   static_assert(sizeof(names) / sizeof(names[0]) == static_cast<size_t>(ReduceOp::count_));
   return names[static_cast<int>(op)];
 }
@@ -33,7 +33,7 @@ DType reduce_result_dtype(ReduceOp op, DType in) {
 }
 
 struct Layout3 {
-  Tensor in3;  // contiguous [outer, R, inner]
+  Tensor in3;      // contiguous [outer, R, inner]
   Shape out_keep;  // output shape with keepdim
   Shape out_nokeep;
   int64_t outer = 1, r = 1, inner = 1;
@@ -89,13 +89,16 @@ Tensor reduce(ReduceOp op, const Tensor& t, const std::vector<int64_t>& dims, bo
   if (op == ReduceOp::norm) {
     SL_CHECK(params.p > 0, "norm: order p must be positive, got ", params.p);
   }
+  // PyTorch's rule: mean, var/std and norm have no integer result and refuse to guess one;
+  // logsumexp promotes integers to the default float.
+  SL_CHECK_DTYPE(is_floating(t.dtype()) ||
+                     !(op == ReduceOp::mean || op == ReduceOp::var || op == ReduceOp::norm),
+                 name, ": input dtype must be floating point, got ", dtype_name(t.dtype()),
+                 " (an integer or bool input has no ", name,
+                 " dtype to infer); convert first, e.g. t.to(sl::DType::f32)");
   Tensor x = t;
   DType out_dtype = reduce_result_dtype(op, t.dtype());
-  if ((op == ReduceOp::mean || op == ReduceOp::var || op == ReduceOp::norm ||
-       op == ReduceOp::logsumexp) &&
-      !is_floating(t.dtype())) {
-    x = cast(t, out_dtype);
-  }
+  if (op == ReduceOp::logsumexp && !is_floating(t.dtype())) x = cast(t, out_dtype);
   Layout3 L = to_3d(x, wdims);
   if (L.r == 0) {
     SL_CHECK(op != ReduceOp::max && op != ReduceOp::min, name,

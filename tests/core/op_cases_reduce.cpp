@@ -76,9 +76,6 @@ std::vector<OpCase> reduce_cases() {
   v.push_back(reduction(
       "mean", "all expanded", in({3, 4}, Domain::any, Layout::expanded), F, {}, false,
       [](const Tensor& x) { return x.mean(); }, mean_of, true));
-  v.push_back(reduction(
-      "mean", "int -> float32", in({3, 4}), {DType::i64, DType::i32}, {0}, false,
-      [](const Tensor& x) { return x.mean({0}); }, mean_of, false, DType::f32));
   auto prod_of = [](const Vals& v) {
     double p = 1;
     for (double x : v) p *= x;

@@ -62,6 +62,41 @@ TEST_CASE("DTypeError: dtypes an op cannot take or combine") {
                   "data_ptr: requested float64 but the tensor is float32");
 }
 
+TEST_CASE("DTypeError: integer results PyTorch refuses to guess") {
+  // PyTorch 1.13 raises for each of these (checked with torch.tensor([2, 3]) and a bool tensor);
+  // logsumexp is the one reduction that promotes integers instead.
+  Tensor i = arange(2, 4);
+  Tensor b = ones({2}).to(DType::b8);
+  SL_CHECK_THROWS(pow(i, -1), DTypeError,
+                  "pow: integers to negative integer powers are not allowed (int64 tensor, "
+                  "exponent -1)");
+  SL_CHECK_THROWS(pow(i.to(DType::i32), -2), DTypeError, "(int32 tensor, exponent -2)");
+  SL_CHECK_THROWS(pow(b, -1), DTypeError, "pow: integers to negative integer powers");
+  Tensor i2 = i.clone();
+  SL_CHECK_THROWS(i2.pow_(-1), DTypeError, "pow_: integers to negative integer powers");
+  CHECK(i2.data_ptr<int64_t>()[0] == 2);  // refused before anything was written
+  SL_CHECK_THROWS(i.mean(), DTypeError, "mean: input dtype must be floating point, got int64");
+  SL_CHECK_THROWS(b.mean(), DTypeError, "mean: input dtype must be floating point, got bool");
+  SL_CHECK_THROWS(i.var(), DTypeError, "var: input dtype must be floating point, got int64");
+  SL_CHECK_THROWS(i.std(), DTypeError, "var: input dtype must be floating point, got int64");
+  SL_CHECK_THROWS(b.var(), DTypeError, "var: input dtype must be floating point, got bool");
+  SL_CHECK_THROWS(i.norm(), DTypeError, "norm: input dtype must be floating point, got int64");
+  // what stays allowed, with the values PyTorch gives for the same calls
+  Tensor sq = pow(i, 2);
+  CHECK(sq.dtype() == DType::i64);
+  CHECK(sq.data_ptr<int64_t>()[1] == 9);
+  Tensor inv = pow(i, -1.0);  // a floating exponent promotes: [0.5, 1/3]
+  CHECK(inv.dtype() == kDefaultFloat);
+  CHECK(inv.data_ptr<float>()[0] == 0.5f);
+  Tensor te = pow(i, from_vector<int64_t>({-1, 2}, {2}));  // tensor exponents are not checked
+  CHECK(te.data_ptr<int64_t>()[0] == 0);                   // 2^-1 truncates to 0, as in PyTorch
+  CHECK(te.data_ptr<int64_t>()[1] == 9);
+  Tensor lse = logsumexp(i, {0});
+  CHECK(lse.dtype() == kDefaultFloat);
+  CHECK(lse.item<double>() ==
+        doctest::Approx(std::log(std::exp(2.0) + std::exp(3.0))).epsilon(1e-6));
+}
+
 TEST_CASE("DeviceError: tensors on different devices") {
   Tensor a = ones({2});
   Tensor c = ones({2}, {.device = Device("cpu:1")});
