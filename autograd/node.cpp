@@ -14,11 +14,41 @@ std::atomic<uint64_t> g_next_sequence_nr{0};
 thread_local bool t_grad_enabled = true;
 }  // namespace
 
-bool GradMode::is_enabled() { return t_grad_enabled; }
-void GradMode::set_enabled(bool enabled) { t_grad_enabled = enabled; }
+bool GradMode::is_enabled() {
+  return t_grad_enabled;
+}
+void GradMode::set_enabled(bool enabled) {
+  t_grad_enabled = enabled;
+}
 
 Node::Node() : sequence_nr(g_next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
-Node::~Node() = default;
+// Note [Deep graph teardown]
+// A node owns its inputs' nodes through next_edges, so freeing the last tensor of a long chain
+// (an unrolled RNN, or a loss summed over many iterations without detach) would destroy the
+// chain recursively, one stack frame per node, and overflow the stack at a few hundred thousand
+// nodes. Instead, the outermost destructor on a thread collects the input nodes this node held
+// the last reference to and releases them one at a time in a loop; nested destructors only hand
+// theirs to that loop. Nodes still referenced elsewhere are simply unreferenced as usual.
+Node::~Node() {
+  // trivially destructible, so it stays usable while thread-local objects are being destroyed
+  static thread_local std::vector<std::shared_ptr<Node>>* t_pending = nullptr;
+  bool releases_last = false;
+  for (const Edge& e : next_edges) releases_last |= e.node != nullptr && e.node.use_count() == 1;
+  if (!releases_last) return;
+  std::vector<std::shared_ptr<Node>> local;
+  std::vector<std::shared_ptr<Node>>& pending = t_pending ? *t_pending : local;
+  for (Edge& e : next_edges) {
+    if (e.node) pending.push_back(std::move(e.node));
+  }
+  if (t_pending) return;  // the outer loop below (in an enclosing destructor) releases them
+  t_pending = &local;
+  while (!local.empty()) {
+    std::shared_ptr<Node> n = std::move(local.back());
+    local.pop_back();
+    n.reset();  // may run ~Node, which appends to `local`
+  }
+  t_pending = nullptr;
+}
 
 variable_list LambdaNode::apply(variable_list&& grads) {
   SL_CHECK_AUTOGRAD(fn_ != nullptr, name_,
