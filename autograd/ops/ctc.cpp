@@ -27,9 +27,15 @@ Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& in
   nll = ops::cast(nll, log_probs.dtype());
   if (needs_grad(log_probs)) {
     DType dt = log_probs.dtype();
+    // Saved as SavedTensor (a detached alias), not captured as Tensor: when nll is raw itself
+    // (float32, no zero_infinity) a captured Tensor would own the node that owns it, a cycle
+    // that leaked every CTC graph (found by LeakSanitizer).
     record("CtcLossBackward", {log_probs}, {&nll},
-           [a, raw = raw, la = log_alpha, zero_infinity, dt](const BackwardCtx& c) {
-             return variable_list{ops::ctc_loss_backward(a, c.grad(), raw, la, zero_infinity, dt)};
+           [a, sraw = SavedTensor(raw), sla = SavedTensor(log_alpha), zero_infinity,
+            dt](const BackwardCtx& c) {
+             const char* name = "CtcLossBackward";
+             return variable_list{ops::ctc_loss_backward(a, c.grad(), sraw.unpack(name),
+                                                         sla.unpack(name), zero_infinity, dt)};
            });
   }
   if (a.unbatched) nll = nll.squeeze(0);
