@@ -14,11 +14,13 @@
 // The casts are differentiable (Tensor::to), so gradients arrive at float32 parameters in
 // float32: the optimizer keeps float32 master weights, and a GradScaler (optim/) protects
 // float16 gradients from underflow. Ops opt in by calling autocast(inputs, policy) on their
-// inputs first; an op that does not is simply computed in its inputs' dtypes. Status: no op of
-// the library opts in yet (matmul/linear/conv/attention would, in their families' autograd
-// files), so today a model applies the policies by calling autocast() itself, as
-// tests/cuda/test_amp.cpp does. The state is per thread (as PyTorch's), so a data-loading thread
-// is unaffected; backward runs outside any scope in the dtypes the forward recorded.
+// inputs first; an op that does not is simply computed in its inputs' dtypes. Opted in today:
+// lower: matmul, mm, bmm, addmm, linear, conv1d, conv2d (so attention's projections and
+// products); fp32: softmax, log_softmax (unless given a dtype), layer_norm, batch_norm, sum,
+// norm and every loss in nn/loss.h. Not yet: exp/log/pow and the fused GRU/LSTM kernels (a
+// model can still call autocast() on their inputs itself). The state is per thread (as PyTorch's),
+// so a data-loading thread is unaffected; backward runs outside any scope in the dtypes the forward
+// recorded.
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,7 @@
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/softmax.h"
+#include "core/amp.h"
 #include "core/creation.h"
 
 namespace sl::nn {
@@ -115,8 +116,13 @@ void check_common(const char* op, const Tensor& input, const CrossEntropyOptions
 
 }  // namespace
 
-Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyOptions& o) {
+// Every loss opts in to autocast's `fp32` policy (Note [Autocast] in core/amp.h): inside a scope
+// its 16-bit floating inputs are cast to float32 first.
+Tensor cross_entropy(const Tensor& input_in, const Tensor& target_in,
+                     const CrossEntropyOptions& o) {
   const char* op = "cross_entropy";
+  const Tensor input = autocast(input_in, AmpPolicy::fp32);
+  const Tensor target = autocast(target_in, AmpPolicy::fp32);
   check_common(op, input, o);
   SL_CHECK(target.defined(), op, ": target is undefined");
   int64_t cdim = input.dim() == 1 ? 0 : 1;
@@ -143,20 +149,25 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
   return reduce(loss, o.reduction);
 }
 
-Tensor nll_loss(const Tensor& input, const Tensor& target, const CrossEntropyOptions& o) {
+Tensor nll_loss(const Tensor& input_in, const Tensor& target, const CrossEntropyOptions& o) {
   const char* op = "nll_loss";
+  const Tensor input = autocast(input_in, AmpPolicy::fp32);
   check_common(op, input, o);
   SL_CHECK(o.label_smoothing == 0.0, op, ": label_smoothing is not supported (use cross_entropy)");
   SL_CHECK(target.defined(), op, ": target is undefined");
   return nll_core(op, input, target, o);
 }
 
-Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+Tensor mse_loss(const Tensor& input_in, const Tensor& target_in, Reduction reduction) {
+  const Tensor input = autocast(input_in, AmpPolicy::fp32);
+  const Tensor target = autocast(target_in, AmpPolicy::fp32);
   check_same_shape(input, target, "mse_loss");
   return reduce((input - target).square(), reduction);
 }
 
-Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+Tensor l1_loss(const Tensor& input_in, const Tensor& target_in, Reduction reduction) {
+  const Tensor input = autocast(input_in, AmpPolicy::fp32);
+  const Tensor target = autocast(target_in, AmpPolicy::fp32);
   check_same_shape(input, target, "l1_loss");
   return reduce((input - target).abs(), reduction);
 }
@@ -166,10 +177,14 @@ Tensor log_sigmoid(const Tensor& x) {
   return minimum(x, zeros_like(x)) - x.abs().neg().exp().log1p();
 }
 
-Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
-                                        const Tensor& weight, const Tensor& pos_weight,
+Tensor binary_cross_entropy_with_logits(const Tensor& input_in, const Tensor& target_in,
+                                        const Tensor& weight_in, const Tensor& pos_weight_in,
                                         Reduction reduction) {
   const char* op = "binary_cross_entropy_with_logits";
+  const Tensor input = autocast(input_in, AmpPolicy::fp32);
+  const Tensor target = autocast(target_in, AmpPolicy::fp32);
+  const Tensor weight = autocast(weight_in, AmpPolicy::fp32);
+  const Tensor pos_weight = autocast(pos_weight_in, AmpPolicy::fp32);
   check_same_shape(input, target, op);
   check_floating(target, op, "target");
   Tensor ls = log_sigmoid(input);
@@ -182,8 +197,8 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
 Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
                 const Tensor& target_lengths, int64_t blank, Reduction reduction,
                 bool zero_infinity) {
-  return sl::ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
-                      reduction_name(reduction), zero_infinity);
+  return sl::ctc_loss(autocast(log_probs, AmpPolicy::fp32), targets, input_lengths, target_lengths,
+                      blank, reduction_name(reduction), zero_infinity);
 }
 
 }  // namespace functional

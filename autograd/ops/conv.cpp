@@ -3,6 +3,7 @@
 #include "autograd/ops/conv.h"
 
 #include "autograd/function.h"
+#include "core/amp.h"
 #include "core/ops/copy.h"
 
 namespace sl {
@@ -29,10 +30,14 @@ Tensor conv2d_4d(const Tensor& x, const Tensor& w, const Tensor& bias, const Con
 
 }  // namespace
 
-Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
+Tensor conv2d(const Tensor& input_in, const Tensor& weight_in, const Tensor& bias_in,
               ExpandingArray<2> stride, const ConvPadding<2>& padding, ExpandingArray<2> dilation,
               int64_t groups) {
-  ops::check_defined("conv2d", input);
+  ops::check_defined("conv2d", input_in);
+  // autocast `lower` policy (Note [Autocast] in core/amp.h)
+  const Tensor input = autocast(input_in, AmpPolicy::lower);
+  const Tensor weight = autocast(weight_in, AmpPolicy::lower);
+  const Tensor bias = autocast(bias_in, AmpPolicy::lower);
   SL_CHECK_SHAPE(input.dim() == 3 || input.dim() == 4,
                  "conv2d: expected a 3-d (unbatched) or 4-d input, got ", shape_str(input.sizes()));
   const bool batched = input.dim() == 4;
@@ -43,11 +48,15 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
   return batched ? out : out.squeeze(0);
 }
 
-Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias,
+Tensor conv1d(const Tensor& input_in, const Tensor& weight_in, const Tensor& bias_in,
               ExpandingArray<1> stride, const ConvPadding<1>& padding, ExpandingArray<1> dilation,
               int64_t groups) {
-  ops::check_defined("conv1d", input);
-  ops::check_defined("conv1d", weight, "weight");
+  ops::check_defined("conv1d", input_in);
+  ops::check_defined("conv1d", weight_in, "weight");
+  // autocast `lower` policy (Note [Autocast] in core/amp.h)
+  const Tensor input = autocast(input_in, AmpPolicy::lower);
+  const Tensor weight = autocast(weight_in, AmpPolicy::lower);
+  const Tensor bias = autocast(bias_in, AmpPolicy::lower);
   SL_CHECK_SHAPE(input.dim() == 2 || input.dim() == 3,
                  "conv1d: expected a 2-d (unbatched) or 3-d input, got ", shape_str(input.sizes()));
   SL_CHECK_SHAPE(weight.dim() == 3, "conv1d: expected a 3-d weight [out, in / groups, k], got ",

@@ -4,6 +4,7 @@
 #include "autograd/function.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/reduce.h"
+#include "core/amp.h"
 #include "core/ops/copy.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/matmul.h"
@@ -69,13 +70,18 @@ Tensor record_matmul(const char* name, Tensor out, const Tensor& a, const Tensor
 }
 }  // namespace
 
-Tensor matmul(const Tensor& a, const Tensor& b) {
+// The products opt in to autocast's `lower` policy (Note [Autocast] in core/amp.h): inside a
+// scope, float32 operands are cast (differentiably) to the scope's 16-bit dtype first.
+Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
+  Tensor a = autocast(a_in, AmpPolicy::lower), b = autocast(b_in, AmpPolicy::lower);
   return record_matmul("MatmulBackward", ops::matmul(a, b), a, b);
 }
-Tensor mm(const Tensor& a, const Tensor& b) {
+Tensor mm(const Tensor& a_in, const Tensor& b_in) {
+  Tensor a = autocast(a_in, AmpPolicy::lower), b = autocast(b_in, AmpPolicy::lower);
   return record_matmul("MmBackward", ops::mm(a, b), a, b);
 }
-Tensor bmm(const Tensor& a, const Tensor& b) {
+Tensor bmm(const Tensor& a_in, const Tensor& b_in) {
+  Tensor a = autocast(a_in, AmpPolicy::lower), b = autocast(b_in, AmpPolicy::lower);
   return record_matmul("BmmBackward", ops::bmm(a, b), a, b);
 }
 
@@ -84,7 +90,7 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, Scalar beta, 
   if (alpha.to_double() != 1.0) p = mul(p, alpha);
   if (beta.to_double() == 0.0) return p;
   ops::check_defined("addmm", bias, "bias");
-  return add(p, bias, beta);
+  return add(p, autocast(bias, AmpPolicy::lower), beta);
 }
 
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
@@ -99,7 +105,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
                    shape_str(bias.sizes()), " does not match weight ", shape_str(w.sizes()));
   }
   Tensor y = matmul(x, w.t());
-  return bias.defined() ? add(y, bias) : y;
+  return bias.defined() ? add(y, autocast(bias, AmpPolicy::lower)) : y;
 }
 
 Tensor outer(const Tensor& a, const Tensor& b) {
@@ -115,8 +121,14 @@ Tensor dot(const Tensor& a, const Tensor& b) {
   return matmul(a, b);
 }
 
-Tensor Tensor::matmul(const Tensor& o) const { return sl::matmul(*this, o); }
-Tensor Tensor::mm(const Tensor& o) const { return sl::mm(*this, o); }
-Tensor Tensor::bmm(const Tensor& o) const { return sl::bmm(*this, o); }
+Tensor Tensor::matmul(const Tensor& o) const {
+  return sl::matmul(*this, o);
+}
+Tensor Tensor::mm(const Tensor& o) const {
+  return sl::mm(*this, o);
+}
+Tensor Tensor::bmm(const Tensor& o) const {
+  return sl::bmm(*this, o);
+}
 
 }  // namespace sl

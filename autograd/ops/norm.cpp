@@ -2,11 +2,16 @@
 #include "autograd/ops/norm.h"
 
 #include "autograd/function.h"
+#include "core/amp.h"
 
 namespace sl {
 
-Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
-                  const Tensor& bias, double eps) {
+// Both norms opt in to autocast's `fp32` policy (Note [Autocast] in core/amp.h).
+Tensor layer_norm(const Tensor& input_in, const Shape& normalized_shape, const Tensor& weight_in,
+                  const Tensor& bias_in, double eps) {
+  const Tensor input = autocast(input_in, AmpPolicy::fp32);
+  const Tensor weight = autocast(weight_in, AmpPolicy::fp32);
+  const Tensor bias = autocast(bias_in, AmpPolicy::fp32);
   ops::NormForward f = ops::layer_norm_forward(input, normalized_shape, weight, bias, eps);
   Tensor out = f.out;
   if (needs_grad(input, weight, bias)) {
@@ -23,9 +28,12 @@ Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tens
   return out;
 }
 
-Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
-                  const Tensor& weight, const Tensor& bias, bool training, double momentum,
+Tensor batch_norm(const Tensor& input_in, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight_in, const Tensor& bias_in, bool training, double momentum,
                   double eps) {
+  const Tensor input = autocast(input_in, AmpPolicy::fp32);
+  const Tensor weight = autocast(weight_in, AmpPolicy::fp32);
+  const Tensor bias = autocast(bias_in, AmpPolicy::fp32);
   ops::NormForward f = ops::batch_norm_forward(input, running_mean, running_var, weight, bias,
                                                training, momentum, eps);
   Tensor out = f.out;

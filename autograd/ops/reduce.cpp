@@ -5,6 +5,7 @@
 
 #include "autograd/function.h"
 #include "autograd/ops/elementwise.h"
+#include "core/amp.h"
 #include "core/creation.h"
 #include "core/ops/copy.h"
 #include "core/ops/elementwise.h"
@@ -43,12 +44,11 @@ Tensor reduction(ReduceOp op, const char* name, const Tensor& a, const std::vect
     Shape in_shape = a.sizes();
     SavedTensor sx = save_x ? SavedTensor(a) : SavedTensor();
     SavedTensor sy = save_y ? SavedTensor(out) : SavedTensor();
-    record(name, {a}, {&out},
-           [=](const BackwardCtx& c) -> variable_list {
-             Tensor g = expand_back(c.grad(), in_shape, wdims, keepdim);
-             Tensor y = save_y ? expand_back(sy.unpack(name), in_shape, wdims, keepdim) : Tensor();
-             return {fn(g, sx.unpack(name), y, reduced_count(in_shape, wdims))};
-           });
+    record(name, {a}, {&out}, [=](const BackwardCtx& c) -> variable_list {
+      Tensor g = expand_back(c.grad(), in_shape, wdims, keepdim);
+      Tensor y = save_y ? expand_back(sy.unpack(name), in_shape, wdims, keepdim) : Tensor();
+      return {fn(g, sx.unpack(name), y, reduced_count(in_shape, wdims))};
+    });
   }
   return out;
 }
@@ -62,11 +62,11 @@ Tensor prod_of_others(const Tensor& x, const std::vector<int64_t>& dims, const T
 
 }  // namespace
 
+// sum and norm opt in to autocast's `fp32` policy (Note [Autocast] in core/amp.h).
 Tensor sum(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
-  return reduction(ReduceOp::sum, "SumBackward", a, dims, keepdim, {}, false, false,
-                   [](const Tensor& g, const Tensor&, const Tensor&, int64_t) {
-                     return ops::contiguous(g);
-                   });
+  return reduction(
+      ReduceOp::sum, "SumBackward", autocast(a, AmpPolicy::fp32), dims, keepdim, {}, false, false,
+      [](const Tensor& g, const Tensor&, const Tensor&, int64_t) { return ops::contiguous(g); });
 }
 
 Tensor mean(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
@@ -94,8 +94,12 @@ Tensor prod(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
                    });
 }
 
-Tensor max(const Tensor& a) { return amax(a, {}, false); }
-Tensor min(const Tensor& a) { return amin(a, {}, false); }
+Tensor max(const Tensor& a) {
+  return amax(a, {}, false);
+}
+Tensor min(const Tensor& a) {
+  return amin(a, {}, false);
+}
 
 namespace {
 Tensor amax_amin(bool is_max, const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
@@ -128,7 +132,8 @@ std::pair<Tensor, Tensor> max_min_dim(bool is_max, const Tensor& a, int64_t dim,
       ar_shape[static_cast<size_t>(d)] = in_shape[static_cast<size_t>(d)];
       Tensor ar = ops::view(arange(in_shape[static_cast<size_t>(d)]).to(idx.device()), ar_shape);
       Tensor hit = ops::binary(BinaryOp::eq, ar, idx);
-      return {where(hit, g.expand(in_shape), zeros({}, {.dtype = g.dtype(), .device = g.device()}))};
+      return {
+          where(hit, g.expand(in_shape), zeros({}, {.dtype = g.dtype(), .device = g.device()}))};
     });
   }
   return {values, indices};
@@ -181,7 +186,8 @@ Tensor logsumexp(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim
 Tensor norm(const Tensor& a, double p, const std::vector<int64_t>& dims, bool keepdim) {
   ReduceParams params;
   params.p = p;
-  return reduction(ReduceOp::norm, "NormBackward", a, dims, keepdim, params, true, true,
+  return reduction(ReduceOp::norm, "NormBackward", autocast(a, AmpPolicy::fp32), dims, keepdim,
+                   params, true, true,
                    [p, dims](const Tensor& g, const Tensor& x, const Tensor& y, int64_t) {
                      Tensor zero = zeros_like(x);
                      if (std::isinf(p)) {
@@ -224,21 +230,33 @@ Tensor cumsum(const Tensor& a, int64_t dim) {
 
 // ---- Tensor methods ---------------------------------------------------------------------------
 
-Tensor Tensor::sum() const { return sl::sum(*this); }
+Tensor Tensor::sum() const {
+  return sl::sum(*this);
+}
 Tensor Tensor::sum(const std::vector<int64_t>& dims, bool keepdim) const {
   return sl::sum(*this, dims, keepdim);
 }
-Tensor Tensor::mean() const { return sl::mean(*this); }
+Tensor Tensor::mean() const {
+  return sl::mean(*this);
+}
 Tensor Tensor::mean(const std::vector<int64_t>& dims, bool keepdim) const {
   return sl::mean(*this, dims, keepdim);
 }
-Tensor Tensor::prod() const { return sl::prod(*this); }
-Tensor Tensor::prod(int64_t dim, bool keepdim) const { return sl::prod(*this, dim, keepdim); }
-Tensor Tensor::max() const { return sl::max(*this); }
+Tensor Tensor::prod() const {
+  return sl::prod(*this);
+}
+Tensor Tensor::prod(int64_t dim, bool keepdim) const {
+  return sl::prod(*this, dim, keepdim);
+}
+Tensor Tensor::max() const {
+  return sl::max(*this);
+}
 std::pair<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim) const {
   return sl::max(*this, dim, keepdim);
 }
-Tensor Tensor::min() const { return sl::min(*this); }
+Tensor Tensor::min() const {
+  return sl::min(*this);
+}
 std::pair<Tensor, Tensor> Tensor::min(int64_t dim, bool keepdim) const {
   return sl::min(*this, dim, keepdim);
 }
@@ -248,10 +266,18 @@ Tensor Tensor::amax(const std::vector<int64_t>& dims, bool keepdim) const {
 Tensor Tensor::amin(const std::vector<int64_t>& dims, bool keepdim) const {
   return sl::amin(*this, dims, keepdim);
 }
-Tensor Tensor::argmax() const { return sl::argmax(*this); }
-Tensor Tensor::argmax(int64_t dim, bool keepdim) const { return sl::argmax(*this, dim, keepdim); }
-Tensor Tensor::argmin() const { return sl::argmin(*this); }
-Tensor Tensor::argmin(int64_t dim, bool keepdim) const { return sl::argmin(*this, dim, keepdim); }
+Tensor Tensor::argmax() const {
+  return sl::argmax(*this);
+}
+Tensor Tensor::argmax(int64_t dim, bool keepdim) const {
+  return sl::argmax(*this, dim, keepdim);
+}
+Tensor Tensor::argmin() const {
+  return sl::argmin(*this);
+}
+Tensor Tensor::argmin(int64_t dim, bool keepdim) const {
+  return sl::argmin(*this, dim, keepdim);
+}
 Tensor Tensor::var(const std::vector<int64_t>& dims, int64_t correction, bool keepdim) const {
   return sl::var(*this, dims, correction, keepdim);
 }
@@ -264,8 +290,14 @@ Tensor Tensor::logsumexp(const std::vector<int64_t>& dims, bool keepdim) const {
 Tensor Tensor::norm(double p, const std::vector<int64_t>& dims, bool keepdim) const {
   return sl::norm(*this, p, dims, keepdim);
 }
-Tensor Tensor::all() const { return sl::all(*this); }
-Tensor Tensor::any() const { return sl::any(*this); }
-Tensor Tensor::cumsum(int64_t dim) const { return sl::cumsum(*this, dim); }
+Tensor Tensor::all() const {
+  return sl::all(*this);
+}
+Tensor Tensor::any() const {
+  return sl::any(*this);
+}
+Tensor Tensor::cumsum(int64_t dim) const {
+  return sl::cumsum(*this, dim);
+}
 
 }  // namespace sl

@@ -3,13 +3,16 @@
 #include "autograd/ops/softmax.h"
 
 #include "autograd/function.h"
+#include "core/amp.h"
 #include "core/ops/copy.h"
 #include "core/ops/softmax.h"
 
 namespace sl {
 
 namespace {
-Tensor softmax_impl(const Tensor& x, int64_t dim, bool log, std::optional<DType> dtype) {
+Tensor softmax_impl(const Tensor& x_in, int64_t dim, bool log, std::optional<DType> dtype) {
+  // autocast `fp32` policy (Note [Autocast] in core/amp.h), unless the caller chose a dtype
+  const Tensor x = dtype ? x_in : autocast(x_in, AmpPolicy::fp32);
   const char* name = log ? "LogSoftmaxBackward" : "SoftmaxBackward";
   Tensor out = ops::softmax(x, dim, log, dtype);
   if (needs_grad(x)) {

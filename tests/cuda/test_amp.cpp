@@ -78,3 +78,73 @@ TEST_CASE("autocast: CUDA scope casts CUDA tensors only") {
   CHECK(p.dtype() == DType::f16);
   SL_CHECK_CLOSE(p.cpu().to(DType::f32), g.cpu().matmul(g.cpu()), 1e-2, 5e-2);
 }
+
+TEST_CASE(
+    "autocast: library ops opt in (lower: products and convs; fp32: softmax, norms, sums, "
+    "losses)") {
+  // Each op inside a CPU bf16 scope must give exactly (bit for bit) what the same op gives
+  // outside any scope on inputs cast by hand as Note [Autocast] says: the scope only inserts
+  // casts, it computes nothing differently.
+  manual_seed(11);
+  Tensor x = randn({4, 6});
+  Tensor w = randn({5, 6}).requires_grad_();
+  Tensor b = randn({5}).requires_grad_();
+  Tensor img = randn({2, 3, 6, 6});
+  Tensor k = randn({4, 3, 3, 3});
+  Tensor seq = randn({2, 3, 8});
+  Tensor k1 = randn({4, 3, 3});
+  Tensor hb = randn({4, 5}).to(DType::bf16);
+  Tensor target = from_vector<int64_t>({0, 4, 2, 1}, {4});
+  const auto low = [](const Tensor& t) { return t.to(DType::bf16); };
+  const auto f32 = [](const Tensor& t) { return t.to(DType::f32); };
+  const auto same_bits = [](const Tensor& a, const Tensor& e) {
+    CHECK(a.dtype() == e.dtype());
+    SL_CHECK_CLOSE(a.to(DType::f64), e.to(DType::f64), 0, 0);
+  };
+
+  Tensor y, ref;
+  {
+    AutocastGuard g(DeviceKind::cpu, DType::bf16);
+    y = linear(x, w, b);
+    same_bits(matmul(x, w.t()), [&] {
+      AutocastGuard off(DeviceKind::cpu, DType::bf16, false);
+      return matmul(low(x), low(w).t());
+    }());
+    same_bits(mm(x, w.t()), matmul(x, w.t()));
+    same_bits(bmm(x.unsqueeze(0), w.t().unsqueeze(0)), matmul(x, w.t()).unsqueeze(0));
+    CHECK(addmm(b, x, w.t()).dtype() == DType::bf16);
+    CHECK(conv2d(img, k).dtype() == DType::bf16);
+    CHECK(conv1d(seq, k1).dtype() == DType::bf16);
+    CHECK(softmax(hb, 1).dtype() == DType::f32);
+    CHECK(log_softmax(hb, 1).dtype() == DType::f32);
+    CHECK(softmax(hb, 1, DType::bf16).dtype() == DType::bf16);  // an explicit dtype wins
+    CHECK(hb.sum().dtype() == DType::f32);
+    CHECK(hb.norm().dtype() == DType::f32);
+    CHECK(layer_norm(hb, {5}, Tensor(), Tensor(), 1e-5).dtype() == DType::f32);
+    CHECK(nn::functional::cross_entropy(hb, target).dtype() == DType::f32);
+    CHECK(nn::functional::mse_loss(hb, zeros({4, 5})).dtype() == DType::f32);
+    CHECK(hb.mean().dtype() == DType::bf16);  // mean is not on the fp32 list (as in PyTorch)
+    Tensor d = randn({3, 3}, {.dtype = DType::f64});
+    CHECK(matmul(d, d).dtype() == DType::f64);  // float64 is never touched
+  }
+  {
+    // the same computation with the casts written out, outside any scope
+    Tensor w2 = w.detach().requires_grad_(), b2 = b.detach().requires_grad_();
+    ref = add(matmul(low(x), low(w2).t()), low(b2));
+    same_bits(y, ref);
+    CHECK(conv2d(img, k).dtype() == DType::f32);
+    Tensor lref = nn::functional::cross_entropy(f32(ref), target);
+    lref.backward();
+    Tensor l;
+    {
+      AutocastGuard g(DeviceKind::cpu, DType::bf16);
+      l = nn::functional::cross_entropy(y, target);
+    }
+    same_bits(l, lref);
+    l.backward();
+    // gradients flow back through the casts to the float32 leaves, identical to the manual path
+    CHECK(w.grad().dtype() == DType::f32);
+    same_bits(w.grad(), w2.grad());
+    same_bits(b.grad(), b2.grad());
+  }
+}
