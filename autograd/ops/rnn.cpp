@@ -46,12 +46,17 @@ std::pair<Tensor, Tensor> lstm_pointwise(const Tensor& gates, const Tensor& c) {
   lstm_step_forward_kernel(c.device().kind, st);
   Tensor h_out = st.h_next, c_out = st.c_next;
   if (needs_grad(gates, c)) {
+    // SavedTensor, not Tensor captures: c_next is the output c_out itself, and a captured
+    // Tensor would make the node own the tensor that owns it (a leaked graph per call).
     record("LstmCellBackward", {gates, c}, {&h_out, &c_out},
-           [act = st.gates, cp = st.c_prev, cn = st.c_next](const BackwardCtx& ctx) {
+           [sact = SavedTensor(st.gates), scp = SavedTensor(st.c_prev),
+            scn = SavedTensor(st.c_next)](const BackwardCtx& ctx) {
+             const char* name = "LstmCellBackward";
+             const Tensor act = sact.unpack(name), cp = scp.unpack(name);
              LstmStepBackward b;
              b.gates = act;
              b.c_prev = cp;
-             b.c_next = cn;
+             b.c_next = scn.unpack(name);
              b.dh = ops::contiguous(ctx.grad(0));
              b.dc = ops::contiguous(ctx.grad(1), /*force_copy=*/true);
              b.dgates = ops::empty(act.sizes(), act.dtype(), act.device());
