@@ -1,5 +1,6 @@
 // CUDA kernels of the dropout family (Note [Dropout mask]): element i keeps iff lane i % 4 of
 // Philox block offset + i / 4 is below 1 - p, as on the CPU, so both give the same mask.
+#include "core/cuda/float_kernels.cuh"
 #include "core/cuda/kernels_nn.h"
 #include "core/cuda/loops.cuh"
 #include "core/random.h"
@@ -10,10 +11,7 @@ namespace {
 template <class T>
 __global__ void dropout_fwd_kernel(T* y, bool* mask, const T* x, int64_t n, float keep_prob,
                                    comp_t<T> scale, uint64_t seed, uint64_t offset) {
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  const int64_t nblocks = (n + 3) / 4;
-  for (int64_t blk = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; blk < nblocks;
-       blk += step) {
+  grid_stride((n + 3) / 4, [&](int64_t blk) {
     Philox4x32 r = philox4x32(seed, offset + static_cast<uint64_t>(blk));
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
@@ -23,7 +21,7 @@ __global__ void dropout_fwd_kernel(T* y, bool* mask, const T* x, int64_t n, floa
       mask[i] = keep;
       y[i] = keep ? convert<T>(to_comp(x[i]) * scale) : convert<T>(0.0f);
     }
-  }
+  });
 }
 
 template <class T>
@@ -33,23 +31,6 @@ struct DropoutBackwardFn {
     return keep ? convert<T>(to_comp(g) * scale) : convert<T>(0.0f);
   }
 };
-
-template <class F>
-void visit_float(DType dt, const char* op, F&& f) {
-  switch (dt) {
-    case DType::f32:
-      return f(DevTag<float>{});
-    case DType::f64:
-      return f(DevTag<double>{});
-    case DType::f16:
-      return f(DevTag<__half>{});
-    case DType::bf16:
-      return f(DevTag<__nv_bfloat16>{});
-    default:
-      break;
-  }
-  ::sl::detail::throw_error<DTypeError>(op, ": expected a floating dtype, got ", dtype_name(dt));
-}
 
 }  // namespace
 

@@ -2,6 +2,7 @@
 // per element, each statement of the CPU kernel (core/cpu/optim.cpp) as one correctly rounded
 // operation (the __f*_rn / __d*_rn intrinsics stop nvcc from contracting a multiply and an add
 // into an FMA), so CPU and GPU updates agree to the last bit.
+#include "core/cuda/float_kernels.cuh"
 #include "core/cuda/kernels_optim.h"
 #include "core/cuda/loops.cuh"
 #include "core/cuda/reduce.cuh"
@@ -156,23 +157,6 @@ void visit_param_grad(DType pt, DType gt, F&& f) {
   }
   ::sl::detail::throw_error<DTypeError>("optimizer step: expected a floating param, got ",
                                         dtype_name(pt));
-}
-
-template <class F>
-void visit_float(DType dt, const char* op, F&& f) {
-  switch (dt) {
-    case DType::f32:
-      return f(DevTag<float>{});
-    case DType::f64:
-      return f(DevTag<double>{});
-    case DType::f16:
-      return f(DevTag<__half>{});
-    case DType::bf16:
-      return f(DevTag<__nv_bfloat16>{});
-    default:
-      break;
-  }
-  ::sl::detail::throw_error<DTypeError>(op, ": expected a floating dtype, got ", dtype_name(dt));
 }
 
 }  // namespace

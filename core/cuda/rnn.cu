@@ -3,6 +3,7 @@
 // (float for 16-bit, as on the CPU). Inactive rows (t >= lengths[b]) carry the state, output 0
 // and pass gradients through, as Note [RNN layout] says.
 #include "core/cuda/device_math.cuh"
+#include "core/cuda/float_kernels.cuh"
 #include "core/cuda/kernels_nn.h"
 #include "core/cuda/loops.cuh"
 
@@ -19,21 +20,24 @@ __device__ __forceinline__ C sig(C x) {
   return C(1) / (C(1) + dmath::exp(-x));
 }
 
+/// Calls f(b, j) for every (row b < N, hidden unit j < H) of a step that falls to this thread.
+template <class F>
+__device__ __forceinline__ void for_each_unit(int64_t N, int64_t H, F&& f) {
+  grid_stride(N * H, [&](int64_t e) { f(e / H, e % H); });
+}
+
 template <class T>
 __global__ void lstm_fwd_kernel(const LstmStepArgs a) {
   using C = comp_t<T>;
-  const int64_t total = a.N * a.H;
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
-       e += step) {
-    const int64_t b = e / a.H, j = e % a.H, H = a.H;
+  for_each_unit(a.N, a.H, [&](int64_t b, int64_t j) {
+    const int64_t H = a.H;
     T* hn = at<T>(a.h_next, b, j);
     T* cn = at<T>(a.c_next, b, j);
     if (a.lengths && a.t >= a.lengths[b]) {
       *hn = *at<T>(a.h_prev, b, j);
       *cn = *at<T>(a.c_prev, b, j);
       if (a.y.p) *at<T>(a.y, b, j) = convert<T>(0.0f);
-      continue;
+      return;
     }
     T* g = at<T>(a.gates, b, 0);
     const C i = sig(to_comp(g[j])), f = sig(to_comp(g[H + j]));
@@ -48,17 +52,14 @@ __global__ void lstm_fwd_kernel(const LstmStepArgs a) {
     *cn = cT;
     *hn = hT;
     if (a.y.p) *at<T>(a.y, b, j) = hT;
-  }
+  });
 }
 
 template <class T>
 __global__ void lstm_bwd_kernel(const LstmStepBackwardArgs a) {
   using C = comp_t<T>;
-  const int64_t total = a.N * a.H;
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
-       e += step) {
-    const int64_t b = e / a.H, j = e % a.H, H = a.H;
+  for_each_unit(a.N, a.H, [&](int64_t b, int64_t j) {
+    const int64_t H = a.H;
     T* dhp = at<T>(a.dh_prev, b, j);
     T* dg = at<T>(a.dgates, b, 0);
     const T dhv = *at<T>(a.dh, b, j);
@@ -69,7 +70,7 @@ __global__ void lstm_bwd_kernel(const LstmStepBackwardArgs a) {
       dg[H + j] = z;
       dg[2 * H + j] = z;
       dg[3 * H + j] = z;
-      continue;  // dc passes through unchanged
+      return;  // dc passes through unchanged
     }
     *dhp = convert<T>(0.0f);
     const T* g = at<T>(a.gates, b, 0);
@@ -84,24 +85,21 @@ __global__ void lstm_bwd_kernel(const LstmStepBackwardArgs a) {
     dg[2 * H + j] = convert<T>(dct * i * (C(1) - gg * gg));
     dg[3 * H + j] = convert<T>(dht * tc * o * (C(1) - o));
     *dcp = convert<T>(dct * f);
-  }
+  });
 }
 
 template <class T>
 __global__ void gru_fwd_kernel(const GruStepArgs a) {
   using C = comp_t<T>;
-  const int64_t total = a.N * a.H;
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const T* bias = static_cast<const T*>(a.bias_hh);
-  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
-       e += step) {
-    const int64_t b = e / a.H, j = e % a.H, H = a.H;
+  for_each_unit(a.N, a.H, [&](int64_t b, int64_t j) {
+    const int64_t H = a.H;
     T* hn = at<T>(a.h_next, b, j);
     const T hp = *at<T>(a.h_prev, b, j);
     if (a.lengths && a.t >= a.lengths[b]) {
       *hn = hp;
       if (a.y.p) *at<T>(a.y, b, j) = convert<T>(0.0f);
-      continue;
+      return;
     }
     T* gx = at<T>(a.gx, b, 0);
     T* gh = at<T>(a.gh, b, 0);
@@ -118,17 +116,14 @@ __global__ void gru_fwd_kernel(const GruStepArgs a) {
     const T hT = convert<T>((C(1) - z) * n + z * to_comp(hp));
     *hn = hT;
     if (a.y.p) *at<T>(a.y, b, j) = hT;
-  }
+  });
 }
 
 template <class T>
 __global__ void gru_bwd_kernel(const GruStepBackwardArgs a) {
   using C = comp_t<T>;
-  const int64_t total = a.N * a.H;
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
-       e += step) {
-    const int64_t b = e / a.H, j = e % a.H, H = a.H;
+  for_each_unit(a.N, a.H, [&](int64_t b, int64_t j) {
+    const int64_t H = a.H;
     T* dhp = at<T>(a.dh_prev, b, j);
     T* dgx = at<T>(a.dgx, b, 0);
     T* dgh = at<T>(a.dgh, b, 0);
@@ -140,7 +135,7 @@ __global__ void gru_bwd_kernel(const GruStepBackwardArgs a) {
         dgx[k * H + j] = zero;
         dgh[k * H + j] = zero;
       }
-      continue;
+      return;
     }
     const T* gx = at<T>(a.gx, b, 0);
     const T* gh = at<T>(a.gh, b, 0);
@@ -157,54 +152,40 @@ __global__ void gru_bwd_kernel(const GruStepBackwardArgs a) {
     dgh[H + j] = convert<T>(dz);
     dgh[2 * H + j] = convert<T>(dn * r);
     *dhp = convert<T>(dht * z);
-  }
+  });
 }
 
+/// Launches one step kernel (launch(DevTag<T>{}, grid) with T dt's storage type) over N x H
+/// units; nothing to do when N * H == 0.
 template <class F>
-void visit_float(DType dt, const char* op, F&& f) {
-  switch (dt) {
-    case DType::f32:
-      return f(DevTag<float>{});
-    case DType::f64:
-      return f(DevTag<double>{});
-    case DType::f16:
-      return f(DevTag<__half>{});
-    case DType::bf16:
-      return f(DevTag<__nv_bfloat16>{});
-    default:
-      break;
-  }
-  ::sl::detail::throw_error<DTypeError>(op, ": expected a floating dtype, got ", dtype_name(dt));
+void launch_step(DType dt, const char* op, int64_t N, int64_t H, F&& launch) {
+  if (N * H == 0) return;
+  visit_float(dt, op, [&](auto tag) {
+    launch(tag, grid_for(N * H));
+    CUDA_CHECK_LAUNCH();
+  });
 }
 
 }  // namespace
 
 void launch_lstm_step_forward(DType dt, const LstmStepArgs& a, cudaStream_t s) {
-  if (a.N * a.H == 0) return;
-  visit_float(dt, "lstm", [&](auto tag) {
-    lstm_fwd_kernel<typename decltype(tag)::type><<<grid_for(a.N * a.H), kBlockThreads, 0, s>>>(a);
-    CUDA_CHECK_LAUNCH();
+  launch_step(dt, "lstm", a.N, a.H, [&](auto tag, unsigned grid) {
+    lstm_fwd_kernel<typename decltype(tag)::type><<<grid, kBlockThreads, 0, s>>>(a);
   });
 }
 void launch_lstm_step_backward(DType dt, const LstmStepBackwardArgs& a, cudaStream_t s) {
-  if (a.N * a.H == 0) return;
-  visit_float(dt, "lstm_backward", [&](auto tag) {
-    lstm_bwd_kernel<typename decltype(tag)::type><<<grid_for(a.N * a.H), kBlockThreads, 0, s>>>(a);
-    CUDA_CHECK_LAUNCH();
+  launch_step(dt, "lstm_backward", a.N, a.H, [&](auto tag, unsigned grid) {
+    lstm_bwd_kernel<typename decltype(tag)::type><<<grid, kBlockThreads, 0, s>>>(a);
   });
 }
 void launch_gru_step_forward(DType dt, const GruStepArgs& a, cudaStream_t s) {
-  if (a.N * a.H == 0) return;
-  visit_float(dt, "gru", [&](auto tag) {
-    gru_fwd_kernel<typename decltype(tag)::type><<<grid_for(a.N * a.H), kBlockThreads, 0, s>>>(a);
-    CUDA_CHECK_LAUNCH();
+  launch_step(dt, "gru", a.N, a.H, [&](auto tag, unsigned grid) {
+    gru_fwd_kernel<typename decltype(tag)::type><<<grid, kBlockThreads, 0, s>>>(a);
   });
 }
 void launch_gru_step_backward(DType dt, const GruStepBackwardArgs& a, cudaStream_t s) {
-  if (a.N * a.H == 0) return;
-  visit_float(dt, "gru_backward", [&](auto tag) {
-    gru_bwd_kernel<typename decltype(tag)::type><<<grid_for(a.N * a.H), kBlockThreads, 0, s>>>(a);
-    CUDA_CHECK_LAUNCH();
+  launch_step(dt, "gru_backward", a.N, a.H, [&](auto tag, unsigned grid) {
+    gru_bwd_kernel<typename decltype(tag)::type><<<grid, kBlockThreads, 0, s>>>(a);
   });
 }
 

@@ -9,6 +9,7 @@
 
 #include "core/cuda/block_reduce.cuh"
 #include "core/cuda/device_math.cuh"
+#include "core/cuda/float_kernels.cuh"
 #include "core/cuda/kernels_core.h"
 #include "core/cuda/loops.cuh"
 
@@ -154,23 +155,6 @@ __global__ void softmax_slices_backward_kernel(T* gi, const T* g, const T* y, in
       gi[p] = convert<T>(log ? gv - dmath::exp(yv) * a : yv * (gv - a));
     }
   }
-}
-
-template <class F>
-void visit_float(DType dt, const char* op, F&& f) {
-  switch (dt) {
-    case DType::f32:
-      return f(DevTag<float>{});
-    case DType::f64:
-      return f(DevTag<double>{});
-    case DType::f16:
-      return f(DevTag<__half>{});
-    case DType::bf16:
-      return f(DevTag<__nv_bfloat16>{});
-    default:
-      break;
-  }
-  ::sl::detail::throw_error<DTypeError>(op, ": expected a floating dtype, got ", dtype_name(dt));
 }
 
 unsigned row_blocks(int64_t rows, int G) {
