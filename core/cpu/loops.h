@@ -12,71 +12,19 @@
 #include <cstdint>
 
 #include "core/error.h"
+#include "core/layout.h"
 #include "core/parallel.h"
 #include "core/tensor.h"
 
 namespace sl::cpu {
 
-inline constexpr int kMaxLoopDims = 25;
 /// Elements per thread below which elementwise loops stay single-threaded.
 inline constexpr int64_t kElementwiseGrain = 32768;
 
-template <int N>
-struct StridedLayout {
-  int ndim = 0;
-  int64_t numel = 0;
-  int64_t sizes[kMaxLoopDims];
-  int64_t strides[N][kMaxLoopDims];  // bytes; [operand][dim], dim 0 innermost
-  char* base[N];
-};
-
-/// Builds the coalesced layout of operands that all have the same sizes.
+/// Builds the coalesced layout (core/layout.h) of operands that all have the same sizes.
 template <int N>
 StridedLayout<N> make_layout(const std::array<const Tensor*, N>& ops) {
-  StridedLayout<N> L;
-  const Shape& sizes = ops[0]->sizes();
-  SL_CHECK_SHAPE(static_cast<int>(sizes.size()) <= kMaxLoopDims, "cpu loop: ", sizes.size(),
-                 " dims exceed the supported ", kMaxLoopDims);
-  L.numel = shape_numel(sizes);
-  for (int k = 0; k < N; ++k) {
-    L.base[k] = static_cast<char*>(ops[k]->data_ptr());
-  }
-  // innermost first, skipping size-1 dims
-  int nd = 0;
-  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
-    int64_t s = sizes[static_cast<size_t>(d)];
-    if (s == 1) continue;
-    L.sizes[nd] = s;
-    for (int k = 0; k < N; ++k) {
-      L.strides[k][nd] =
-          ops[k]->strides()[static_cast<size_t>(d)] * static_cast<int64_t>(ops[k]->element_size());
-    }
-    ++nd;
-  }
-  // merge dim i+1 into dim i when contiguous for every operand
-  int out = 0;
-  for (int d = 0; d < nd; ++d) {
-    if (out > 0) {
-      bool mergeable = true;
-      for (int k = 0; k < N && mergeable; ++k) {
-        mergeable = L.strides[k][d] == L.strides[k][out - 1] * L.sizes[out - 1];
-      }
-      if (mergeable) {
-        L.sizes[out - 1] *= L.sizes[d];
-        continue;
-      }
-    }
-    L.sizes[out] = L.sizes[d];
-    for (int k = 0; k < N; ++k) L.strides[k][out] = L.strides[k][d];
-    ++out;
-  }
-  if (out == 0) {  // scalar-like: one element
-    L.sizes[0] = 1;
-    for (int k = 0; k < N; ++k) L.strides[k][0] = 0;
-    out = 1;
-  }
-  L.ndim = out;
-  return L;
+  return make_strided_layout<N>(ops, "cpu loop");
 }
 
 /// Runs inner(char* ptrs[N], const int64_t* inner_strides, int64_t n) over the layout, in
@@ -86,7 +34,7 @@ void for_each_strided(const StridedLayout<N>& L, const Inner& inner,
                       int64_t grain = kElementwiseGrain) {
   if (L.numel == 0) return;
   parallel_for(0, L.numel, grain, [&](int64_t begin, int64_t end) {
-    int64_t idx[kMaxLoopDims];
+    int64_t idx[kMaxLayoutDims];
     char* ptrs[N];
     // decompose begin into a multi-index
     int64_t rem = begin;
