@@ -17,27 +17,6 @@
 namespace sl::cpu {
 namespace {
 
-/// How a [rows, cols] matrix view can be passed to a BLAS: row-major with leading dim `ld`,
-/// possibly transposed. `ok` is false when neither stride is 1 (a copy is needed).
-struct MatLayout {
-  bool ok = false;
-  bool trans = false;
-  int64_t ld = 0;
-};
-
-MatLayout blas_layout(int64_t rows, int64_t cols, int64_t s_row, int64_t s_col) {
-  MatLayout m;
-  if (s_col == 1 && (s_row >= std::max<int64_t>(1, cols) || rows == 1)) {
-    m.ok = true;
-    m.ld = rows == 1 ? std::max<int64_t>(1, cols) : s_row;
-  } else if (s_row == 1 && (s_col >= std::max<int64_t>(1, rows) || cols == 1)) {
-    m.ok = true;
-    m.trans = true;
-    m.ld = cols == 1 ? std::max<int64_t>(1, rows) : s_col;
-  }
-  return m;
-}
-
 #if SL_HAVE_CBLAS
 /// Output tile edge of the BLAS path (Note [Deterministic BLAS tiles]). Each tile repacks the
 /// operand it shares with its neighbours (all of B for a band of rows), so small tiles cost
@@ -78,7 +57,7 @@ void bmm_typed(const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha
   const int64_t sbb = b.stride(0), sbk = b.stride(1), sbn = b.stride(2);
 #if SL_HAVE_CBLAS
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    MatLayout la = blas_layout(M, K, sam, sak), lb = blas_layout(K, N, sbk, sbn);
+    BlasMatrix la = blas_matrix(M, K, sam, sak), lb = blas_matrix(K, N, sbk, sbn);
     if (la.ok && lb.ok) {
       // Note [Deterministic BLAS tiles]: OpenBLAS's own threading gives different bits with a
       // different thread count, so the BLAS runs single-threaded (core/parallel.cpp) on a grid
@@ -127,11 +106,8 @@ void bmm_typed(const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha
 }
 
 void bmm_cpu(const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha, Scalar beta) {
-  // BLAS needs one unit stride per matrix; copy the operands that have none.
-  auto fix = [](const Tensor& t) {
-    MatLayout l = blas_layout(t.size(1), t.size(2), t.stride(1), t.stride(2));
-    return l.ok ? t : ops::contiguous(t, true);
-  };
+  // BLAS needs one unit stride per matrix: ops::blas_operand copies the operands that have none.
+  auto fix = &ops::blas_operand;
   switch (a.dtype()) {
     case DType::f32:
       return bmm_typed<float>(out, fix(a), fix(b), alpha, beta);

@@ -16,28 +16,6 @@
 namespace sl::cuda {
 namespace {
 
-/// How a row-major [rows, cols] matrix with strides (s_row, s_col) is handed to a BLAS: row-major
-/// with leading dim `ld` (trans false) or column-major with `ld` (trans true); ok is false when
-/// neither stride is 1 and a copy is needed.
-struct MatLayout {
-  bool ok = false;
-  bool trans = false;
-  int64_t ld = 0;
-};
-
-MatLayout blas_layout(int64_t rows, int64_t cols, int64_t s_row, int64_t s_col) {
-  MatLayout m;
-  if (s_col == 1 && (s_row >= std::max<int64_t>(1, cols) || rows == 1)) {
-    m.ok = true;
-    m.ld = rows == 1 ? std::max<int64_t>(1, cols) : s_row;
-  } else if (s_row == 1 && (s_col >= std::max<int64_t>(1, rows) || cols == 1)) {
-    m.ok = true;
-    m.trans = true;
-    m.ld = cols == 1 ? std::max<int64_t>(1, rows) : s_col;
-  }
-  return m;
-}
-
 cudaDataType_t cuda_dtype(DType dt) {
   switch (dt) {
     case DType::f32:
@@ -62,14 +40,10 @@ int checked_int(int64_t v, const char* what) {
 
 void cublas_bmm(const Tensor& out, const Tensor& a_in, const Tensor& b_in, Scalar alpha,
                 Scalar beta) {
-  auto fix = [](const Tensor& t) {
-    MatLayout l = blas_layout(t.size(1), t.size(2), t.stride(1), t.stride(2));
-    return l.ok ? t : ops::contiguous(t, true);
-  };
-  Tensor a = fix(a_in), b = fix(b_in);
+  Tensor a = ops::blas_operand(a_in), b = ops::blas_operand(b_in);
   const int64_t batch = a.size(0), M = a.size(1), K = a.size(2), N = b.size(2);
-  MatLayout la = blas_layout(M, K, a.stride(1), a.stride(2));
-  MatLayout lb = blas_layout(K, N, b.stride(1), b.stride(2));
+  BlasMatrix la = blas_matrix(M, K, a.stride(1), a.stride(2));
+  BlasMatrix lb = blas_matrix(K, N, b.stride(1), b.stride(2));
   SL_ASSERT(la.ok && lb.ok);
   const DType dt = a.dtype();
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;

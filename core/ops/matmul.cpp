@@ -1,5 +1,7 @@
 #include "core/ops/matmul.h"
 
+#include <algorithm>
+
 #include "core/ops/copy.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/view.h"
@@ -9,7 +11,24 @@ namespace sl {
 SL_DEFINE_KERNEL(bmm_kernel, void(const Tensor& out, const Tensor& a, const Tensor& b,
                                   Scalar alpha, Scalar beta));
 
+BlasMatrix blas_matrix(int64_t rows, int64_t cols, int64_t s_row, int64_t s_col) {
+  BlasMatrix m;
+  if (s_col == 1 && (s_row >= std::max<int64_t>(1, cols) || rows == 1)) {
+    m.ok = true;
+    m.ld = rows == 1 ? std::max<int64_t>(1, cols) : s_row;
+  } else if (s_row == 1 && (s_col >= std::max<int64_t>(1, rows) || cols == 1)) {
+    m.ok = true;
+    m.trans = true;
+    m.ld = cols == 1 ? std::max<int64_t>(1, rows) : s_col;
+  }
+  return m;
+}
+
 namespace ops {
+
+Tensor blas_operand(const Tensor& t) {
+  return blas_matrix(t.size(1), t.size(2), t.stride(1), t.stride(2)).ok ? t : contiguous(t, true);
+}
 
 namespace {
 void check_pair(const char* op, const Tensor& a, const Tensor& b) {

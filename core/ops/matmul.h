@@ -12,6 +12,15 @@ namespace sl {
 /// beta == 0, out's previous contents are ignored (NaN included).
 SL_DECLARE_KERNEL(bmm_kernel, void(const Tensor& out, const Tensor& a, const Tensor& b,
                                    Scalar alpha, Scalar beta));
+/// How a row-major [rows, cols] matrix with element strides (s_row, s_col) is handed to a BLAS:
+/// row-major with leading dim `ld` (trans false), or its transpose, column-major, with `ld`
+/// (trans true). `ok` is false when neither stride is 1 and a copy is needed.
+struct BlasMatrix {
+  bool ok = false;
+  bool trans = false;
+  int64_t ld = 0;
+};
+BlasMatrix blas_matrix(int64_t rows, int64_t cols, int64_t s_row, int64_t s_col);
 
 namespace ops {
 
@@ -27,6 +36,9 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, Scalar beta =
              Scalar alpha = 1);
 /// x @ w^T + bias for x [..., in], w [out, in], bias [out] (optional).
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias);
+/// t [B, rows, cols] itself when each of its matrices has a layout a BLAS takes (blas_matrix),
+/// else a contiguous copy: the operands the device GEMMs behind bmm_kernel multiply.
+Tensor blas_operand(const Tensor& t);
 
 }  // namespace ops
 }  // namespace sl
