@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "core/error.h"
 
@@ -83,6 +84,38 @@ Allocator& get_allocator(Device d) {
                     device_kind_name(d.kind), " device(s) visible)");
   }
   return *allocator_kernel(d.kind, d.index);
+}
+
+SL_DEFINE_KERNEL(pinned_allocator_kernel, Allocator*());
+
+namespace {
+/// The first device kind whose backend registered a pinned host allocator (none on the CPU).
+std::optional<DeviceKind> pinned_backend() {
+  for (int i = 0; i < kNumDeviceKinds; ++i) {
+    const auto k = static_cast<DeviceKind>(i);
+    if (pinned_allocator_kernel.has(k)) return k;
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+Allocator& pinned_host_allocator(const char* op) {
+  const std::optional<DeviceKind> k = pinned_backend();
+  SL_CHECK_DEVICE(k.has_value(), op,
+                  ": pinned memory needs a GPU backend, and this build has none");
+  const int n = device_count_kernel.has(*k) ? device_count_kernel(*k) : 0;
+  SL_CHECK_DEVICE(n > 0, op, ": pinned memory needs a GPU, and none is visible (",
+                  device_kind_name(*k), " backend built in, 0 devices)");
+  return *pinned_allocator_kernel(*k);
+}
+
+MemoryStats pinned_memory_stats() {
+  const std::optional<DeviceKind> k = pinned_backend();
+  return k ? pinned_allocator_kernel(*k)->stats() : MemoryStats{};
+}
+
+void empty_pinned_cache() {
+  if (const auto k = pinned_backend()) pinned_allocator_kernel(*k)->empty_cache();
 }
 
 MemoryStats memory_stats(Device d) { return get_allocator(d).stats(); }

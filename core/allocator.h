@@ -62,6 +62,33 @@ void reset_peak_memory_stats(Device d = kCPU);
 /// Frees cached blocks of `d` (CUDA caching allocator); no-op on CPU.
 void empty_cache(Device d = kCPU);
 
+// Note [Pinned host memory]
+// Page-locked ("pinned") host memory can be read and written by a GPU's DMA engines directly, so
+// copies between it and the GPU need no intermediate buffer and may run asynchronously. A GPU
+// backend registers one pinned host allocator (pinned_allocator_kernel): a cache of page-locked
+// blocks, reused across allocations and freed when the backend shuts down. It serves two users:
+// - Tensor::pin_memory() (core/tensor.h): CPU tensors in pinned memory. A host-to-device copy
+//   from one is queued on the GPU's compute stream and copy_ returns before it runs, so the
+//   pinned source must not be modified (or its storage reused) before the stream reaches the
+//   copy: synchronise the device first. (Freeing it is safe: a freed block is not handed out
+//   again before the copies queued from it have run.) A device-to-host copy into a pinned
+//   tensor goes directly too, and returns when the data is there.
+// - The backend itself stages copies between pageable (ordinary) host memory and the GPU in
+//   chunks through two pinned buffers. Such copies are synchronous: when copy_ returns, the
+//   source may be changed and the destination read.
+
+/// Backends with page-locked host memory register a function returning their pinned host
+/// allocator (it throws DeviceError when no GPU is visible).
+SL_DECLARE_KERNEL(pinned_allocator_kernel, Allocator*());
+/// The pinned host allocator of the first backend that has one. Throws DeviceError
+/// "<op>: pinned memory needs a GPU backend ..." when none is built in or no GPU is visible.
+Allocator& pinned_host_allocator(const char* op);
+/// Counters of the pinned host allocator: live/peak bytes held by pinned tensors and staging
+/// buffers, reserved bytes page-locked (cached blocks included). All zero when there is none.
+MemoryStats pinned_memory_stats();
+/// Frees the pinned host allocator's unused cached blocks (no-op when there is none).
+void empty_pinned_cache();
+
 /// Backends register a function returning the allocator of device index i for their kind.
 SL_DECLARE_KERNEL(allocator_kernel, Allocator*(int index));
 /// Backends register the number of devices of their kind they can see.

@@ -12,6 +12,11 @@ Storage::Storage(size_t nbytes, Device device)
 Storage::Storage(void* data, size_t nbytes, Device device, std::function<void(void*)> deleter)
     : data_(data), nbytes_(nbytes), device_(device), deleter_(std::move(deleter)) {}
 
+Storage::Storage(size_t nbytes, Allocator& pinned)
+    : nbytes_(nbytes), device_(kCPU), allocator_(&pinned), pinned_(true) {
+  data_ = allocator_->allocate(nbytes);
+}
+
 Storage::~Storage() {
   if (allocator_) {
     allocator_->deallocate(data_, nbytes_);

@@ -2,6 +2,7 @@
 
 #include <ostream>
 
+#include "core/allocator.h"
 #include "core/ops/copy.h"
 
 namespace sl {
@@ -42,6 +43,19 @@ bool Tensor::is_same_storage(const Tensor& other) const {
 void* Tensor::data_ptr() const {
   const auto& i = checked();
   return static_cast<char*>(i.storage->data()) + i.offset * static_cast<int64_t>(dtype_size(i.dtype));
+}
+
+Tensor Tensor::pin_memory() const {
+  SL_CHECK_DEVICE(is_cpu(), "pin_memory: expected a CPU tensor, got one on ", device());
+  if (is_pinned()) return *this;
+  Allocator& pinned = pinned_host_allocator("pin_memory");
+  SL_CHECK(numel() <= static_cast<int64_t>(INT64_MAX / static_cast<int64_t>(element_size())),
+           "pin_memory: shape ", shape_str(sizes()), " needs more than 2^63 bytes");
+  auto storage = std::make_shared<Storage>(nbytes(), pinned);
+  Tensor out(std::make_shared<TensorImpl>(std::move(storage), sizes(), contiguous_strides(sizes()),
+                                          0, dtype()));
+  ops::copy_(out, *this);
+  return out;
 }
 
 // copy_, fill_ and zero_ are defined with the other in-place methods in

@@ -109,6 +109,15 @@ class Tensor {
   Tensor cuda(int index = 0) const { return to(Device(DeviceKind::cuda, index)); }
   Tensor to_float() const { return to(DType::f32); }
   Tensor to_double() const { return to(DType::f64); }
+  /// A contiguous copy of this CPU tensor in page-locked (pinned) host memory, or *this when it
+  /// is already pinned (PyTorch's pin_memory). Copies between a pinned tensor and a GPU skip the
+  /// staging buffers, and host-to-device ones are asynchronous: see Note [Pinned host memory]
+  /// (core/allocator.h) for when the source may be modified again. Not differentiable (the
+  /// result has no autograd history). Throws DeviceError for a non-CPU tensor, or when no GPU
+  /// backend is built in or no GPU is visible.
+  Tensor pin_memory() const;
+  /// True when this tensor's storage is pinned host memory (from pin_memory()).
+  bool is_pinned() const { return storage()->is_pinned(); }
   /// A new tensor with its own contiguous storage and the same values. Differentiable.
   Tensor clone() const;
   /// *this if already contiguous, else a contiguous copy. Differentiable.

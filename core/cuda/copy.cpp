@@ -1,8 +1,11 @@
 // CUDA glue of the copy family: copies between host and device, between GPUs and on one GPU
-// (with dtype conversion and any strides), and fill. Host copies synchronise the stream (Note
-// [CUDA streams and synchronisation]).
+// (with dtype conversion and any strides), and fill. Host copies go through pinned staging
+// buffers and synchronise the stream, except host-to-device copies from a pinned tensor, which
+// are asynchronous (Note [Pinned host memory] in core/allocator.h, Note [CUDA streams and
+// synchronisation]).
 #include <cstring>
 
+#include "core/cuda/pinned_allocator.h"
 #include "core/cuda/runtime.h"
 #include "core/cuda/tensor_layout.h"
 #include "core/ops/copy.h"
@@ -37,12 +40,17 @@ void copy_on_device(const Tensor& dst, const Tensor& src) {
 void host_to_device(const Tensor& dst, const Tensor& src) {
   Tensor host = ops::contiguous(ops::cast(src, dst.dtype()));
   Tensor target = dst.is_contiguous() ? dst : ops::empty(dst.sizes(), dst.dtype(), dst.device());
-  {
-    DeviceGuard g(dst.device());
-    cudaStream_t s = compute_stream(dst.device());
+  const int device = dst.device().index;
+  if (host.is_pinned()) {
+    // Note [Pinned host memory]: straight from the user's pinned tensor, asynchronously; its
+    // block is not reused before the stream has read it.
+    DeviceGuard g(device);
+    cudaStream_t s = compute_stream(device);
     CUDA_CHECK(cudaMemcpyAsync(target.data_ptr(), host.data_ptr(), target.nbytes(),
                                cudaMemcpyHostToDevice, s));
-    CUDA_CHECK(cudaStreamSynchronize(s));  // `host` may be a temporary
+    record_pinned_use(host.storage()->data(), device, s);
+  } else {
+    staged_host_to_device(target.data_ptr(), host.data_ptr(), target.nbytes(), device);
   }
   if (!target.is_same(dst)) copy_on_device(dst, target);
 }
@@ -50,12 +58,15 @@ void host_to_device(const Tensor& dst, const Tensor& src) {
 void device_to_host(const Tensor& dst, const Tensor& src) {
   Tensor dev = ops::contiguous(ops::cast(src, dst.dtype()));  // runs on the GPU
   Tensor target = dst.is_contiguous() ? dst : ops::empty(dst.sizes(), dst.dtype(), kCPU);
-  {
-    DeviceGuard g(src.device());
-    cudaStream_t s = compute_stream(src.device());
+  const int device = src.device().index;
+  if (target.is_pinned()) {  // straight into the user's pinned tensor
+    DeviceGuard g(device);
+    cudaStream_t s = compute_stream(device);
     CUDA_CHECK(cudaMemcpyAsync(target.data_ptr(), dev.data_ptr(), target.nbytes(),
                                cudaMemcpyDeviceToHost, s));
-    CUDA_CHECK(cudaStreamSynchronize(s));
+    CUDA_CHECK(cudaStreamSynchronize(s));  // the caller reads it next
+  } else {
+    staged_device_to_host(target.data_ptr(), dev.data_ptr(), target.nbytes(), device);
   }
   if (!target.is_same(dst)) ops::copy_(dst, target);  // CPU strided copy
 }

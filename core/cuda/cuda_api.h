@@ -6,10 +6,11 @@
 // Each GPU has one compute stream (the legacy default stream, core/cuda/runtime.h) on which every
 // kernel, cuBLAS and cuDNN call and device-to-device copy of that device is queued, in program
 // order. The host waits for the GPU only at these points: copies to or from host memory
-// (Tensor::to, item(), to_vector(), copy_ between devices), integer division checks (they read a
-// flag back), index checks (they read the index's min and max back), nonzero / masked_select
-// (they read the count back), empty_cache (it waits for pending frees), and an explicit
-// sl::cuda::synchronize(). Errors from kernels are therefore reported at the next of these
+// (Tensor::to, item(), to_vector(), copy_ between devices; not host-to-device copies from a
+// pinned tensor, which are queued, Note [Pinned host memory] in core/allocator.h), integer division
+// checks (they read a flag back), index checks (they read the index's min and max back), nonzero /
+// masked_select (they read the count back), empty_cache (it waits for pending frees), and an
+// explicit sl::cuda::synchronize(). Errors from kernels are therefore reported at the next of these
 // points, not at the op that caused them. Memory freed by a tensor is reused by later
 // allocations on the same stream without waiting (Note [Caching allocator]).
 #pragma once
