@@ -1,6 +1,7 @@
 // CUDA glue of the matmul family: batched GEMM through cuBLAS for float32 (TF32 only when
 // sl::cuda::set_allow_tf32(true)), float64, float16 and bfloat16 (float32 accumulation), and a
-// plain kernel for integers.
+// plain kernel for integers; a [M, K] @ [K, N] + bias [N] (linear, addmm) as one cuBLASLt call
+// with the bias epilogue.
 //
 // Row-major to column-major: cuBLAS computes column-major products, and a row-major [M, N]
 // matrix is the column-major [N, M] matrix of its transpose, so out = a @ b is computed as
@@ -12,6 +13,7 @@
 #include "core/cuda/runtime.h"
 #include "core/ops/copy.h"
 #include "core/ops/matmul.h"
+#include "core/ops/view.h"
 
 namespace sl::cuda {
 namespace {
@@ -77,7 +79,101 @@ void bmm_cuda(const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha,
                  b.stride(2), alpha.to_int(), beta.to_int(), compute_stream(out.device()));
 }
 
+/// Largest power of two (at most 256) dividing the address: the alignment cuBLASLt may assume.
+uint32_t alignment_of(const void* p) {
+  uint32_t a = 256;
+  while (a > 1 && reinterpret_cast<uintptr_t>(p) % a != 0) a /= 2;
+  return a;
+}
+
+/// The cuBLASLt descriptors of one call, destroyed with it.
+struct LtCall {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  LtCall() = default;
+  LtCall(const LtCall&) = delete;
+  LtCall& operator=(const LtCall&) = delete;
+  ~LtCall() {
+    if (pref) (void)cublasLtMatmulPreferenceDestroy(pref);
+    if (d) (void)cublasLtMatrixLayoutDestroy(d);
+    if (b) (void)cublasLtMatrixLayoutDestroy(b);
+    if (a) (void)cublasLtMatrixLayoutDestroy(a);
+    if (op) (void)cublasLtMatmulDescDestroy(op);
+  }
+};
+
+/// Workspace cuBLASLt may use per call (from the caching allocator, on the compute stream).
+constexpr uint64_t kLtWorkspaceBytes = uint64_t{4} << 20;
+
+/// out [M, N] = a [M, K] @ b [K, N] + bias [N] in one cuBLASLt call with CUBLASLT_EPILOGUE_BIAS
+/// (f32 with TF32 as set_allow_tf32 says, f16, bf16; f32 accumulation). Row-major to
+/// column-major as in cublas_bmm: Lt computes out^T [N, M] = b^T @ a^T, whose rows are out's
+/// columns, so the epilogue's per-row bias is bias[n]. Returns false (out untouched) for f64 or
+/// when cuBLASLt offers no algorithm for this case.
+bool lt_addmm_bias(const Tensor& out, const Tensor& a_in, const Tensor& b_in,
+                   const Tensor& bias_in) {
+  const DType dt = out.dtype();
+  if (dt != DType::f32 && dt != DType::f16 && dt != DType::bf16) return false;
+  Tensor a = ops::blas_operand(ops::unsqueeze(a_in, 0));
+  Tensor b = ops::blas_operand(ops::unsqueeze(b_in, 0));
+  Tensor bias = ops::contiguous(bias_in);
+  const int64_t M = a.size(1), K = a.size(2), N = b.size(2);
+  BlasMatrix la = blas_matrix(M, K, a.stride(1), a.stride(2));
+  BlasMatrix lb = blas_matrix(K, N, b.stride(1), b.stride(2));
+  SL_ASSERT(la.ok && lb.ok);
+  const int device = out.device().index;
+  DeviceGuard g(device);
+  const cudaDataType_t type = cuda_dtype(dt);
+  const cublasComputeType_t compute =
+      dt == DType::f32 && allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  LtCall c;
+  CUBLAS_CHECK(cublasLtMatmulDescCreate(&c.op, compute, CUDA_R_32F));
+  const cublasOperation_t ta = lb.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t tb = la.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  const void* bias_ptr = bias.data_ptr();
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                              sizeof(epilogue)));
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_ptr,
+                                              sizeof(bias_ptr)));
+  // Lt's A is b (stored [N, K] column-major, or [K, N] when transposed), its B is a.
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&c.a, type, lb.trans ? K : N, lb.trans ? N : K, lb.ld));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&c.b, type, la.trans ? M : K, la.trans ? K : M, la.ld));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&c.d, type, N, M, N));
+  CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&c.pref));
+  const uint64_t ws_bytes = kLtWorkspaceBytes;
+  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      c.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof(ws_bytes)));
+  const uint32_t align_a = alignment_of(b.data_ptr()), align_b = alignment_of(a.data_ptr());
+  const uint32_t align_d = alignment_of(out.data_ptr());
+  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      c.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a, sizeof(align_a)));
+  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      c.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b, sizeof(align_b)));
+  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      c.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_d, sizeof(align_d)));
+  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      c.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d, sizeof(align_d)));
+  cublasLtHandle_t lt = cublaslt_handle(device);
+  cublasLtMatmulHeuristicResult_t heuristic{};
+  int found = 0;
+  const cublasStatus_t st =
+      cublasLtMatmulAlgoGetHeuristic(lt, c.op, c.a, c.b, c.d, c.d, c.pref, 1, &heuristic, &found);
+  if (st != CUBLAS_STATUS_SUCCESS || found == 0) return false;  // the caller multiplies and adds
+  Tensor workspace =
+      ops::empty({static_cast<int64_t>(kLtWorkspaceBytes / 8)}, DType::i64, out.device());
+  const float one = 1.0f, zero = 0.0f;
+  CUBLAS_CHECK(cublasLtMatmul(lt, c.op, &one, b.data_ptr(), c.a, a.data_ptr(), c.b, &zero,
+                              out.data_ptr(), c.d, out.data_ptr(), c.d, &heuristic.algo,
+                              workspace.data_ptr(), kLtWorkspaceBytes, compute_stream(device)));
+  return true;
+}
+
 SL_REGISTER_KERNEL(bmm_kernel, DeviceKind::cuda, &bmm_cuda);
+SL_REGISTER_KERNEL(addmm_bias_kernel, DeviceKind::cuda, &lt_addmm_bias);
 
 }  // namespace
 }  // namespace sl::cuda

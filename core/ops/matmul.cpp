@@ -10,6 +10,8 @@ namespace sl {
 
 SL_DEFINE_KERNEL(bmm_kernel, void(const Tensor& out, const Tensor& a, const Tensor& b,
                                   Scalar alpha, Scalar beta));
+SL_DEFINE_KERNEL(addmm_bias_kernel,
+                 bool(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias));
 
 BlasMatrix blas_matrix(int64_t rows, int64_t cols, int64_t s_row, int64_t s_col) {
   BlasMatrix m;
@@ -50,6 +52,21 @@ Tensor bmm_unchecked(const Tensor& a, const Tensor& b) {
   }
   bmm_kernel(a.device().kind, out, a, b, Scalar(1), Scalar(0));
   return out;
+}
+
+/// a [M, K] @ b [K, N] + bias [N] through the device's GEMM with a bias epilogue; undefined when
+/// the device has none, it declines this case, or the operands are not such (the caller's
+/// unfused path then reports any error).
+Tensor fused_addmm_bias(const Tensor& a, const Tensor& b, const Tensor& bias) {
+  const DeviceKind k = a.device().kind;
+  if (!addmm_bias_kernel.has(k) || !is_floating(a.dtype()) || b.dtype() != a.dtype() ||
+      bias.dtype() != a.dtype() || b.device() != a.device() || bias.device() != a.device() ||
+      a.dim() != 2 || b.dim() != 2 || a.size(1) != b.size(0) || bias.dim() != 1 ||
+      bias.size(0) != b.size(1) || a.size(0) == 0 || a.size(1) == 0 || b.size(1) == 0) {
+    return {};
+  }
+  Tensor out = empty({a.size(0), b.size(1)}, a.dtype(), a.device());
+  return addmm_bias_kernel(k, out, a, b, bias) ? out : Tensor();
 }
 }  // namespace
 
@@ -110,6 +127,10 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 
 Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, Scalar beta, Scalar alpha) {
   check_defined("addmm", bias, "bias");
+  if (alpha.to_double() == 1.0 && beta.to_double() == 1.0 && a.defined() && b.defined()) {
+    Tensor fused = fused_addmm_bias(a, b, bias);
+    if (fused.defined()) return fused;
+  }
   Tensor p = mm(a, b);
   check_same_device("addmm", {&bias, &a});
   if (alpha.to_double() != 1.0) p = binary(BinaryOp::mul, p, alpha);
@@ -127,12 +148,18 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   SL_CHECK_SHAPE(x.dim() >= 1 && x.size(-1) == w.size(1), "linear: input of shape ",
                  shape_str(x.sizes()), " does not match weight ", shape_str(w.sizes()),
                  " (expected last dim ", w.size(1), ")");
-  Tensor y = matmul(x, transpose(w, 0, 1));
   if (bias.defined()) {
     SL_CHECK_SHAPE(bias.dim() == 1 && bias.size(0) == w.size(0), "linear: bias of shape ",
                    shape_str(bias.sizes()), " does not match weight ", shape_str(w.sizes()));
-    binary_(BinaryOp::add, y, bias);
+    if (addmm_bias_kernel.has(x.device().kind) && x.numel() > 0 && w.numel() > 0) {
+      Shape out_shape(x.sizes().begin(), x.sizes().end() - 1);
+      out_shape.push_back(w.size(0));
+      Tensor fused = fused_addmm_bias(reshape(x, {-1, w.size(1)}), transpose(w, 0, 1), bias);
+      if (fused.defined()) return view(fused, out_shape);
+    }
   }
+  Tensor y = matmul(x, transpose(w, 0, 1));
+  if (bias.defined()) binary_(BinaryOp::add, y, bias);
   return y;
 }
 

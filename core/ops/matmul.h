@@ -12,6 +12,14 @@ namespace sl {
 /// beta == 0, out's previous contents are ignored (NaN included).
 SL_DECLARE_KERNEL(bmm_kernel, void(const Tensor& out, const Tensor& a, const Tensor& b,
                                    Scalar alpha, Scalar beta));
+/// out = a @ b + bias for a [M, K], b [K, N], bias [N] (added to every row), out a contiguous
+/// [M, N]; all one floating dtype, a and b in any strides. A backend registers it where a GEMM
+/// can add the bias in its epilogue (cuBLASLt on CUDA); it returns false, leaving out untouched,
+/// when it cannot take this case, and callers then multiply and add separately. Devices without
+/// it (the CPU) always multiply and add.
+SL_DECLARE_KERNEL(addmm_bias_kernel,
+                  bool(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias));
+
 /// How a row-major [rows, cols] matrix with element strides (s_row, s_col) is handed to a BLAS:
 /// row-major with leading dim `ld` (trans false), or its transpose, column-major, with `ld`
 /// (trans true). `ok` is false when neither stride is 1 and a copy is needed.

@@ -100,3 +100,50 @@ TEST_CASE("cuda: TF32 matmul is opt-in and close to float32") {
   Tensor full32 = ops::mm(a.to(kGPU), b.to(kGPU)).cpu();
   SL_CHECK_CLOSE(full32, ref, 1e-5, 1e-5 * 512);
 }
+
+TEST_CASE("cuda parity: linear and addmm through the cuBLASLt bias epilogue") {
+  SL_REQUIRE_CUDA("linear/addmm bias epilogue");
+  manual_seed(11);
+  for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
+    CAPTURE(dt);
+    const int64_t rows = 37, in = 70, out = 45;
+    // f32 reference from the same (rounded) inputs; the bias add is one more rounding of the
+    // output, within matmul_tol's one-ulp allowance for 16-bit results.
+    Tensor x = randn({rows, in}).to(dt), w = randn({out, in}).to(dt), b = randn({out}).to(dt);
+    Tensor ref = ops::linear(x.to(DType::f32), w.to(DType::f32), b.to(DType::f32));
+    auto tol = matmul_tol(dt, in);
+    Tensor gx = x.to(kGPU), gw = w.to(kGPU), gb = b.to(kGPU);
+    SL_CHECK_CLOSE_TOL(ops::linear(gx, gw, gb).cpu().to(DType::f32), ref, tol);
+    // 3-d input, a transposed (column-major) weight, a strided bias
+    Tensor x3 = randn({2, 5, in}).to(dt);
+    Tensor ref3 = ops::linear(x3.to(DType::f32), w.to(DType::f32), b.to(DType::f32));
+    Tensor gwt = w.t().contiguous().to(kGPU).t();
+    Tensor wide_b = randn({2 * out}).to(dt);
+    wide_b.slice(0, 0, 2 * out, 2).copy_(b);
+    Tensor gb_strided = wide_b.to(kGPU).slice(0, 0, 2 * out, 2);
+    SL_CHECK_CLOSE_TOL(ops::linear(x3.to(kGPU), gwt, gb_strided).cpu().to(DType::f32), ref3, tol);
+    // addmm: a [M, K] @ b [K, N] + bias [N]; alpha/beta other than 1 take the unfused path
+    Tensor a = randn({rows, in}).to(dt), m = randn({in, out}).to(dt);
+    Tensor ref_mm = ops::addmm(b.to(DType::f32), a.to(DType::f32), m.to(DType::f32));
+    SL_CHECK_CLOSE_TOL(ops::addmm(gb, a.to(kGPU), m.to(kGPU)).cpu().to(DType::f32), ref_mm, tol);
+    Tensor ref_ab = ops::addmm(b.to(DType::f32), a.to(DType::f32), m.to(DType::f32), 0.5, 2.0);
+    SL_CHECK_CLOSE_TOL(ops::addmm(gb, a.to(kGPU), m.to(kGPU), 0.5, 2.0).cpu().to(DType::f32),
+                       ref_ab, tol);
+  }
+  // f64 has no epilogue path here: the unfused GEMM + add
+  Tensor x = randn({4, 6}, {.dtype = DType::f64}), w = randn({3, 6}, {.dtype = DType::f64});
+  Tensor b = randn({3}, {.dtype = DType::f64});
+  SL_CHECK_CLOSE_TOL(ops::linear(x.to(kGPU), w.to(kGPU), b.to(kGPU)).cpu(), ops::linear(x, w, b),
+                     matmul_tol(DType::f64, 6));
+}
+
+TEST_CASE("cuda parity: linear forward and backward") {
+  SL_REQUIRE_CUDA("linear autograd");
+  manual_seed(12);
+  Tensor x = randn({3, 4, 16}).requires_grad_(), w = randn({8, 16}).requires_grad_();
+  Tensor b = randn({8}).requires_grad_();
+  // float32 GEMMs of K = 16 (forward) and K = 12 (weight gradient) terms: see matmul_tol
+  auto tol = matmul_tol(DType::f32, 16);
+  sl::testing::check_gpu_parity([](const TensorList& t) { return linear(t[0], t[1], t[2]); },
+                                {x, w, b}, tol.rtol, tol.atol);
+}
