@@ -1,6 +1,7 @@
 // CPU GEMM: OpenBLAS (cblas) for f32/f64 when available, Eigen otherwise and for other dtypes.
 // 16-bit floats are widened to f32, multiplied, and rounded back.
 #include <Eigen/Core>
+#include <algorithm>
 #include <thread>
 
 #include "sl_config.h"  // SL_HAVE_CBLAS: without it the BLAS path silently compiles out
@@ -18,15 +19,28 @@ namespace sl::cpu {
 namespace {
 
 #if SL_HAVE_CBLAS
-/// Output tile edge of the BLAS path (Note [Deterministic BLAS tiles]). Each tile repacks the
-/// operand it shares with its neighbours (all of B for a band of rows), so small tiles cost
-/// throughput: 512-row bands ran 2048 x 768 x 3072 at 91% of one cblas_sgemm call, 1024-row
-/// bands at 98% (bench_core, 1 thread). Machines with many hardware threads need more tiles to
-/// keep them busy, so they get 512. The choice depends on the machine only, never on the thread
-/// count set through the API, so results stay identical for any set_num_threads.
-int64_t blas_tile() {
-  static const int64_t tile = std::thread::hardware_concurrency() > 4 ? 512 : 1024;
-  return tile;
+/// The output tiles of one BLAS product (Note [Deterministic BLAS tiles]): [tm, tn] blocks.
+struct TileGrid {
+  int64_t tm, tn;
+};
+
+/// Splits the output rows (or, for fewer than 64 rows per band, the larger output dim) into one
+/// band per hardware thread (bands rounded up to 64), or
+/// nothing for small products and batches with at least that many matrices. Each band repacks the
+/// operand it shares with the others (all of B for a band of rows), so bands are as few and as
+/// large as the machine's parallelism allows: fixed 512-row bands ran 2048 x 768 x 3072 at 91%
+/// of one cblas_sgemm call at 1 thread and 2048^3 at 86% of OpenBLAS's own 2-thread run, while
+/// fixed 1024-row bands left 512 x 1024 conv GEMMs on one core. The grid depends on the shape
+/// and the machine only, never on the thread count set through the API, so results stay
+/// identical for any set_num_threads.
+TileGrid blas_tiles(int64_t batch, int64_t M, int64_t N, int64_t K) {
+  static const int64_t bands =
+      std::clamp<int64_t>(static_cast<int64_t>(std::thread::hardware_concurrency()), 1, 256);
+  const bool small = M * N * K <= (int64_t{1} << 18);
+  if (small || bands == 1 || batch >= bands) return {M, N};
+  auto band = [](int64_t n) { return ((n + bands - 1) / bands + 63) / 64 * 64; };
+  // rows when every band keeps at least 64 of them (contiguous output rows), else columns
+  return M >= 64 * bands || M >= N ? TileGrid{band(M), N} : TileGrid{M, band(N)};
 }
 #endif
 
@@ -63,10 +77,7 @@ void bmm_typed(const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha
       // different thread count, so the BLAS runs single-threaded (core/parallel.cpp) on a grid
       // of output tiles fixed by the shape alone, which our pool runs in parallel. Each output
       // element is computed by the same call whatever the thread count.
-      const bool small = M * N * K <= (int64_t{1} << 18);
-      const int64_t edge = blas_tile();
-      const int64_t tm = small || M <= edge ? M : edge;
-      const int64_t tn = small || M > edge || N <= edge ? N : edge;
+      const auto [tm, tn] = blas_tiles(B, M, N, K);
       const int64_t mt = M == 0 ? 1 : (M + tm - 1) / tm, nt = N == 0 ? 1 : (N + tn - 1) / tn;
       auto ta = la.trans ? CblasTrans : CblasNoTrans;
       auto tb = lb.trans ? CblasTrans : CblasNoTrans;

@@ -102,7 +102,7 @@ TEST_CASE("parallel: kernels give identical bits with 1, 2 and 3 threads") {
   ThreadsGuard guard;
   Generator gen(1234);
   Tensor x = randn({300, 700}, {}, &gen);
-  Tensor w = randn({700, 2200}, {}, &gen);  // [300, 2200]: 3 or 5 output tiles (1024 or 512)
+  Tensor w = randn({700, 2200}, {}, &gen);  // [300, 2200]: one column band per hardware thread
   Tensor big = randn({1 << 18}, {}, &gen);
   auto compute = [&] {
     return std::vector<Tensor>{
