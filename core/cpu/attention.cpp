@@ -1,14 +1,117 @@
 // CPU kernels of the attention family: one softmax row per iteration, rows split over the
 // OpenMP pool (each row is computed by one thread in a fixed order).
+//
+// float rows use a branch-free exp (Cephes' expf polynomial, ~1 ulp) and 16-lane partial
+// sums / maxima, so the loops vectorise (an AVX2+FMA clone is chosen at load time where the CPU
+// has it); double rows use the standard library.
+// No program here reads errno or enables FP traps; without this GCC will not if-convert the
+// float selects of these loops, so they would not vectorise (NaN / inf semantics are kept).
+// Set before the includes, so inline functions from headers get the same options and inline.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math", "no-math-errno")
+#endif
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
 #include "core/cpu/loops.h"
 #include "core/ops/attention.h"
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define SL_ATTN_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define SL_ATTN_CLONES
+#endif
+
 namespace sl::cpu {
 namespace {
+
+constexpr int kLanes = 16;
+
+/// e^x for float, vectorisable: exact 0 below -87.5 (where expf underflows to subnormals).
+inline float exp_f(float x) {
+  const float xc = std::min(88.3762626647949f, std::max(-87.5f, x));
+  const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  float r = xc - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float y = p * (r * r) + r + 1.0f;
+  const float out = y * std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
+  const float r0 = x < -87.5f ? 0.0f : out;
+  return x == x ? r0 : x;  // NaN propagates
+}
+
+SL_ATTN_CLONES float row_max_f32(const float* y, int64_t n) {
+  float acc[kLanes];
+  for (int k = 0; k < kLanes; ++k) acc[k] = -std::numeric_limits<float>::infinity();
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    for (int k = 0; k < kLanes; ++k) acc[k] = acc[k] > y[j + k] ? acc[k] : y[j + k];
+  }
+  float m = -std::numeric_limits<float>::infinity();
+  for (int k = 0; k < kLanes; ++k) m = m > acc[k] ? m : acc[k];
+  for (; j < n; ++j) m = m > y[j] ? m : y[j];
+  return m;  // a NaN in the row makes the exponentials (and so the row) NaN anyway
+}
+
+/// y[j] = exp(y[j] - mx) for j < n; returns the sum (16 partial sums, then in order).
+SL_ATTN_CLONES float row_exp_sum_f32(float* y, int64_t n, float mx) {
+  for (int64_t j = 0; j < n; ++j) y[j] = exp_f(y[j] - mx);
+  float acc[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    for (int k = 0; k < kLanes; ++k) acc[k] += y[j + k];
+  }
+  float s = 0;
+  for (int k = 0; k < kLanes; ++k) s += acc[k];
+  for (; j < n; ++j) s += y[j];
+  return s;
+}
+
+/// out = scale * p * (g - sum(g * p)) over one row.
+SL_ATTN_CLONES void row_softmax_backward_f32(float* out, const float* g, const float* p, int64_t n,
+                                             float scale) {
+  float acc[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    for (int k = 0; k < kLanes; ++k) acc[k] += g[j + k] * p[j + k];
+  }
+  float d = 0;
+  for (int k = 0; k < kLanes; ++k) d += acc[k];
+  for (; j < n; ++j) d += g[j] * p[j];
+  for (j = 0; j < n; ++j) out[j] = scale * p[j] * (g[j] - d);
+}
+
+template <class T>
+T row_max(const T* y, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    return row_max_f32(y, n);
+  } else {
+    T m = -std::numeric_limits<T>::infinity();
+    for (int64_t j = 0; j < n; ++j) m = std::max(m, y[j]);
+    return m;
+  }
+}
+
+template <class T>
+T row_exp_sum(T* y, int64_t n, T mx) {
+  if constexpr (std::is_same_v<T, float>) {
+    return row_exp_sum_f32(y, n, mx);
+  } else {
+    T s = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      y[j] = std::exp(y[j] - mx);
+      s += y[j];
+    }
+    return s;
+  }
+}
 
 template <class T, class M>
 void softmax_rows(const Tensor& probs, const Tensor& scores, const Tensor& mask, bool causal,
@@ -40,20 +143,13 @@ void softmax_rows(const Tensor& probs, const Tensor& scores, const Tensor& mask,
           for (int64_t j = 0; j < limit; ++j) yr[j] += mr[j * ms];
         }
       }
-      T mx = neg_inf;
-      for (int64_t j = 0; j < limit; ++j) mx = std::max(mx, yr[j]);
+      const T mx = row_max(yr, limit);
       if (mx == neg_inf) {
         // every position masked: NaN like PyTorch's exp(-inf - -inf)
         std::fill(yr, yr + S, std::numeric_limits<T>::quiet_NaN());
         continue;
       }
-      double sum = 0;
-      for (int64_t j = 0; j < limit; ++j) {
-        T e = std::exp(yr[j] - mx);
-        yr[j] = e;
-        sum += static_cast<double>(e);
-      }
-      const T inv = static_cast<T>(1.0 / sum);
+      const T inv = T(1) / row_exp_sum(yr, limit, mx);
       for (int64_t j = 0; j < limit; ++j) yr[j] *= inv;
       for (int64_t j = limit; j < S; ++j) yr[j] = T(0);
     }
@@ -73,10 +169,13 @@ void softmax_rows_backward(const Tensor& grad_scores, const Tensor& grad_probs, 
       const T* gr = g + r * S;
       const T* pr = p + r * S;
       T* out = gs + r * S;
-      double dot = 0;
-      for (int64_t j = 0; j < S; ++j) dot += static_cast<double>(gr[j]) * pr[j];
-      const T d = static_cast<T>(dot);
-      for (int64_t j = 0; j < S; ++j) out[j] = sc * pr[j] * (gr[j] - d);
+      if constexpr (std::is_same_v<T, float>) {
+        row_softmax_backward_f32(out, gr, pr, S, sc);
+      } else {
+        T dot = 0;
+        for (int64_t j = 0; j < S; ++j) dot += gr[j] * pr[j];
+        for (int64_t j = 0; j < S; ++j) out[j] = sc * pr[j] * (gr[j] - dot);
+      }
     }
   });
 }

@@ -4,6 +4,12 @@
 // float rows run through branch-free exp / sigmoid / tanh (Cephes' single-precision
 // polynomials, ~2 ulp) that the compiler vectorises, in an AVX2+FMA clone chosen at load time
 // where the CPU has it; double and 16-bit rows use the standard library.
+// No program here reads errno or enables FP traps; without this GCC will not if-convert the
+// float selects of these loops, so they would not vectorise (NaN / inf semantics are kept).
+// Set before the includes, so inline functions from headers get the same options and inline.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math", "no-math-errno")
+#endif
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -13,7 +19,7 @@
 #include "core/ops/rnn.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define SL_RNN_CLONES __attribute__((target_clones("arch=haswell", "default")))
+#define SL_RNN_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define SL_RNN_CLONES
 #endif
@@ -22,23 +28,24 @@ namespace sl::cpu {
 namespace {
 
 // ---- vectorisable float math --------------------------------------------------------------
+// Straight-line code with selects only, so the `omp simd` loops calling these vectorise.
 
 inline float exp_f(float x) {
-  x = std::min(88.3762626647949f, std::max(-87.3365478515625f, x));
+  const float xc = std::min(88.3762626647949f, std::max(-87.5f, x));
   // n = round(x / ln 2) by the 1.5 * 2^23 trick (exact for |x / ln 2| < 2^22)
-  float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  float r = x - n * 0.693359375f;
+  const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  float r = xc - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
-  float z = r * r;
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  float y = p * z + r + 1.0f;
-  int32_t e = (static_cast<int32_t>(n) + 127) << 23;
-  return y * std::bit_cast<float>(e);
+  const float y = p * (r * r) + r + 1.0f;
+  const float out = y * std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
+  const float r0 = x < -87.5f ? 0.0f : out;
+  return x == x ? r0 : x;  // NaN propagates
 }
 
 inline float sigmoid_f(float x) {
@@ -46,18 +53,18 @@ inline float sigmoid_f(float x) {
 }
 
 inline float tanh_f(float x) {
-  float a = std::fabs(x);
-  // small |x|: odd minimax polynomial; else 1 - 2 / (exp(2|x|) + 1)
-  float z = x * x;
+  const float a = x < 0.0f ? -x : x;
+  // small |x|: odd minimax polynomial (Cephes tanhf); else 1 - 2 / (exp(2|x|) + 1)
+  const float z = x * x;
   float p = -5.70498872745e-3f;
   p = p * z + 2.06390887954e-2f;
   p = p * z - 5.37397155531e-2f;
   p = p * z + 1.33314422036e-1f;
   p = p * z - 3.33332819422e-1f;
-  float small = p * z * x + x;
-  float big = 1.0f - 2.0f / (exp_f(2.0f * a) + 1.0f);
-  big = std::copysign(big, x);
-  return a < 0.625f ? small : big;
+  const float small = p * z * x + x;
+  const float big = 1.0f - 2.0f / (exp_f(2.0f * a) + 1.0f);
+  const float signed_big = x < 0.0f ? -big : big;
+  return a < 0.625f ? small : signed_big;
 }
 
 // ---- generic (double, 16-bit) math ----------------------------------------------------------
@@ -89,6 +96,7 @@ struct LstmRowMath {
 
 SL_RNN_CLONES void lstm_row_forward_f32(float* g, const float* c_prev, float* c_next, float* h_next,
                                         int64_t H) {
+#pragma omp simd
   for (int64_t j = 0; j < H; ++j) {
     float i = sigmoid_f(g[j]), f = sigmoid_f(g[H + j]), gg = tanh_f(g[2 * H + j]);
     float o = sigmoid_f(g[3 * H + j]);
@@ -118,12 +126,16 @@ void lstm_row_backward(const C* g, const C* c_prev, const C* c_next, const C* dh
   }
 }
 
-SL_RNN_CLONES void lstm_row_backward_f32(const float* g, const float* c_prev, const float* c_next,
-                                         const float* dh, const float* dy, float* dc, float* dg,
-                                         int64_t H) {
+template <bool HasDy>
+[[gnu::always_inline]] inline void lstm_row_backward_f32_impl(const float* g, const float* c_prev,
+                                                              const float* c_next, const float* dh,
+                                                              const float* dy, float* dc, float* dg,
+                                                              int64_t H) {
+#pragma omp simd
   for (int64_t j = 0; j < H; ++j) {
     const float i = g[j], f = g[H + j], gg = g[2 * H + j], o = g[3 * H + j];
-    const float dht = dy ? dh[j] + dy[j] : dh[j];
+    float dht = dh[j];
+    if constexpr (HasDy) dht += dy[j];
     const float tc = tanh_f(c_next[j]);
     const float dct = dc[j] + dht * o * (1.0f - tc * tc);
     dg[j] = dct * gg * i * (1.0f - i);
@@ -131,6 +143,16 @@ SL_RNN_CLONES void lstm_row_backward_f32(const float* g, const float* c_prev, co
     dg[2 * H + j] = dct * i * (1.0f - gg * gg);
     dg[3 * H + j] = dht * tc * o * (1.0f - o);
     dc[j] = dct * f;
+  }
+}
+
+SL_RNN_CLONES void lstm_row_backward_f32(const float* g, const float* c_prev, const float* c_next,
+                                         const float* dh, const float* dy, float* dc, float* dg,
+                                         int64_t H) {
+  if (dy) {
+    lstm_row_backward_f32_impl<true>(g, c_prev, c_next, dh, dy, dc, dg, H);
+  } else {
+    lstm_row_backward_f32_impl<false>(g, c_prev, c_next, dh, dy, dc, dg, H);
   }
 }
 
@@ -152,14 +174,20 @@ void gru_row_forward(C* gx, C* gh, const C* b, const C* h_prev, C* h_next, int64
   }
 }
 
-SL_RNN_CLONES void gru_row_forward_f32(float* gx, float* gh, const float* b, const float* h_prev,
-                                       float* h_next, int64_t H) {
+template <bool HasBias>
+[[gnu::always_inline]] inline void gru_row_forward_f32_impl(float* gx, float* gh, const float* b,
+                                                            const float* h_prev, float* h_next,
+                                                            int64_t H) {
+#pragma omp simd
   for (int64_t j = 0; j < H; ++j) {
-    const float bh_r = b ? b[j] : 0.0f, bh_z = b ? b[H + j] : 0.0f;
-    const float bh_n = b ? b[2 * H + j] : 0.0f;
-    const float r = sigmoid_f(gx[j] + gh[j] + bh_r);
-    const float z = sigmoid_f(gx[H + j] + gh[H + j] + bh_z);
-    const float hn = gh[2 * H + j] + bh_n;
+    float sr = gx[j] + gh[j], sz = gx[H + j] + gh[H + j], hn = gh[2 * H + j];
+    if constexpr (HasBias) {
+      sr += b[j];
+      sz += b[H + j];
+      hn += b[2 * H + j];
+    }
+    const float r = sigmoid_f(sr);
+    const float z = sigmoid_f(sz);
     const float n = tanh_f(gx[2 * H + j] + r * hn);
     gx[j] = r;
     gx[H + j] = z;
@@ -169,12 +197,24 @@ SL_RNN_CLONES void gru_row_forward_f32(float* gx, float* gh, const float* b, con
   }
 }
 
-template <class C>
-void gru_row_backward(const C* gx, const C* gh, const C* h_prev, const C* dh, const C* dy, C* dgx,
-                      C* dgh, C* dh_prev, int64_t H) {
+SL_RNN_CLONES void gru_row_forward_f32(float* gx, float* gh, const float* b, const float* h_prev,
+                                       float* h_next, int64_t H) {
+  if (b) {
+    gru_row_forward_f32_impl<true>(gx, gh, b, h_prev, h_next, H);
+  } else {
+    gru_row_forward_f32_impl<false>(gx, gh, b, h_prev, h_next, H);
+  }
+}
+
+template <class C, bool HasDy>
+[[gnu::always_inline]] inline void gru_row_backward_impl(const C* gx, const C* gh, const C* h_prev,
+                                                         const C* dh, const C* dy, C* dgx, C* dgh,
+                                                         C* dh_prev, int64_t H) {
+#pragma omp simd
   for (int64_t j = 0; j < H; ++j) {
     const C r = gx[j], z = gx[H + j], n = gx[2 * H + j], hn = gh[2 * H + j];
-    const C dht = dy ? dh[j] + dy[j] : dh[j];
+    C dht = dh[j];
+    if constexpr (HasDy) dht += dy[j];
     const C dn = dht * (C(1) - z) * (C(1) - n * n);
     const C dz = dht * (h_prev[j] - n) * z * (C(1) - z);
     const C dr = dn * hn * r * (C(1) - r);
@@ -185,6 +225,17 @@ void gru_row_backward(const C* gx, const C* gh, const C* h_prev, const C* dh, co
     dgh[H + j] = dz;
     dgh[2 * H + j] = dn * r;
     dh_prev[j] = dht * z;
+  }
+}
+
+template <class C>
+[[gnu::always_inline]] inline void gru_row_backward(const C* gx, const C* gh, const C* h_prev,
+                                                    const C* dh, const C* dy, C* dgx, C* dgh,
+                                                    C* dh_prev, int64_t H) {
+  if (dy) {
+    gru_row_backward_impl<C, true>(gx, gh, h_prev, dh, dy, dgx, dgh, dh_prev, H);
+  } else {
+    gru_row_backward_impl<C, false>(gx, gh, h_prev, dh, dy, dgx, dgh, dh_prev, H);
   }
 }
 
