@@ -1,12 +1,24 @@
 // CPU kernels of the norm family (Note [Norm statistics]). Layer norm splits rows over the
-// OpenMP pool, batch norm splits channels; parameter gradients of layer norm are summed per
-// column block over all rows in order, so no result depends on the thread count.
+// OpenMP pool (row statistics in the input's type, summed in vector lanes), batch norm splits
+// channels (statistics in double); parameter gradients of layer norm are summed over fixed row
+// blocks whose partials are combined in order, so no result depends on the thread count.
+// No kernel here reads errno or enables FP traps; the vectorised loops need GCC to know that
+// (set before the includes so header inlines share the options).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math", "no-math-errno")
+#endif
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "core/cpu/loops.h"
 #include "core/ops/norm.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define SL_NORM_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define SL_NORM_CLONES
+#endif
 
 namespace sl::cpu {
 namespace {
@@ -18,6 +30,100 @@ const T* ptr_or_null(const Tensor& t) {
 template <class T>
 T* mut_ptr_or_null(const Tensor& t) {
   return t.defined() ? t.data_ptr<T>() : nullptr;
+}
+
+// ---- layer norm: row kernels (omp simd; float ones also get an AVX2 clone) ------------------
+
+template <class T, bool HasW, bool HasB>
+[[gnu::always_inline]] inline void ln_row_forward(const T* x, const T* w, const T* b, T* y,
+                                                  int64_t D, T eps, T* mean, T* rstd) {
+  T s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t d = 0; d < D; ++d) s += x[d];
+  const T mu = s / static_cast<T>(D);
+  T ss = 0;
+#pragma omp simd reduction(+ : ss)
+  for (int64_t d = 0; d < D; ++d) ss += (x[d] - mu) * (x[d] - mu);
+  const T r = T(1) / std::sqrt(ss / static_cast<T>(D) + eps);
+  *mean = mu;
+  *rstd = r;
+#pragma omp simd
+  for (int64_t d = 0; d < D; ++d) {
+    T v = (x[d] - mu) * r;
+    if constexpr (HasW) v *= w[d];
+    if constexpr (HasB) v += b[d];
+    y[d] = v;
+  }
+}
+
+template <class T>
+[[gnu::always_inline]] inline void ln_row_forward_any(const T* x, const T* w, const T* b, T* y,
+                                                      int64_t D, T eps, T* mean, T* rstd) {
+  if (w && b) {
+    ln_row_forward<T, true, true>(x, w, b, y, D, eps, mean, rstd);
+  } else if (w) {
+    ln_row_forward<T, true, false>(x, w, b, y, D, eps, mean, rstd);
+  } else if (b) {
+    ln_row_forward<T, false, true>(x, w, b, y, D, eps, mean, rstd);
+  } else {
+    ln_row_forward<T, false, false>(x, w, b, y, D, eps, mean, rstd);
+  }
+}
+
+SL_NORM_CLONES void ln_row_forward_f32(const float* x, const float* w, const float* b, float* y,
+                                       int64_t D, float eps, float* mean, float* rstd) {
+  ln_row_forward_any<float>(x, w, b, y, D, eps, mean, rstd);
+}
+
+/// dx of one row: rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * w.
+template <class T, bool HasW>
+[[gnu::always_inline]] inline void ln_row_backward(const T* x, const T* dy, const T* w, T mu, T r,
+                                                   T* dx, int64_t D) {
+  T sg = 0, sgx = 0;
+#pragma omp simd reduction(+ : sg, sgx)
+  for (int64_t d = 0; d < D; ++d) {
+    const T g = HasW ? dy[d] * w[d] : dy[d];
+    sg += g;
+    sgx += g * ((x[d] - mu) * r);
+  }
+  const T a = sg / static_cast<T>(D), c = sgx / static_cast<T>(D);
+#pragma omp simd
+  for (int64_t d = 0; d < D; ++d) {
+    const T g = HasW ? dy[d] * w[d] : dy[d];
+    dx[d] = r * (g - a - (x[d] - mu) * r * c);
+  }
+}
+
+SL_NORM_CLONES void ln_row_backward_f32(const float* x, const float* dy, const float* w, float mu,
+                                        float r, float* dx, int64_t D) {
+  if (w) {
+    ln_row_backward<float, true>(x, dy, w, mu, r, dx, D);
+  } else {
+    ln_row_backward<float, false>(x, dy, w, mu, r, dx, D);
+  }
+}
+
+/// pw[d] += sum over rows of dy * xhat, pb[d] += sum of dy, for rows [m0, m1).
+template <class T>
+[[gnu::always_inline]] inline void ln_param_rows(const T* x, const T* dy, const T* mean,
+                                                 const T* rstd, int64_t m0, int64_t m1, int64_t D,
+                                                 T* pw, T* pb) {
+  for (int64_t m = m0; m < m1; ++m) {
+    const T* xr = x + m * D;
+    const T* gr = dy + m * D;
+    const T mu = mean[m], r = rstd[m];
+#pragma omp simd
+    for (int64_t d = 0; d < D; ++d) {
+      pw[d] += gr[d] * ((xr[d] - mu) * r);
+      pb[d] += gr[d];
+    }
+  }
+}
+
+SL_NORM_CLONES void ln_param_rows_f32(const float* x, const float* dy, const float* mean,
+                                      const float* rstd, int64_t m0, int64_t m1, int64_t D,
+                                      float* pw, float* pb) {
+  ln_param_rows<float>(x, dy, mean, rstd, m0, m1, D, pw, pb);
 }
 
 template <class T>
@@ -32,28 +138,10 @@ void layer_norm_fwd(const Tensor& out, const Tensor& mean, const Tensor& rstd, c
   T* pr = rstd.data_ptr<T>();
   parallel_for(0, M, std::max<int64_t>(1, 8192 / D), [&](int64_t m0, int64_t m1) {
     for (int64_t m = m0; m < m1; ++m) {
-      const T* xr = x + m * D;
-      T* yr = y + m * D;
-      double s = 0;
-      for (int64_t d = 0; d < D; ++d) s += static_cast<double>(xr[d]);
-      const double mu = s / static_cast<double>(D);
-      double ss = 0;
-      for (int64_t d = 0; d < D; ++d) {
-        double v = static_cast<double>(xr[d]) - mu;
-        ss += v * v;
-      }
-      const double r = 1.0 / std::sqrt(ss / static_cast<double>(D) + eps);
-      pm[m] = static_cast<T>(mu);
-      pr[m] = static_cast<T>(r);
-      const T tm = static_cast<T>(mu), tr = static_cast<T>(r);
-      if (w && b) {
-        for (int64_t d = 0; d < D; ++d) yr[d] = (xr[d] - tm) * tr * w[d] + b[d];
-      } else if (w) {
-        for (int64_t d = 0; d < D; ++d) yr[d] = (xr[d] - tm) * tr * w[d];
-      } else if (b) {
-        for (int64_t d = 0; d < D; ++d) yr[d] = (xr[d] - tm) * tr + b[d];
+      if constexpr (std::is_same_v<T, float>) {
+        ln_row_forward_f32(x + m * D, w, b, y + m * D, D, static_cast<float>(eps), pm + m, pr + m);
       } else {
-        for (int64_t d = 0; d < D; ++d) yr[d] = (xr[d] - tm) * tr;
+        ln_row_forward_any<T>(x + m * D, w, b, y + m * D, D, static_cast<T>(eps), pm + m, pr + m);
       }
     }
   });
@@ -73,51 +161,45 @@ void layer_norm_bwd(const Tensor& grad_input, const Tensor& grad_weight, const T
     T* dx = grad_input.data_ptr<T>();
     parallel_for(0, M, std::max<int64_t>(1, 8192 / D), [&](int64_t m0, int64_t m1) {
       for (int64_t m = m0; m < m1; ++m) {
-        const T* xr = x + m * D;
-        const T* gr = dy + m * D;
-        T* dr = dx + m * D;
-        const T mu = pm[m], r = pr[m];
-        double sg = 0, sgx = 0;  // sum(g), sum(g * xhat) with g = dy * w
-        for (int64_t d = 0; d < D; ++d) {
-          const T g = w ? gr[d] * w[d] : gr[d];
-          sg += static_cast<double>(g);
-          sgx += static_cast<double>(g) * static_cast<double>((xr[d] - mu) * r);
-        }
-        const T a = static_cast<T>(sg / static_cast<double>(D));
-        const T c = static_cast<T>(sgx / static_cast<double>(D));
-        for (int64_t d = 0; d < D; ++d) {
-          const T g = w ? gr[d] * w[d] : gr[d];
-          dr[d] = r * (g - a - (xr[d] - mu) * r * c);
+        if constexpr (std::is_same_v<T, float>) {
+          ln_row_backward_f32(x + m * D, dy + m * D, w, pm[m], pr[m], dx + m * D, D);
+        } else if (w) {
+          ln_row_backward<T, true>(x + m * D, dy + m * D, w, pm[m], pr[m], dx + m * D, D);
+        } else {
+          ln_row_backward<T, false>(x + m * D, dy + m * D, w, pm[m], pr[m], dx + m * D, D);
         }
       }
     });
   }
   if (grad_weight.defined() || grad_bias.defined()) {
-    T* gw = mut_ptr_or_null<T>(grad_weight);
-    T* gb = mut_ptr_or_null<T>(grad_bias);
-    constexpr int64_t kCols = 64;
-    const int64_t nblocks = (D + kCols - 1) / kCols;
+    // Fixed row blocks (their count depends on M only) summed per block in parallel, then the
+    // block partials combined in order: the same bits for any thread count.
+    const int64_t rows_per_block = std::max<int64_t>(64, (M + 255) / 256);
+    const int64_t nblocks = (M + rows_per_block - 1) / rows_per_block;
+    std::vector<T> partial(static_cast<size_t>(2 * nblocks * D), T(0));
     parallel_for(0, nblocks, 1, [&](int64_t b0, int64_t b1) {
-      double accw[kCols], accb[kCols];
       for (int64_t blk = b0; blk < b1; ++blk) {
-        const int64_t d0 = blk * kCols, d1 = std::min(D, d0 + kCols), n = d1 - d0;
-        std::fill(accw, accw + n, 0.0);
-        std::fill(accb, accb + n, 0.0);
-        for (int64_t m = 0; m < M; ++m) {
-          const T* xr = x + m * D + d0;
-          const T* gr = dy + m * D + d0;
-          const T mu = pm[m], r = pr[m];
-          for (int64_t k = 0; k < n; ++k) {
-            accw[k] += static_cast<double>(gr[k] * ((xr[k] - mu) * r));
-            accb[k] += static_cast<double>(gr[k]);
-          }
-        }
-        for (int64_t k = 0; k < n; ++k) {
-          if (gw) gw[d0 + k] = static_cast<T>(accw[k]);
-          if (gb) gb[d0 + k] = static_cast<T>(accb[k]);
+        T* pw = partial.data() + 2 * blk * D;
+        const int64_t m0 = blk * rows_per_block, m1 = std::min(M, m0 + rows_per_block);
+        if constexpr (std::is_same_v<T, float>) {
+          ln_param_rows_f32(x, dy, pm, pr, m0, m1, D, pw, pw + D);
+        } else {
+          ln_param_rows<T>(x, dy, pm, pr, m0, m1, D, pw, pw + D);
         }
       }
     });
+    T* gw = mut_ptr_or_null<T>(grad_weight);
+    T* gb = mut_ptr_or_null<T>(grad_bias);
+    std::vector<T> sw(static_cast<size_t>(D), T(0)), sb(static_cast<size_t>(D), T(0));
+    for (int64_t blk = 0; blk < nblocks; ++blk) {
+      const T* pw = partial.data() + 2 * blk * D;
+      for (int64_t d = 0; d < D; ++d) {
+        sw[static_cast<size_t>(d)] += pw[d];
+        sb[static_cast<size_t>(d)] += pw[D + d];
+      }
+    }
+    if (gw) std::copy(sw.begin(), sw.end(), gw);
+    if (gb) std::copy(sb.begin(), sb.end(), gb);
   }
 }
 

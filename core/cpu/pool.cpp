@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "core/cpu/loops.h"
 #include "core/ops/pool.h"
@@ -15,6 +16,14 @@ int64_t plane_grain(int64_t work_per_plane) {
   return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, work_per_plane));
 }
 
+/// Kernel taps [lo, hi) whose input position start + k * dil lies in [0, size).
+inline void tap_range(int64_t start, int64_t k, int64_t dil, int64_t size, int64_t& lo,
+                      int64_t& hi) {
+  lo = start >= 0 ? 0 : (-start + dil - 1) / dil;
+  hi = start >= size ? 0 : std::min(k, (size - start + dil - 1) / dil);
+  lo = std::min(lo, hi);
+}
+
 template <class T>
 void max_pool_fwd(const Tensor& out, const Tensor& indices, const Tensor& input,
                   const Pool2dGeometry& g) {
@@ -23,32 +32,41 @@ void max_pool_fwd(const Tensor& out, const Tensor& indices, const Tensor& input,
   const T* x = input.data_ptr<T>();
   T* y = out.data_ptr<T>();
   int64_t* ind = indices.data_ptr<int64_t>();
+  // column tap ranges are the same for every row and plane
+  std::vector<int64_t> jlo(static_cast<size_t>(Wo)), jhi(static_cast<size_t>(Wo));
+  for (int64_t ow = 0; ow < Wo; ++ow) {
+    tap_range(ow * g.stride_w - g.pad_w, g.kw, g.dilation_w, W, jlo[static_cast<size_t>(ow)],
+              jhi[static_cast<size_t>(ow)]);
+  }
   parallel_for(0, P, plane_grain(Ho * Wo * g.kh * g.kw), [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       const T* xp = x + p * H * W;
+      T* yp = y + p * Ho * Wo;
+      int64_t* ip = ind + p * Ho * Wo;
       for (int64_t oh = 0; oh < Ho; ++oh) {
         const int64_t h0 = oh * g.stride_h - g.pad_h;
+        int64_t ilo, ihi;
+        tap_range(h0, g.kh, g.dilation_h, H, ilo, ihi);
         for (int64_t ow = 0; ow < Wo; ++ow) {
           const int64_t w0 = ow * g.stride_w - g.pad_w;
+          const int64_t lo = jlo[static_cast<size_t>(ow)], hi = jhi[static_cast<size_t>(ow)];
+          // PyTorch's rule: the first valid position starts, a strictly greater value or a NaN
+          // takes over (so ties keep the first maximum and an all -inf window its first slot)
+          int64_t best_i = (h0 + ilo * g.dilation_h) * W + w0 + lo * g.dilation_w;
           T best = -std::numeric_limits<T>::infinity();
-          int64_t best_i = -1;
-          for (int64_t i = 0; i < g.kh; ++i) {
-            const int64_t h = h0 + i * g.dilation_h;
-            if (h < 0 || h >= H) continue;
-            for (int64_t j = 0; j < g.kw; ++j) {
-              const int64_t w = w0 + j * g.dilation_w;
-              if (w < 0 || w >= W) continue;
-              const T v = xp[h * W + w];
-              // PyTorch's rule: strictly greater keeps the first maximum, a NaN always takes
-              // over, and an all -inf window reports its first position
-              if (best_i < 0 || v > best || std::isnan(v)) {
+          for (int64_t i = ilo; i < ihi; ++i) {
+            const int64_t row = (h0 + i * g.dilation_h) * W + w0;
+            for (int64_t j = lo; j < hi; ++j) {
+              const int64_t idx = row + j * g.dilation_w;
+              const T v = xp[idx];
+              if (v > best || v != v) {
                 best = v;
-                best_i = h * W + w;
+                best_i = idx;
               }
             }
           }
-          y[(p * Ho + oh) * Wo + ow] = best;
-          ind[(p * Ho + oh) * Wo + ow] = best_i;
+          yp[oh * Wo + ow] = best;
+          ip[oh * Wo + ow] = best_i;
         }
       }
     }
