@@ -1,9 +1,12 @@
 // CPU kernels of the conv family: im2col / col2im around the BLAS GEMM behind bmm_kernel.
 //
-// Per image and group, the input patch matrix col [C/g * kh * kw, Ho * Wo] is built (im2col;
-// skipped for 1x1 convolutions with stride 1 and no padding, where the input already is that
-// matrix), then out_g [O/g, Ho*Wo] = W_g [O/g, C/g*kh*kw] @ col. Backward: grad_weight
-// accumulates gout_g @ col^T over the images, grad_input is col2im(W_g^T @ gout_g).
+// Per group, the patch matrix col [C/g * kh * kw, nb * Ho * Wo] of nb images side by side is
+// built (im2col; for 1x1 convolutions with stride 1 and no padding the input planes are that
+// matrix), then out_g [O/g, nb * Ho * Wo] = W_g [O/g, C/g * kh * kw] @ col. nb > 1 only for
+// small outputs, where one image alone makes a thin, slow product (images_per_gemm).
+// Backward: grad_weight accumulates gout_g @ col^T over the images; grad_input of a stride-1
+// convolution is the forward convolution of grad_out with the flipped, transposed weights (the
+// same wide GEMMs), otherwise col2im(W_g^T @ gout_g).
 // GEMMs run on the BLAS's threads; the patch loops split rows over the OpenMP pool. Every
 // result is computed in a fixed order, so it does not depend on the thread count.
 #include <algorithm>
@@ -15,8 +18,59 @@
 #include "core/ops/matmul.h"
 #include "core/ops/view.h"
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define SL_CONV_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define SL_CONV_CLONES
+#endif
+
 namespace sl::cpu {
 namespace {
+
+// Strided row copies of im2col / col2im for stride 2 (the ResNet stem and downsampling
+// convolutions); float versions get an AVX2 clone, whose permutes vectorise stride 2.
+template <class T>
+[[gnu::always_inline]] inline void gather_strided_impl(T* d, const T* s, int64_t n,
+                                                       int64_t stride) {
+  if (stride == 2) {
+#pragma omp simd
+    for (int64_t k = 0; k < n; ++k) d[k] = s[2 * k];
+  } else {
+    for (int64_t k = 0; k < n; ++k) d[k] = s[k * stride];
+  }
+}
+template <class T>
+[[gnu::always_inline]] inline void scatter_add_strided_impl(T* d, const T* s, int64_t n,
+                                                            int64_t stride) {
+  if (stride == 2) {
+#pragma omp simd
+    for (int64_t k = 0; k < n; ++k) d[2 * k] += s[k];
+  } else {
+    for (int64_t k = 0; k < n; ++k) d[k * stride] += s[k];
+  }
+}
+SL_CONV_CLONES void gather_strided_f32(float* d, const float* s, int64_t n, int64_t stride) {
+  gather_strided_impl(d, s, n, stride);
+}
+SL_CONV_CLONES void scatter_add_strided_f32(float* d, const float* s, int64_t n, int64_t stride) {
+  scatter_add_strided_impl(d, s, n, stride);
+}
+template <class T>
+void gather_strided(T* d, const T* s, int64_t n, int64_t stride) {
+  if constexpr (std::is_same_v<T, float>) {
+    gather_strided_f32(d, s, n, stride);
+  } else {
+    gather_strided_impl(d, s, n, stride);
+  }
+}
+template <class T>
+void scatter_add_strided(T* d, const T* s, int64_t n, int64_t stride) {
+  if constexpr (std::is_same_v<T, float>) {
+    scatter_add_strided_f32(d, s, n, stride);
+  } else {
+    scatter_add_strided_impl(d, s, n, stride);
+  }
+}
 
 /// A [rows, cols] matrix view (as a 1-batch [1, rows, cols] tensor) of base's storage at
 /// element offset `off` from base's first element.
@@ -44,9 +98,10 @@ inline void valid_range(int64_t out_size, int64_t stride, int64_t k_off, int64_t
 }
 
 /// col[(c * kh + i) * kw + j, oh * Wo + ow] = x[c, oh*sh - ph + i*dh, ow*sw - pw + j*dw] (0
-/// outside).
+/// outside); rows of col are `ld` elements apart (>= Ho * Wo: several images side by side).
 template <class T>
-void im2col(const T* x, int64_t C, int64_t H, int64_t W, const Conv2dGeometry& g, T* col) {
+void im2col(const T* x, int64_t C, int64_t H, int64_t W, const Conv2dGeometry& g, T* col,
+            int64_t ld) {
   const int64_t Ho = g.out_h, Wo = g.out_w, rows = C * g.kh * g.kw;
   parallel_for(0, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, Ho * Wo)),
                [&](int64_t r0, int64_t r1) {
@@ -57,7 +112,7 @@ void im2col(const T* x, int64_t C, int64_t H, int64_t W, const Conv2dGeometry& g
                    int64_t oh_lo, oh_hi, ow_lo, ow_hi;
                    valid_range(Ho, g.stride_h, off_h, H, oh_lo, oh_hi);
                    valid_range(Wo, g.stride_w, off_w, W, ow_lo, ow_hi);
-                   T* dst = col + r * Ho * Wo;
+                   T* dst = col + r * ld;
                    const T* src_c = x + c * H * W;
                    std::fill(dst, dst + oh_lo * Wo, T(0));
                    for (int64_t oh = oh_lo; oh < oh_hi; ++oh) {
@@ -68,8 +123,7 @@ void im2col(const T* x, int64_t C, int64_t H, int64_t W, const Conv2dGeometry& g
                        std::memcpy(d + ow_lo, s + ow_lo,
                                    static_cast<size_t>(ow_hi - ow_lo) * sizeof(T));
                      } else {
-                       const int64_t sw = g.stride_w;
-                       for (int64_t ow = ow_lo; ow < ow_hi; ++ow) d[ow] = s[ow * sw];
+                       gather_strided(d + ow_lo, s + ow_lo * g.stride_w, ow_hi - ow_lo, g.stride_w);
                      }
                      std::fill(d + ow_hi, d + Wo, T(0));
                    }
@@ -78,9 +132,11 @@ void im2col(const T* x, int64_t C, int64_t H, int64_t W, const Conv2dGeometry& g
                });
 }
 
-/// x[c, ...] = sum of the col entries that im2col reads from it (x is overwritten).
+/// x[c, ...] = sum of the col entries that im2col reads from it (x is overwritten); rows of
+/// col are `ld` elements apart.
 template <class T>
-void col2im(const T* col, int64_t C, int64_t H, int64_t W, const Conv2dGeometry& g, T* x) {
+void col2im(const T* col, int64_t C, int64_t H, int64_t W, const Conv2dGeometry& g, T* x,
+            int64_t ld) {
   const int64_t Ho = g.out_h, Wo = g.out_w;
   // Channels are independent; each thread owns whole channels, so the sum order is fixed.
   parallel_for(0, C, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, H * W * g.kh * g.kw)),
@@ -96,12 +152,12 @@ void col2im(const T* col, int64_t C, int64_t H, int64_t W, const Conv2dGeometry&
                        int64_t oh_lo, oh_hi, ow_lo, ow_hi;
                        valid_range(Ho, g.stride_h, off_h, H, oh_lo, oh_hi);
                        valid_range(Wo, g.stride_w, off_w, W, ow_lo, ow_hi);
-                       const T* src = col + r * Ho * Wo;
+                       const T* src = col + r * ld;
                        for (int64_t oh = oh_lo; oh < oh_hi; ++oh) {
                          const T* s = src + oh * Wo;
                          T* d = dst_c + (oh * g.stride_h + off_h) * W + off_w;
-                         const int64_t sw = g.stride_w;
-                         for (int64_t ow = ow_lo; ow < ow_hi; ++ow) d[ow * sw] += s[ow];
+                         scatter_add_strided(d + ow_lo * g.stride_w, s + ow_lo, ow_hi - ow_lo,
+                                             g.stride_w);
                        }
                      }
                    }
@@ -114,85 +170,227 @@ bool is_pointwise(const Conv2dGeometry& g) {
          g.pad_h_end == 0 && g.pad_w_begin == 0 && g.pad_w_end == 0;
 }
 
+/// Images per GEMM: small outputs (late ResNet stages: 7 x 7) make thin products that run at
+/// half the BLAS's speed, so several images' patch matrices are laid side by side until a
+/// product has >= 512 columns, keeping the patch buffer within 8M elements.
+int64_t images_per_gemm(const Conv2dGeometry& g, int64_t N, int64_t K) {
+  const int64_t HWo = g.out_h * g.out_w;
+  int64_t nb = std::min(N, std::max<int64_t>(1, (512 + HWo - 1) / HWo));
+  while (nb > 1 && K * nb * HWo > (int64_t{8} << 20)) --nb;
+  return nb;
+}
+
+/// Copies rows [0, rows) of src (row stride src_ld) to dst (row stride dst_ld), `len` each.
+template <class T>
+void copy_rows(const T* src, int64_t src_ld, T* dst, int64_t dst_ld, int64_t rows, int64_t len) {
+  parallel_for(0, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, len)),
+               [&](int64_t r0, int64_t r1) {
+                 for (int64_t r = r0; r < r1; ++r) {
+                   std::memcpy(dst + r * dst_ld, src + r * src_ld,
+                               static_cast<size_t>(len) * sizeof(T));
+                 }
+               });
+}
+
+/// Shapes shared by the forward and backward loops.
+struct ConvDims {
+  int64_t N, C, H, W, O, G, Cg, Og, HWo, K, HW;
+  bool direct;  ///< 1x1, stride 1, no padding: the input plane is the patch matrix
+  int64_t nb;   ///< images per GEMM
+  ConvDims(const Tensor& input, const Tensor& weight, const Conv2dGeometry& g)
+      : N(input.size(0)),
+        C(input.size(1)),
+        H(input.size(2)),
+        W(input.size(3)),
+        O(weight.size(0)),
+        G(g.groups),
+        Cg(C / G),
+        Og(O / G),
+        HWo(g.out_h * g.out_w),
+        K(Cg * g.kh * g.kw),
+        HW(H * W),
+        direct(is_pointwise(g)),
+        nb(images_per_gemm(g, N, Cg * g.kh * g.kw)) {}
+  int64_t in_off(int64_t n, int64_t grp) const { return (n * C + grp * Cg) * HW; }
+  int64_t out_off(int64_t n, int64_t grp) const { return (n * O + grp * Og) * HWo; }
+};
+
+/// Fills the patch matrix of images [n0, n0 + nb) of group grp into col [K, nb * HWo].
+template <class T>
+void fill_patches(const T* x, const ConvDims& d, const Conv2dGeometry& g, int64_t n0, int64_t nb,
+                  int64_t grp, T* col) {
+  const int64_t L = nb * d.HWo;
+  for (int64_t i = 0; i < nb; ++i) {
+    const T* xi = x + d.in_off(n0 + i, grp);
+    if (d.direct) {
+      copy_rows(xi, d.HW, col + i * d.HWo, L, d.K, d.HWo);
+    } else {
+      im2col(xi, d.Cg, d.H, d.W, g, col + i * d.HWo, L);
+    }
+  }
+}
+
 template <class T>
 void conv2d_forward_typed(const Tensor& out, const Tensor& input, const Tensor& weight,
                           const Tensor& bias, const Conv2dGeometry& g) {
-  const int64_t N = input.size(0), C = input.size(1), H = input.size(2), W = input.size(3);
-  const int64_t O = weight.size(0), G = g.groups, Cg = C / G, Og = O / G;
-  const int64_t HWo = g.out_h * g.out_w, K = Cg * g.kh * g.kw;
-  const bool direct = is_pointwise(g);
-  Tensor col = direct ? Tensor() : ops::empty({K, HWo}, input.dtype(), kCPU);
+  const ConvDims d(input, weight, g);
+  const T* x = input.data_ptr<T>();
   T* po = out.data_ptr<T>();
   const T* pb = bias.defined() ? bias.data_ptr<T>() : nullptr;
-  for (int64_t n = 0; n < N; ++n) {
-    for (int64_t grp = 0; grp < G; ++grp) {
-      const int64_t in_off = (n * C + grp * Cg) * H * W;
-      const int64_t out_off = (n * O + grp * Og) * HWo;
+  Tensor col, tmp;
+  if (!d.direct || d.nb > 1) col = ops::empty({d.K, d.nb * d.HWo}, input.dtype(), kCPU);
+  if (d.nb > 1) tmp = ops::empty({d.Og, d.nb * d.HWo}, input.dtype(), kCPU);
+  for (int64_t n0 = 0; n0 < d.N; n0 += d.nb) {
+    const int64_t nb = std::min(d.nb, d.N - n0), L = nb * d.HWo;
+    for (int64_t grp = 0; grp < d.G; ++grp) {
       Tensor b;
-      if (direct) {
-        b = mat(input, in_off, K, HWo, HWo, 1);
+      if (d.direct && nb == 1) {
+        b = mat(input, d.in_off(n0, grp), d.K, L, L, 1);
       } else {
-        im2col(input.data_ptr<T>() + in_off, Cg, H, W, g, col.data_ptr<T>());
-        b = mat(col, 0, K, HWo, HWo, 1);
+        fill_patches(x, d, g, n0, nb, grp, col.data_ptr<T>());
+        b = mat(col, 0, d.K, L, L, 1);
       }
-      if (pb) {
-        for (int64_t o = 0; o < Og; ++o) {
-          std::fill(po + out_off + o * HWo, po + out_off + (o + 1) * HWo, pb[grp * Og + o]);
+      Tensor a = mat(weight, grp * d.Og * d.K, d.Og, d.K, d.K, 1);
+      if (nb == 1) {
+        // straight into the output, the bias pre-filled (the GEMM accumulates onto it)
+        const int64_t off = d.out_off(n0, grp);
+        if (pb) {
+          for (int64_t o = 0; o < d.Og; ++o) {
+            std::fill(po + off + o * d.HWo, po + off + (o + 1) * d.HWo, pb[grp * d.Og + o]);
+          }
         }
+        gemm(mat(out, off, d.Og, L, L, 1), a, b, pb ? 1.0 : 0.0);
+        continue;
       }
-      gemm(mat(out, out_off, Og, HWo, HWo, 1), mat(weight, grp * Og * K, Og, K, K, 1), b,
-           pb ? 1.0 : 0.0);
+      gemm(mat(tmp, 0, d.Og, L, L, 1), a, b, 0.0);
+      // tmp [Og, nb * HWo] -> out[n0 + i, grp * Og + o, :] (+ bias)
+      const T* pt = tmp.data_ptr<T>();
+      parallel_for(0, nb * d.Og, std::max<int64_t>(1, 16384 / d.HWo), [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const int64_t i = r / d.Og, o = r % d.Og;
+          const T* src = pt + o * L + i * d.HWo;
+          T* dst = po + d.out_off(n0 + i, grp) + o * d.HWo;
+          const T bv = pb ? pb[grp * d.Og + o] : T(0);
+          for (int64_t k = 0; k < d.HWo; ++k) dst[k] = src[k] + bv;
+        }
+      });
     }
   }
+}
+
+/// Whether grad_input of a stride-1 convolution can be computed as a forward convolution of
+/// grad_out (needs padding <= dilation * (kernel - 1) on every side).
+bool stride_one_transpose(const Conv2dGeometry& g) {
+  const int64_t eh = g.dilation_h * (g.kh - 1), ew = g.dilation_w * (g.kw - 1);
+  return g.stride_h == 1 && g.stride_w == 1 && g.pad_h_begin <= eh && g.pad_h_end <= eh &&
+         g.pad_w_begin <= ew && g.pad_w_end <= ew;
+}
+
+/// Geometry of that convolution: grad_out [N, O, Ho, Wo] -> [N, C, H, W] with the padding
+/// d * (k - 1) - pad on each side (so the output size is the input's).
+Conv2dGeometry transposed_geometry(const Conv2dGeometry& g, const Tensor& input) {
+  Conv2dGeometry t = g;
+  const int64_t eh = g.dilation_h * (g.kh - 1), ew = g.dilation_w * (g.kw - 1);
+  t.pad_h_begin = eh - g.pad_h_begin;
+  t.pad_h_end = eh - g.pad_h_end;
+  t.pad_w_begin = ew - g.pad_w_begin;
+  t.pad_w_end = ew - g.pad_w_end;
+  t.out_h = input.size(2);
+  t.out_w = input.size(3);
+  return t;
+}
+
+/// W' [C, O / g, kh, kw] with W'[grp * Cg + c, o, i, j] = W[grp * Og + o, c, kh-1-i, kw-1-j].
+template <class T>
+Tensor flipped_weight(const Tensor& weight, const Conv2dGeometry& g) {
+  const int64_t O = weight.size(0), Cg = weight.size(1), kh = g.kh, kw = g.kw;
+  const int64_t G = g.groups, Og = O / G;
+  Tensor f = ops::empty({G * Cg, Og, kh, kw}, weight.dtype(), kCPU);
+  const T* w = weight.data_ptr<T>();
+  T* pf = f.data_ptr<T>();
+  for (int64_t grp = 0; grp < G; ++grp)
+    for (int64_t o = 0; o < Og; ++o)
+      for (int64_t c = 0; c < Cg; ++c)
+        for (int64_t i = 0; i < kh; ++i)
+          for (int64_t j = 0; j < kw; ++j) {
+            pf[(((grp * Cg + c) * Og + o) * kh + i) * kw + j] =
+                w[(((grp * Og + o) * Cg + c) * kh + (kh - 1 - i)) * kw + (kw - 1 - j)];
+          }
+  return f;
 }
 
 template <class T>
 void conv2d_backward_typed(const Tensor& grad_input, const Tensor& grad_weight,
                            const Tensor& grad_bias, const Tensor& grad_out, const Tensor& input,
                            const Tensor& weight, const Conv2dGeometry& g) {
-  const int64_t N = input.size(0), C = input.size(1), H = input.size(2), W = input.size(3);
-  const int64_t O = weight.size(0), G = g.groups, Cg = C / G, Og = O / G;
-  const int64_t HWo = g.out_h * g.out_w, K = Cg * g.kh * g.kw;
-  const bool direct = is_pointwise(g);
+  const ConvDims d(input, weight, g);
   const T* gout = grad_out.data_ptr<T>();
-
+  const T* x = input.data_ptr<T>();
   if (grad_bias.defined()) {
     T* gb = grad_bias.data_ptr<T>();
-    parallel_for(0, O, 1, [&](int64_t o0, int64_t o1) {
+    parallel_for(0, d.O, 1, [&](int64_t o0, int64_t o1) {
       for (int64_t o = o0; o < o1; ++o) {
-        double s = 0;
-        for (int64_t n = 0; n < N; ++n) {
-          const T* p = gout + (n * O + o) * HWo;
-          for (int64_t i = 0; i < HWo; ++i) s += static_cast<double>(p[i]);
+        double acc = 0;
+        for (int64_t n = 0; n < d.N; ++n) {
+          const T* p = gout + (n * d.O + o) * d.HWo;
+          for (int64_t i = 0; i < d.HWo; ++i) acc += static_cast<double>(p[i]);
         }
-        gb[o] = static_cast<T>(s);
+        gb[o] = static_cast<T>(acc);
       }
     });
   }
-  if (!grad_input.defined() && !grad_weight.defined()) return;
-  Tensor col = direct ? Tensor() : ops::empty({K, HWo}, input.dtype(), kCPU);
-  for (int64_t n = 0; n < N; ++n) {
-    for (int64_t grp = 0; grp < G; ++grp) {
-      const int64_t in_off = (n * C + grp * Cg) * H * W;
-      const int64_t out_off = (n * O + grp * Og) * HWo;
-      Tensor go = mat(grad_out, out_off, Og, HWo, HWo, 1);
-      if (grad_weight.defined()) {
-        Tensor colT;  // [HWo, K] view of the patch matrix
-        if (direct) {
-          colT = mat(input, in_off, HWo, K, 1, HWo);
-        } else {
-          im2col(input.data_ptr<T>() + in_off, Cg, H, W, g, col.data_ptr<T>());
-          colT = mat(col, 0, HWo, K, 1, HWo);
+  T* gi = grad_input.defined() ? grad_input.data_ptr<T>() : nullptr;
+  if (gi && stride_one_transpose(g)) {
+    // Stride 1: grad_input is the convolution of grad_out with the flipped, transposed
+    // weights. Its GEMMs are [C/g, O/g * kh * kw] @ patches, as wide as the forward's, where
+    // the col2im route multiplies through a thin inner dim of O/g (2x slower at 64 channels).
+    conv2d_forward_typed<T>(grad_input, grad_out, flipped_weight<T>(weight, g), Tensor(),
+                            transposed_geometry(g, input));
+    gi = nullptr;
+  }
+  if (!gi && !grad_weight.defined()) return;
+  Tensor col, gbuf;
+  if (!d.direct || d.nb > 1) col = ops::empty({d.K, d.nb * d.HWo}, input.dtype(), kCPU);
+  if (d.nb > 1) gbuf = ops::empty({d.Og, d.nb * d.HWo}, input.dtype(), kCPU);
+  for (int64_t n0 = 0; n0 < d.N; n0 += d.nb) {
+    const int64_t nb = std::min(d.nb, d.N - n0), L = nb * d.HWo;
+    for (int64_t grp = 0; grp < d.G; ++grp) {
+      // gout of these images as [Og, L]
+      Tensor go;
+      if (nb == 1) {
+        go = mat(grad_out, d.out_off(n0, grp), d.Og, L, L, 1);
+      } else {
+        T* pg = gbuf.data_ptr<T>();
+        for (int64_t i = 0; i < nb; ++i) {
+          copy_rows(gout + d.out_off(n0 + i, grp), d.HWo, pg + i * d.HWo, L, d.Og, d.HWo);
         }
-        gemm(mat(grad_weight, grp * Og * K, Og, K, K, 1), go, colT, n == 0 ? 0.0 : 1.0);
+        go = mat(gbuf, 0, d.Og, L, L, 1);
       }
-      if (grad_input.defined()) {
-        Tensor wT = mat(weight, grp * Og * K, K, Og, 1, K);  // W_g^T [K, Og]
-        if (direct) {
-          gemm(mat(grad_input, in_off, K, HWo, HWo, 1), wT, go, 0.0);
+      if (grad_weight.defined()) {
+        Tensor colT;  // [L, K] view of the patch matrix
+        if (d.direct && nb == 1) {
+          colT = mat(input, d.in_off(n0, grp), L, d.K, 1, d.HWo);
         } else {
-          gemm(mat(col, 0, K, HWo, HWo, 1), wT, go, 0.0);
-          col2im(col.data_ptr<T>(), Cg, H, W, g, grad_input.data_ptr<T>() + in_off);
+          fill_patches(x, d, g, n0, nb, grp, col.data_ptr<T>());
+          colT = mat(col, 0, L, d.K, 1, L);
+        }
+        gemm(mat(grad_weight, grp * d.Og * d.K, d.Og, d.K, d.K, 1), go, colT, n0 == 0 ? 0.0 : 1.0);
+      }
+      if (gi) {
+        Tensor wT = mat(weight, grp * d.Og * d.K, d.K, d.Og, 1, d.K);  // W_g^T [K, Og]
+        if (d.direct && nb == 1) {
+          gemm(mat(grad_input, d.in_off(n0, grp), d.K, L, L, 1), wT, go, 0.0);
+          continue;
+        }
+        gemm(mat(col, 0, d.K, L, L, 1), wT, go, 0.0);
+        const T* pc = col.data_ptr<T>();
+        for (int64_t i = 0; i < nb; ++i) {
+          T* gii = gi + d.in_off(n0 + i, grp);
+          if (d.direct) {
+            copy_rows(pc + i * d.HWo, L, gii, d.HW, d.K, d.HWo);
+          } else {
+            col2im(pc + i * d.HWo, d.Cg, d.H, d.W, g, gii, L);
+          }
         }
       }
     }

@@ -81,36 +81,73 @@ TEST_CASE("conv: unbatched input matches the batched result") {
                  0, 0);
 }
 
-TEST_CASE("conv: float64 matches an independent direct summation") {
-  // Direct evaluation of the definition, independent of im2col and the GEMM.
-  manual_seed(12);
-  const int64_t N = 2, C = 4, H = 6, W = 7, O = 6, G = 2, kh = 3, kw = 2;
-  const int64_t sh = 2, sw = 1, ph = 1, pw = 2, dh = 1, dw = 2;
-  Tensor x = randn({N, C, H, W}, {.dtype = DType::f64});
-  Tensor w = randn({O, C / G, kh, kw}, {.dtype = DType::f64});
-  Tensor b = randn({O}, {.dtype = DType::f64});
-  Tensor y = conv2d(x, w, b, {sh, sw}, {ph, pw}, {dh, dw}, G);
-  const int64_t Ho = y.size(2), Wo = y.size(3);
-  auto xv = x.to_vector<double>(), wv = w.to_vector<double>(), bv = b.to_vector<double>();
-  std::vector<double> ref(static_cast<size_t>(N * O * Ho * Wo));
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t o = 0; o < O; ++o)
+namespace {
+
+struct Geo {
+  int64_t N, C, H, W, O, G, kh, kw, sh, sw, ph, pw, dh, dw;
+};
+
+/// The convolution by its definition, in double, independent of im2col and the GEMM.
+std::vector<double> direct_conv(const Geo& q, const std::vector<double>& xv,
+                                const std::vector<double>& wv, const std::vector<double>& bv,
+                                int64_t Ho, int64_t Wo) {
+  std::vector<double> ref(static_cast<size_t>(q.N * q.O * Ho * Wo));
+  const int64_t Cg = q.C / q.G, Og = q.O / q.G;
+  for (int64_t n = 0; n < q.N; ++n)
+    for (int64_t o = 0; o < q.O; ++o)
       for (int64_t oh = 0; oh < Ho; ++oh)
         for (int64_t ow = 0; ow < Wo; ++ow) {
           double s = bv[static_cast<size_t>(o)];
-          int64_t g = o / (O / G);
-          for (int64_t ci = 0; ci < C / G; ++ci)
-            for (int64_t i = 0; i < kh; ++i)
-              for (int64_t j = 0; j < kw; ++j) {
-                int64_t ih = oh * sh - ph + i * dh, iw = ow * sw - pw + j * dw;
-                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
-                int64_t c = g * (C / G) + ci;
-                s += xv[static_cast<size_t>(((n * C + c) * H + ih) * W + iw)] *
-                     wv[static_cast<size_t>(((o * (C / G) + ci) * kh + i) * kw + j)];
+          const int64_t g = o / Og;
+          for (int64_t ci = 0; ci < Cg; ++ci)
+            for (int64_t i = 0; i < q.kh; ++i)
+              for (int64_t j = 0; j < q.kw; ++j) {
+                const int64_t ih = oh * q.sh - q.ph + i * q.dh, iw = ow * q.sw - q.pw + j * q.dw;
+                if (ih < 0 || ih >= q.H || iw < 0 || iw >= q.W) continue;
+                const int64_t c = g * Cg + ci;
+                s += xv[static_cast<size_t>(((n * q.C + c) * q.H + ih) * q.W + iw)] *
+                     wv[static_cast<size_t>(((o * Cg + ci) * q.kh + i) * q.kw + j)];
               }
-          ref[static_cast<size_t>(((n * O + o) * Ho + oh) * Wo + ow)] = s;
+          ref[static_cast<size_t>(((n * q.O + o) * Ho + oh) * Wo + ow)] = s;
         }
-  SL_CHECK_CLOSE(y, from_vector(ref, y.sizes()), 1e-12, 1e-12);
+  return ref;
+}
+
+}  // namespace
+
+TEST_CASE("conv: float64 matches the definition; gradients satisfy the adjoint identities") {
+  // Geometries reaching every kernel path: several images per GEMM (small outputs), one image
+  // per GEMM (outputs >= 512), 1x1 stride-1 convolutions read straight from the input (with
+  // both), stride-1 grad_input as a convolution of grad_out, and the col2im fallback (stride 2,
+  // and a 1x1 convolution padded beyond its kernel).
+  const Geo geos[] = {
+      {2, 4, 6, 7, 6, 2, 3, 2, 2, 1, 1, 2, 1, 2},    // several images, col2im (stride 2)
+      {2, 3, 24, 23, 4, 1, 3, 3, 1, 1, 1, 1, 1, 1},  // one image per GEMM, transposed grad
+      {2, 4, 24, 24, 6, 2, 1, 1, 1, 1, 0, 0, 1, 1},  // 1x1 direct, one image per GEMM
+      {3, 4, 5, 5, 2, 1, 1, 1, 1, 1, 0, 0, 1, 1},    // 1x1 direct, several images
+      {2, 3, 6, 5, 4, 1, 1, 1, 1, 1, 1, 1, 1, 1},    // 1x1 padded by 1: col2im fallback
+      {2, 2, 9, 9, 3, 1, 3, 3, 1, 1, 2, 3, 2, 2},    // dilated, transposed grad
+  };
+  manual_seed(12);
+  auto f64 = TensorOptions{.dtype = DType::f64};
+  for (const Geo& q : geos) {
+    CAPTURE(q.H);
+    CAPTURE(q.kh);
+    Tensor x = randn({q.N, q.C, q.H, q.W}, f64).requires_grad_();
+    Tensor w = randn({q.O, q.C / q.G, q.kh, q.kw}, f64).requires_grad_();
+    Tensor b = randn({q.O}, f64);
+    Tensor y = conv2d(x, w, b, {q.sh, q.sw}, {q.ph, q.pw}, {q.dh, q.dw}, q.G);
+    const int64_t Ho = y.size(2), Wo = y.size(3);
+    auto ref =
+        direct_conv(q, x.to_vector<double>(), w.to_vector<double>(), b.to_vector<double>(), Ho, Wo);
+    SL_CHECK_CLOSE(y, from_vector(ref, y.sizes()), 1e-12, 1e-12);
+    // y - b is bilinear in (x, w): <y - b, gy> = <x, grad_x> = <w, grad_w>
+    Tensor gy = randn(y.sizes(), f64);
+    y.backward(gy);
+    const double lhs = ((y.detach() - b.view({1, q.O, 1, 1})) * gy).sum().item<double>();
+    CHECK((x.detach() * x.grad()).sum().item<double>() == doctest::Approx(lhs).epsilon(1e-10));
+    CHECK((w.detach() * w.grad()).sum().item<double>() == doctest::Approx(lhs).epsilon(1e-10));
+  }
 }
 
 TEST_CASE("conv: error paths") {
