@@ -52,7 +52,10 @@ void max_pool_fwd(const Tensor& out, const Tensor& indices, const Tensor& input,
           const int64_t lo = jlo[static_cast<size_t>(ow)], hi = jhi[static_cast<size_t>(ow)];
           // PyTorch's rule: the first valid position starts, a strictly greater value or a NaN
           // takes over (so ties keep the first maximum and an all -inf window its first slot)
-          int64_t best_i = (h0 + ilo * g.dilation_h) * W + w0 + lo * g.dilation_w;
+          // (an empty window, all taps in the padding, keeps index -1 and -inf: its gradient
+          // goes nowhere, where PyTorch reports an index past the plane)
+          int64_t best_i =
+              ilo < ihi && lo < hi ? (h0 + ilo * g.dilation_h) * W + w0 + lo * g.dilation_w : -1;
           T best = -std::numeric_limits<T>::infinity();
           for (int64_t i = ilo; i < ihi; ++i) {
             const int64_t row = (h0 + i * g.dilation_h) * W + w0;
@@ -86,7 +89,7 @@ void max_pool_bwd(const Tensor& grad_input, const Tensor& grad_out, const Tensor
       std::fill(gip, gip + HW, T(0));
       for (int64_t k = 0; k < HWo; ++k) {
         int64_t i = ind[p * HWo + k];
-        if (i >= 0) gip[i] += go[p * HWo + k];
+        if (i >= 0 && i < HW) gip[i] += go[p * HWo + k];
       }
     }
   });

@@ -85,68 +85,135 @@ namespace {
 
 struct Geo {
   int64_t N, C, H, W, O, G, kh, kw, sh, sw, ph, pw, dh, dw;
+  bool same = false;  ///< padding "same" (stride 1): d * (k - 1) split with the odd one at the end
 };
 
-/// The convolution by its definition, in double, independent of im2col and the GEMM.
-std::vector<double> direct_conv(const Geo& q, const std::vector<double>& xv,
-                                const std::vector<double>& wv, const std::vector<double>& bv,
-                                int64_t Ho, int64_t Wo) {
-  std::vector<double> ref(static_cast<size_t>(q.N * q.O * Ho * Wo));
+/// The convolution and both its gradients by their definitions, in double, independent of
+/// im2col, the GEMM and the transposed-convolution rewrite. Beside each value, the sum of the
+/// magnitudes of its terms (for a rounding bound).
+struct Reference {
+  std::vector<double> y, gx, gw, y_abs, gx_abs, gw_abs;
+};
+
+Reference direct_conv(const Geo& q, int64_t pad_h, int64_t pad_w, int64_t Ho, int64_t Wo,
+                      const std::vector<double>& xv, const std::vector<double>& wv,
+                      const std::vector<double>& bv, const std::vector<double>& gyv) {
+  Reference r;
   const int64_t Cg = q.C / q.G, Og = q.O / q.G;
+  r.y.assign(static_cast<size_t>(q.N * q.O * Ho * Wo), 0.0);
+  r.y_abs = r.y;
+  r.gx.assign(xv.size(), 0.0);
+  r.gx_abs = r.gx;
+  r.gw.assign(wv.size(), 0.0);
+  r.gw_abs = r.gw;
   for (int64_t n = 0; n < q.N; ++n)
     for (int64_t o = 0; o < q.O; ++o)
       for (int64_t oh = 0; oh < Ho; ++oh)
         for (int64_t ow = 0; ow < Wo; ++ow) {
-          double s = bv[static_cast<size_t>(o)];
-          const int64_t g = o / Og;
+          const auto yi = static_cast<size_t>(((n * q.O + o) * Ho + oh) * Wo + ow);
+          double s = bv[static_cast<size_t>(o)], sa = std::abs(s);
+          const double g = gyv[yi];
+          const int64_t grp = o / Og;
           for (int64_t ci = 0; ci < Cg; ++ci)
             for (int64_t i = 0; i < q.kh; ++i)
               for (int64_t j = 0; j < q.kw; ++j) {
-                const int64_t ih = oh * q.sh - q.ph + i * q.dh, iw = ow * q.sw - q.pw + j * q.dw;
+                const int64_t ih = oh * q.sh - pad_h + i * q.dh, iw = ow * q.sw - pad_w + j * q.dw;
                 if (ih < 0 || ih >= q.H || iw < 0 || iw >= q.W) continue;
-                const int64_t c = g * Cg + ci;
-                s += xv[static_cast<size_t>(((n * q.C + c) * q.H + ih) * q.W + iw)] *
-                     wv[static_cast<size_t>(((o * Cg + ci) * q.kh + i) * q.kw + j)];
+                const auto xi =
+                    static_cast<size_t>(((n * q.C + grp * Cg + ci) * q.H + ih) * q.W + iw);
+                const auto wi = static_cast<size_t>(((o * Cg + ci) * q.kh + i) * q.kw + j);
+                s += xv[xi] * wv[wi];
+                sa += std::abs(xv[xi] * wv[wi]);
+                r.gx[xi] += g * wv[wi];
+                r.gx_abs[xi] += std::abs(g * wv[wi]);
+                r.gw[wi] += g * xv[xi];
+                r.gw_abs[wi] += std::abs(g * xv[xi]);
               }
-          ref[static_cast<size_t>(((n * q.O + o) * Ho + oh) * Wo + ow)] = s;
+          r.y[yi] = s;
+          r.y_abs[yi] = sa;
         }
-  return ref;
+  return r;
+}
+
+/// CHECKs |got - ref| <= gamma(n) * abs_sum elementwise, gamma(n) = n u / (1 - n u): the bound
+/// on the rounding error of any order of summing n rounded products (u: unit roundoff of the
+/// dtype), so it holds for every blocking of the GEMMs.
+void check_bound(const Tensor& got, const std::vector<double>& ref,
+                 const std::vector<double>& abs_sum, int64_t n, double u, const std::string& what) {
+  CAPTURE(what);
+  const std::vector<double> g = got.to(DType::f64).to_vector<double>();
+  REQUIRE(g.size() == ref.size());
+  const double gamma = static_cast<double>(n) * u / (1.0 - static_cast<double>(n) * u);
+  int64_t bad = 0;
+  double worst = 0;
+  for (size_t k = 0; k < g.size(); ++k) {
+    const double err = std::abs(g[k] - ref[k]), tol = gamma * abs_sum[k] + 1e-300;
+    if (err > tol) ++bad;
+    worst = std::max(worst, err / tol);
+  }
+  CAPTURE(worst);
+  CHECK(bad == 0);
 }
 
 }  // namespace
 
-TEST_CASE("conv: float64 matches the definition; gradients satisfy the adjoint identities") {
-  // Geometries reaching every kernel path: several images per GEMM (small outputs), one image
-  // per GEMM (outputs >= 512), 1x1 stride-1 convolutions read straight from the input (with
-  // both), stride-1 grad_input as a convolution of grad_out, and the col2im fallback (stride 2,
-  // and a 1x1 convolution padded beyond its kernel).
+TEST_CASE("conv: f64 and f32 match the definition, outputs and both gradients, on every path") {
+  // Geometries reaching every kernel path: several images per GEMM (small outputs, including a
+  // last group of fewer images), one image per GEMM (outputs >= 512), 1x1 stride-1 convolutions
+  // read straight from the input, stride-1 grad_input as a convolution of grad_out (groups,
+  // dilation, the asymmetric padding of "same" with an even kernel), and the col2im route
+  // (stride 2 with the vectorised strided rows, a 1x1 convolution padded beyond its kernel).
   const Geo geos[] = {
-      {2, 4, 6, 7, 6, 2, 3, 2, 2, 1, 1, 2, 1, 2},    // several images, col2im (stride 2)
-      {2, 3, 24, 23, 4, 1, 3, 3, 1, 1, 1, 1, 1, 1},  // one image per GEMM, transposed grad
-      {2, 4, 24, 24, 6, 2, 1, 1, 1, 1, 0, 0, 1, 1},  // 1x1 direct, one image per GEMM
-      {3, 4, 5, 5, 2, 1, 1, 1, 1, 1, 0, 0, 1, 1},    // 1x1 direct, several images
-      {2, 3, 6, 5, 4, 1, 1, 1, 1, 1, 1, 1, 1, 1},    // 1x1 padded by 1: col2im fallback
-      {2, 2, 9, 9, 3, 1, 3, 3, 1, 1, 2, 3, 2, 2},    // dilated, transposed grad
+      {2, 4, 6, 7, 6, 2, 3, 2, 2, 1, 1, 2, 1, 2},        // several images, col2im (stride 2)
+      {2, 3, 24, 23, 4, 1, 3, 3, 1, 1, 1, 1, 1, 1},      // one image per GEMM, transposed grad
+      {2, 4, 24, 24, 6, 2, 1, 1, 1, 1, 0, 0, 1, 1},      // 1x1 direct, one image per GEMM
+      {3, 4, 5, 5, 2, 1, 1, 1, 1, 1, 0, 0, 1, 1},        // 1x1 direct, several images
+      {3, 4, 16, 16, 6, 1, 1, 1, 1, 1, 0, 0, 1, 1},      // 1x1 direct, 2 images + 1 direct
+      {3, 4, 16, 16, 4, 2, 3, 3, 1, 1, 1, 1, 1, 1},      // 2 images + 1, grouped transposed grad
+      {2, 3, 6, 5, 4, 1, 1, 1, 1, 1, 1, 1, 1, 1},        // 1x1 padded by 1: col2im fallback
+      {2, 2, 9, 9, 3, 1, 3, 3, 1, 1, 2, 3, 2, 2},        // dilated, transposed grad
+      {2, 3, 7, 6, 4, 1, 4, 2, 1, 1, 0, 0, 1, 2, true},  // "same", pads (1, 2) x (1, 1)
+      {2, 3, 20, 40, 4, 1, 3, 3, 2, 2, 1, 1, 1, 1},      // ResNet downsampling: stride 2, pad 1
   };
   manual_seed(12);
-  auto f64 = TensorOptions{.dtype = DType::f64};
   for (const Geo& q : geos) {
     CAPTURE(q.H);
+    CAPTURE(q.W);
     CAPTURE(q.kh);
-    Tensor x = randn({q.N, q.C, q.H, q.W}, f64).requires_grad_();
-    Tensor w = randn({q.O, q.C / q.G, q.kh, q.kw}, f64).requires_grad_();
-    Tensor b = randn({q.O}, f64);
-    Tensor y = conv2d(x, w, b, {q.sh, q.sw}, {q.ph, q.pw}, {q.dh, q.dw}, q.G);
-    const int64_t Ho = y.size(2), Wo = y.size(3);
-    auto ref =
-        direct_conv(q, x.to_vector<double>(), w.to_vector<double>(), b.to_vector<double>(), Ho, Wo);
-    SL_CHECK_CLOSE(y, from_vector(ref, y.sizes()), 1e-12, 1e-12);
-    // y - b is bilinear in (x, w): <y - b, gy> = <x, grad_x> = <w, grad_w>
-    Tensor gy = randn(y.sizes(), f64);
-    y.backward(gy);
-    const double lhs = ((y.detach() - b.view({1, q.O, 1, 1})) * gy).sum().item<double>();
-    CHECK((x.detach() * x.grad()).sum().item<double>() == doctest::Approx(lhs).epsilon(1e-10));
-    CHECK((w.detach() * w.grad()).sum().item<double>() == doctest::Approx(lhs).epsilon(1e-10));
+    CAPTURE(q.N);
+    const int64_t th = q.dh * (q.kh - 1), tw = q.dw * (q.kw - 1);
+    const int64_t pad_h = q.same ? th / 2 : q.ph, pad_w = q.same ? tw / 2 : q.pw;
+    const int64_t pad_h_all = q.same ? th : 2 * q.ph, pad_w_all = q.same ? tw : 2 * q.pw;
+    const int64_t Ho = (q.H + pad_h_all - th - 1) / q.sh + 1;
+    const int64_t Wo = (q.W + pad_w_all - tw - 1) / q.sw + 1;
+    Tensor x64 = randn({q.N, q.C, q.H, q.W}, TensorOptions{.dtype = DType::f64});
+    Tensor w64 = randn({q.O, q.C / q.G, q.kh, q.kw}, TensorOptions{.dtype = DType::f64});
+    Tensor b64 = randn({q.O}, TensorOptions{.dtype = DType::f64});
+    Tensor gy64 = randn({q.N, q.O, Ho, Wo}, TensorOptions{.dtype = DType::f64});
+    for (DType dt : {DType::f64, DType::f32}) {
+      const std::string dtype = dtype_name(dt);
+      CAPTURE(dtype);
+      // inputs in dt; the reference from exactly those values
+      Tensor x = x64.to(dt).detach(), w = w64.to(dt).detach(), b = b64.to(dt).detach();
+      Tensor gy = gy64.to(dt);
+      const Reference r =
+          direct_conv(q, pad_h, pad_w, Ho, Wo, x.to(DType::f64).to_vector<double>(),
+                      w.to(DType::f64).to_vector<double>(), b.to(DType::f64).to_vector<double>(),
+                      gy.to(DType::f64).to_vector<double>());
+      x.requires_grad_();
+      w.requires_grad_();
+      b.requires_grad_();
+      Tensor y = q.same ? conv2d(x, w, b, 1, "same", {q.dh, q.dw}, q.G)
+                        : conv2d(x, w, b, {q.sh, q.sw}, {q.ph, q.pw}, {q.dh, q.dw}, q.G);
+      REQUIRE(y.sizes() == Shape{q.N, q.O, Ho, Wo});
+      y.backward(gy);
+      const double u = dt == DType::f64 ? 0x1p-53 : 0x1p-24;
+      const int64_t taps = q.kh * q.kw;
+      // terms per value (+1: the rounding of each product)
+      check_bound(y, r.y, r.y_abs, q.C / q.G * taps + 2, u, "y");
+      check_bound(x.grad(), r.gx, r.gx_abs, q.O / q.G * taps + 1, u, "grad_x");
+      check_bound(w.grad(), r.gw, r.gw_abs, q.N * Ho * Wo + 1, u, "grad_w");
+    }
   }
 }
 

@@ -26,6 +26,77 @@ TEST_CASE("layer_norm: PyTorch parity of outputs and gradients (f32)") {
   }
 }
 
+TEST_CASE("layer_norm: f32 rows and row-blocked parameter gradients match an f64 reference") {
+  // M = 200 rows: parameter gradients summed over 4 row blocks (64, 64, 64, 8); D = 37 and 80
+  // leave a tail after the 16-lane vector sums. Reference: the formulas in double.
+  manual_seed(24);
+  const int64_t M = 200;
+  for (int64_t D : {37, 80}) {
+    CAPTURE(D);
+    Tensor x = (randn({M, D}) * 2.0 + 0.5).requires_grad_();
+    Tensor w = randn({D}).requires_grad_(), b = randn({D}).requires_grad_();
+    Tensor gy = randn({M, D});
+    const auto xv = x.detach().to(DType::f64).to_vector<double>();
+    const auto wv = w.detach().to(DType::f64).to_vector<double>();
+    const auto bv = b.detach().to(DType::f64).to_vector<double>();
+    const auto gv = gy.to(DType::f64).to_vector<double>();
+    std::vector<double> ry(xv.size()), rdx(xv.size()), rgw(static_cast<size_t>(D), 0.0);
+    std::vector<double> rgb(rgw), agw(rgw), agb(rgw);  // agw / agb: sums of |terms|
+    for (int64_t m = 0; m < M; ++m) {
+      const auto at = [&](int64_t d) { return static_cast<size_t>(m * D + d); };
+      double mu = 0, var = 0, sg = 0, sgx = 0;
+      for (int64_t d = 0; d < D; ++d) mu += xv[at(d)] / static_cast<double>(D);
+      for (int64_t d = 0; d < D; ++d) var += (xv[at(d)] - mu) * (xv[at(d)] - mu) / D;
+      const double r = 1.0 / std::sqrt(var + 1e-5);
+      for (int64_t d = 0; d < D; ++d) {
+        const auto k = static_cast<size_t>(d);
+        const double xh = (xv[at(d)] - mu) * r, g = gv[at(d)] * wv[k];
+        ry[at(d)] = xh * wv[k] + bv[k];
+        sg += g;
+        sgx += g * xh;
+        rgw[k] += gv[at(d)] * xh;
+        agw[k] += std::abs(gv[at(d)] * xh);
+        rgb[k] += gv[at(d)];
+        agb[k] += std::abs(gv[at(d)]);
+      }
+      for (int64_t d = 0; d < D; ++d) {
+        const double xh = (xv[at(d)] - mu) * r, g = gv[at(d)] * wv[static_cast<size_t>(d)];
+        rdx[at(d)] = r * (g - sg / D - xh * sgx / D);
+      }
+    }
+    Tensor y = layer_norm(x, {D}, w, b, 1e-5);
+    y.backward(gy);
+    // y and dx: O(1) values whose f32 row statistics (sums of D <= 80 values) carry relative
+    // errors up to ~D * 2^-24 = 5e-6, met by terms up to ~3 in size: atol 2e-5.
+    SL_CHECK_CLOSE(y, from_vector(ry, y.sizes()).to(DType::f32), 1e-5, 2e-5);
+    SL_CHECK_CLOSE(x.grad(), from_vector(rdx, x.sizes()).to(DType::f32), 1e-5, 2e-5);
+    // parameter gradients: sums of M rounded terms, in any order within gamma(M + 2) * sum|t|
+    // (+2: the rounding of each term and of xhat)
+    const double gamma = (M + 2) * 0x1p-24 / (1 - (M + 2) * 0x1p-24);
+    const auto gw = w.grad().to(DType::f64).to_vector<double>();
+    const auto gb = b.grad().to(DType::f64).to_vector<double>();
+    for (size_t k = 0; k < gw.size(); ++k) {
+      CAPTURE(k);
+      // xhat itself is off by ~D u relative (the statistics): 1e-5 of |gy * xhat| more
+      CHECK(std::abs(gw[k] - rgw[k]) <= (gamma + 1e-5) * agw[k]);
+      CHECK(std::abs(gb[k] - rgb[k]) <= gamma * agb[k]);
+    }
+    // the row blocks are fixed: 1 and 2 threads give the same bits
+    const int threads = get_num_threads();
+    std::vector<Tensor> runs[2];
+    for (int t = 1; t <= 2; ++t) {
+      set_num_threads(t);
+      Tensor xt = x.detach().clone().requires_grad_(), wt = w.detach().clone().requires_grad_();
+      Tensor bt = b.detach().clone().requires_grad_();
+      Tensor yt = layer_norm(xt, {D}, wt, bt, 1e-5);
+      yt.backward(gy);
+      runs[t - 1] = {yt.detach(), xt.grad(), wt.grad(), bt.grad()};
+    }
+    set_num_threads(threads);
+    for (size_t i = 0; i < 4; ++i) SL_CHECK_CLOSE(runs[0][i], runs[1][i], 0, 0);
+  }
+}
+
 TEST_CASE("batch_norm: PyTorch parity of outputs, running stats and gradients (f32)") {
   Fixture fx("norm");
   auto cases = fx.cases("bn");

@@ -84,6 +84,71 @@ TEST_CASE("max_pool2d: ties, -inf and NaN follow PyTorch's rule") {
   CHECK(yv[2] == -inf);
 }
 
+TEST_CASE("max_pool2d: clipped windows match the definition (padding, dilation, ceil_mode)") {
+  // Reference: every tap of every window with its own bounds check; the first valid tap starts,
+  // a strictly greater value takes over. Random f64 values have no ties.
+  struct G {
+    int64_t H, W, k, s, p, d;
+    bool ceil;
+  };
+  const G geos[] = {{56, 56, 3, 2, 1, 1, false},  // ResNet stem pool
+                    {7, 9, 3, 1, 1, 1, false},   {8, 7, 4, 3, 2, 1, true},
+                    {9, 10, 3, 2, 1, 3, true},   {5, 6, 2, 2, 1, 2, false},
+                    {6, 6, 5, 2, 2, 1, true}};
+  manual_seed(21);
+  for (const G& q : geos) {
+    CAPTURE(q.H);
+    CAPTURE(q.k);
+    CAPTURE(q.d);
+    const int64_t P = 3;
+    Tensor x = randn({1, P, q.H, q.W}, TensorOptions{.dtype = DType::f64}).requires_grad_();
+    auto [y, idx] = max_pool2d_with_indices(x, q.k, q.s, q.p, q.d, q.ceil);
+    const int64_t Ho = y.size(2), Wo = y.size(3);
+    Tensor gy = randn(y.sizes(), TensorOptions{.dtype = DType::f64});
+    y.backward(gy);
+    const auto xv = x.detach().to_vector<double>();
+    const auto gyv = gy.to_vector<double>();
+    std::vector<double> ry(static_cast<size_t>(P * Ho * Wo)), rgx(xv.size(), 0.0);
+    std::vector<int64_t> ri(ry.size());
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t oh = 0; oh < Ho; ++oh)
+        for (int64_t ow = 0; ow < Wo; ++ow) {
+          int64_t best_i = -1;
+          for (int64_t i = 0; i < q.k; ++i)
+            for (int64_t j = 0; j < q.k; ++j) {
+              const int64_t h = oh * q.s - q.p + i * q.d, w = ow * q.s - q.p + j * q.d;
+              if (h < 0 || h >= q.H || w < 0 || w >= q.W) continue;
+              const int64_t at = h * q.W + w;
+              if (best_i < 0 || xv[static_cast<size_t>(p * q.H * q.W + at)] >
+                                    xv[static_cast<size_t>(p * q.H * q.W + best_i)]) {
+                best_i = at;
+              }
+            }
+          REQUIRE(best_i >= 0);
+          const auto o = static_cast<size_t>((p * Ho + oh) * Wo + ow);
+          ri[o] = best_i;
+          ry[o] = xv[static_cast<size_t>(p * q.H * q.W + best_i)];
+          rgx[static_cast<size_t>(p * q.H * q.W + best_i)] += gyv[o];
+        }
+    CHECK(idx.to_vector<int64_t>() == ri);
+    SL_CHECK_CLOSE(y, from_vector(ry, y.sizes()), 0, 0);
+    // each input's gradient sums the same values in the same (output) order: exact
+    SL_CHECK_CLOSE(x.grad(), from_vector(rgx, x.sizes()), 0, 0);
+  }
+}
+
+TEST_CASE("max_pool2d: a window entirely in the padding gives -inf, index -1, no gradient") {
+  // kernel 2, dilation 4, padding 1 on a 3 x 3 input: the one window's taps are at -1 and 3 in
+  // both dims. PyTorch 1.13 gives -inf and the out-of-plane index 12; its gradient is all zero.
+  Tensor x = randn({2, 3, 3}, TensorOptions{.dtype = DType::f64}).requires_grad_();
+  auto [y, idx] = max_pool2d_with_indices(x, 2, 1, 1, 4);
+  REQUIRE(y.sizes() == Shape{2, 1, 1});
+  CHECK(idx.to_vector<int64_t>() == std::vector<int64_t>{-1, -1});
+  CHECK(y.to_vector<double>() == std::vector<double>(2, -std::numeric_limits<double>::infinity()));
+  max_pool2d(x, 2, 1, 1, 4).sum().backward();
+  SL_CHECK_CLOSE(x.grad(), zeros_like(x), 0, 0);
+}
+
 TEST_CASE("pool: error paths") {
   Tensor x = randn({1, 2, 5, 5});
   SL_CHECK_THROWS(max_pool2d(randn({5, 5}), 2), ShapeError, "max_pool2d: expected a 3-d");
