@@ -1,0 +1,184 @@
+// Forward+backward timings of nn layers at model-like shapes (issue 3, section 9), printed as
+// "case<TAB>ms" lines; tools/bench_nn.sh runs each case next to PyTorch's (tools/bench_nn.py,
+// the same cases with the same protocol) and prints the ratios.
+//
+//   build/tools/bench_nn [--threads N] [--filter SUBSTR | --case NAME] [--reps R] [--list]
+//
+// Each case: one warm-up iteration, then the median of R timed iterations of
+// forward -> backward(ones) with the gradients cleared first (set to none, as PyTorch's
+// zero_grad). The layers are the functional ops with PyTorch's default parameter init:
+// conv2d; gru / lstm; multi-head self-attention as in-projection (linear to 3E) ->
+// scaled_dot_product_attention over the heads -> out-projection (nn.MultiheadAttention's
+// computation); and one AdamW step over 10M parameters.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <shardlight/shardlight.h>
+
+using namespace sl;
+
+namespace {
+
+struct Case {
+  std::string name;
+  int reps;
+  std::function<std::function<void()>()> setup;  // returns one timed iteration
+};
+
+double time_ms(const std::function<void()>& it, int reps) {
+  it();  // warm-up
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    it();
+    auto t1 = std::chrono::steady_clock::now();
+    t.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+/// U(-bound, bound) leaf tensor: PyTorch's default init of RNN weights (bound 1/sqrt(H)) and
+/// the kaiming_uniform(a=sqrt(5)) of Conv / Linear weights (bound 1/sqrt(fan_in)).
+Tensor uniform_param(const Shape& shape, double bound) {
+  Tensor t = empty(shape);
+  t.uniform_(-bound, bound);
+  return t.requires_grad_();
+}
+
+/// forward -> backward(ones) with the gradients of `leaves` set to none first.
+std::function<void()> fwd_bwd(std::vector<Tensor> leaves, std::function<Tensor()> forward) {
+  return [leaves, forward]() mutable {
+    for (Tensor& t : leaves) t.set_grad(Tensor());
+    Tensor y = forward();
+    y.backward(ones_like(y));
+  };
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> cs;
+  // ResNet-like 3x3 convolutions, batch 8, no bias (followed by BatchNorm in ResNet): the
+  // stride-1 convolution of each stage and a stride-2 downsampling one.
+  struct ConvShape {
+    int64_t c_in, c_out, hw, stride;
+  };
+  for (ConvShape s :
+       {ConvShape{64, 64, 56, 1}, ConvShape{128, 128, 28, 1}, ConvShape{256, 256, 14, 1},
+        ConvShape{512, 512, 7, 1}, ConvShape{128, 256, 28, 2}}) {
+    std::string name = "conv2d b8 " + std::to_string(s.c_in) + "->" + std::to_string(s.c_out) +
+                       " " + std::to_string(s.hw) + "x" + std::to_string(s.hw) + " k3 s" +
+                       std::to_string(s.stride);
+    cs.push_back(
+        {name, 5, [s] {
+           Tensor w = uniform_param({s.c_out, s.c_in, 3, 3}, 1.0 / std::sqrt(9.0 * s.c_in));
+           Tensor x = randn({8, s.c_in, s.hw, s.hw}).requires_grad_();
+           return fwd_bwd({x, w}, [x, w, s] { return conv2d(x, w, Tensor(), s.stride, 1); });
+         }});
+  }
+  // DeepSpeech2-like bidirectional RNNs: batch 8, 200 steps, input size = hidden, biases.
+  for (const char* kind : {"gru", "lstm"}) {
+    for (int64_t h : {256, 512, 1024}) {
+      const bool is_gru = std::string(kind) == "gru";
+      std::string name = std::string(kind) + " bi b8 T200 h" + std::to_string(h);
+      cs.push_back({name, h >= 1024 ? 1 : 3, [is_gru, h] {
+                      const int64_t G = is_gru ? 3 : 4;
+                      const double bound = 1.0 / std::sqrt(static_cast<double>(h));
+                      TensorList params;
+                      for (int dir = 0; dir < 2; ++dir) {
+                        params.push_back(uniform_param({G * h, h}, bound));  // w_ih
+                        params.push_back(uniform_param({G * h, h}, bound));  // w_hh
+                        params.push_back(uniform_param({G * h}, bound));     // b_ih
+                        params.push_back(uniform_param({G * h}, bound));     // b_hh
+                      }
+                      Tensor x = randn({200, 8, h}).requires_grad_();
+                      std::vector<Tensor> leaves(params.begin(), params.end());
+                      leaves.push_back(x);
+                      return fwd_bwd(leaves, [is_gru, x, params] {
+                        if (is_gru)
+                          return gru(x, Tensor(), params, true, 1, 0.0, true, true, false).first;
+                        return std::get<0>(
+                            lstm(x, Tensor(), Tensor(), params, true, 1, 0.0, true, true, false));
+                      });
+                    }});
+    }
+  }
+  // BERT-like self-attention (batch_first), batch 16, sequence 128, head dim 64.
+  for (auto [e, heads] : {std::pair<int64_t, int64_t>{256, 4}, {512, 8}, {768, 12}}) {
+    std::string name = "mha b16 L128 E" + std::to_string(e) + " h" + std::to_string(heads);
+    cs.push_back(
+        {name, 3, [e, heads] {
+           const double bound = 1.0 / std::sqrt(static_cast<double>(e));
+           Tensor w_in = uniform_param({3 * e, e}, bound), b_in = uniform_param({3 * e}, 0);
+           Tensor w_out = uniform_param({e, e}, bound), b_out = uniform_param({e}, 0);
+           Tensor x = randn({16, 128, e}).requires_grad_();
+           return fwd_bwd({x, w_in, b_in, w_out, b_out}, [=] {
+             const int64_t B = 16, L = 128, hd = e / heads;
+             Tensor qkv = linear(x, w_in, b_in);  // [B, L, 3E]
+             auto head = [&](int64_t k) {         // part k as [B, heads, L, hd]
+               return qkv.narrow(2, k * e, e).reshape({B, L, heads, hd}).transpose(1, 2);
+             };
+             Tensor o = scaled_dot_product_attention(head(0), head(1), head(2));
+             return linear(o.transpose(1, 2).reshape({B, L, e}), w_out, b_out);
+           });
+         }});
+  }
+  // One AdamW step over 10M f32 parameters (one tensor), gradients fixed.
+  cs.push_back({"adamw step 10M params", 10, [] {
+                  Tensor p = randn({10'000'000}).requires_grad_();
+                  p.set_grad(randn({10'000'000}));
+                  auto opt = std::make_shared<optim::AdamW>(
+                      TensorList{p}, optim::AdamWOptions{.lr = 1e-3, .weight_decay = 0.01});
+                  opt->step();  // state allocated before timing
+                  return std::function<void()>([opt] { opt->step(); });
+                }});
+  return cs;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = 1, reps_override = 0;
+  bool list = false;
+  std::string filter, exact;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) {
+      threads = std::atoi(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--filter") && i + 1 < argc) {
+      filter = argv[++i];
+    } else if (!std::strcmp(argv[i], "--case") && i + 1 < argc) {
+      exact = argv[++i];
+    } else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) {
+      reps_override = std::atoi(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--list")) {
+      list = true;
+    } else {
+      std::fprintf(stderr,
+                   "usage: %s [--threads N] [--filter SUBSTR | --case NAME] [--reps R] [--list]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  set_num_threads(threads);
+  manual_seed(0);
+  for (const Case& c : cases()) {
+    if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
+    if (!exact.empty() && c.name != exact) continue;
+    if (list) {
+      std::printf("%s\n", c.name.c_str());
+      continue;
+    }
+    auto it = c.setup();
+    double ms = time_ms(it, reps_override > 0 ? reps_override : c.reps);
+    std::printf("%s\t%.2f\n", c.name.c_str(), ms);
+    std::fflush(stdout);
+  }
+  return 0;
+}

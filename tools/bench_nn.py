@@ -1,0 +1,94 @@
+#!/usr/bin/python3
+"""PyTorch side of tools/bench_nn.cpp: the same cases with the same protocol, "case<TAB>ms"
+lines (one warm-up, then the median of R iterations of forward -> backward(ones), gradients set
+to none first).
+
+    /usr/bin/python3 tools/bench_nn.py [--threads N] [--filter SUBSTR | --case NAME] [--reps R]
+
+The layers are PyTorch's modules (nn.Conv2d, nn.GRU / nn.LSTM, nn.MultiheadAttention with
+need_weights=False); AdamW is timed with both implementations of 1.13 (single-tensor, the
+default, and foreach) and the faster one is reported.
+"""
+import argparse
+import statistics
+import time
+
+import torch
+import torch.nn as nn
+
+
+def module_iteration(m, forward, x):
+    def it():
+        m.zero_grad(set_to_none=True)
+        x.grad = None
+        y = forward()
+        y.backward(torch.ones_like(y))
+    return it
+
+
+def cases():
+    cs = []
+    for c_in, c_out, hw, stride in [(64, 64, 56, 1), (128, 128, 28, 1), (256, 256, 14, 1),
+                                    (512, 512, 7, 1), (128, 256, 28, 2)]:
+        def setup(c_in=c_in, c_out=c_out, hw=hw, stride=stride):
+            m = nn.Conv2d(c_in, c_out, 3, stride=stride, padding=1, bias=False)
+            x = torch.randn(8, c_in, hw, hw, requires_grad=True)
+            return module_iteration(m, lambda: m(x), x)
+        cs.append((f"conv2d b8 {c_in}->{c_out} {hw}x{hw} k3 s{stride}", 5, setup))
+    for kind in ["gru", "lstm"]:
+        for h in [256, 512, 1024]:
+            def setup(kind=kind, h=h):
+                m = (nn.GRU if kind == "gru" else nn.LSTM)(h, h, bidirectional=True)
+                x = torch.randn(200, 8, h, requires_grad=True)
+                return module_iteration(m, lambda: m(x)[0], x)
+            cs.append((f"{kind} bi b8 T200 h{h}", 1 if h >= 1024 else 3, setup))
+    for e, heads in [(256, 4), (512, 8), (768, 12)]:
+        def setup(e=e, heads=heads):
+            m = nn.MultiheadAttention(e, heads, batch_first=True)
+            x = torch.randn(16, 128, e, requires_grad=True)
+            return module_iteration(m, lambda: m(x, x, x, need_weights=False)[0], x)
+        cs.append((f"mha b16 L128 E{e} h{heads}", 3, setup))
+
+    def adamw_setup():
+        p = torch.randn(10_000_000, requires_grad=True)
+        p.grad = torch.randn(10_000_000)
+        opts = [torch.optim.AdamW([p], lr=1e-3, weight_decay=0.01, foreach=f) for f in (False, True)]
+        for o in opts:
+            o.step()
+        return opts
+    cs.append(("adamw step 10M params", 10, adamw_setup))
+    return cs
+
+
+def median_ms(it, reps):
+    it()
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        it()
+        ts.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(ts)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--filter", default="")
+    ap.add_argument("--case", default="")
+    ap.add_argument("--reps", type=int, default=0)
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(0)
+    for name, reps, setup in cases():
+        if a.filter not in name or (a.case and name != a.case):
+            continue
+        made = setup()
+        if isinstance(made, list):  # AdamW: the faster of single-tensor and foreach
+            ms = min(median_ms(o.step, a.reps or reps) for o in made)
+        else:
+            ms = median_ms(made, a.reps or reps)
+        print(f"{name}\t{ms:.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
