@@ -1,12 +1,12 @@
 // CPU kernels of the attention family: one softmax row per iteration, rows split over the
 // OpenMP pool (each row is computed by one thread in a fixed order).
 //
-// float rows use a branch-free exp (Cephes' expf polynomial, ~1 ulp) and 16-lane partial
-// sums / maxima, so the loops vectorise (an AVX2+FMA clone is chosen at load time where the CPU
-// has it); double rows use the standard library.
-// No program here reads errno or enables FP traps; without this GCC will not if-convert the
-// float selects of these loops, so they would not vectorise (NaN / inf semantics are kept).
-// Set before the includes, so inline functions from headers get the same options and inline.
+// float rows use a branch-free exp (Cephes' expf polynomial, ~1 ulp), 16-lane maxima and
+// 16-lane partial sums in double, so the loops vectorise (an AVX2+FMA clone is chosen at load time
+// where the CPU has it); double rows use the standard library. No program here reads errno or
+// enables FP traps; without this GCC will not if-convert the float selects of these loops, so they
+// would not vectorise (NaN / inf semantics are kept). Set before the includes, so inline functions
+// from headers get the same options and inline.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("no-trapping-math", "no-math-errno")
 #endif
@@ -60,31 +60,35 @@ SL_ATTN_CLONES float row_max_f32(const float* y, int64_t n) {
   return m;  // a NaN in the row makes the exponentials (and so the row) NaN anyway
 }
 
-/// y[j] = exp(y[j] - mx) for j < n; returns the sum (16 partial sums, then in order).
-SL_ATTN_CLONES float row_exp_sum_f32(float* y, int64_t n, float mx) {
+/// y[j] = exp(y[j] - mx) for j < n; returns the sum (16 partial sums in double, then in
+/// order).
+SL_ATTN_CLONES double row_exp_sum_f32(float* y, int64_t n, float mx) {
   for (int64_t j = 0; j < n; ++j) y[j] = exp_f(y[j] - mx);
-  float acc[kLanes] = {};
+  double acc[kLanes] = {};
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes) {
-    for (int k = 0; k < kLanes; ++k) acc[k] += y[j + k];
+    for (int k = 0; k < kLanes; ++k) acc[k] += static_cast<double>(y[j + k]);
   }
-  float s = 0;
+  double s = 0;
   for (int k = 0; k < kLanes; ++k) s += acc[k];
-  for (; j < n; ++j) s += y[j];
+  for (; j < n; ++j) s += static_cast<double>(y[j]);
   return s;
 }
 
-/// out = scale * p * (g - sum(g * p)) over one row.
+/// out = scale * p * (g - sum(g * p)) over one row (the dot product summed in double).
 SL_ATTN_CLONES void row_softmax_backward_f32(float* out, const float* g, const float* p, int64_t n,
                                              float scale) {
-  float acc[kLanes] = {};
+  double acc[kLanes] = {};
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes) {
-    for (int k = 0; k < kLanes; ++k) acc[k] += g[j + k] * p[j + k];
+    for (int k = 0; k < kLanes; ++k) {
+      acc[k] += static_cast<double>(g[j + k]) * static_cast<double>(p[j + k]);
+    }
   }
-  float d = 0;
-  for (int k = 0; k < kLanes; ++k) d += acc[k];
-  for (; j < n; ++j) d += g[j] * p[j];
+  double dd = 0;
+  for (int k = 0; k < kLanes; ++k) dd += acc[k];
+  for (; j < n; ++j) dd += static_cast<double>(g[j]) * static_cast<double>(p[j]);
+  const float d = static_cast<float>(dd);
   for (j = 0; j < n; ++j) out[j] = scale * p[j] * (g[j] - d);
 }
 
@@ -100,14 +104,14 @@ T row_max(const T* y, int64_t n) {
 }
 
 template <class T>
-T row_exp_sum(T* y, int64_t n, T mx) {
+double row_exp_sum(T* y, int64_t n, T mx) {
   if constexpr (std::is_same_v<T, float>) {
     return row_exp_sum_f32(y, n, mx);
   } else {
-    T s = 0;
+    double s = 0;
     for (int64_t j = 0; j < n; ++j) {
       y[j] = std::exp(y[j] - mx);
-      s += y[j];
+      s += static_cast<double>(y[j]);
     }
     return s;
   }
@@ -149,7 +153,7 @@ void softmax_rows(const Tensor& probs, const Tensor& scores, const Tensor& mask,
         std::fill(yr, yr + S, std::numeric_limits<T>::quiet_NaN());
         continue;
       }
-      const T inv = T(1) / row_exp_sum(yr, limit, mx);
+      const T inv = static_cast<T>(1.0 / row_exp_sum(yr, limit, mx));
       for (int64_t j = 0; j < limit; ++j) yr[j] *= inv;
       for (int64_t j = limit; j < S; ++j) yr[j] = T(0);
     }
@@ -172,9 +176,10 @@ void softmax_rows_backward(const Tensor& grad_scores, const Tensor& grad_probs, 
       if constexpr (std::is_same_v<T, float>) {
         row_softmax_backward_f32(out, gr, pr, S, sc);
       } else {
-        T dot = 0;
-        for (int64_t j = 0; j < S; ++j) dot += gr[j] * pr[j];
-        for (int64_t j = 0; j < S; ++j) out[j] = sc * pr[j] * (gr[j] - dot);
+        double dot = 0;
+        for (int64_t j = 0; j < S; ++j) dot += static_cast<double>(gr[j]) * pr[j];
+        const T d = static_cast<T>(dot);
+        for (int64_t j = 0; j < S; ++j) out[j] = sc * pr[j] * (gr[j] - d);
       }
     }
   });

@@ -1,6 +1,6 @@
 // CPU kernels of the norm family (Note [Norm statistics]). Layer norm splits rows over the
-// OpenMP pool (row statistics in the input's type, summed in vector lanes), batch norm splits
-// channels (statistics in double); parameter gradients of layer norm are summed over fixed row
+// thread pool (row sums in double, vectorised in lanes), batch norm splits channels
+// (statistics in double); parameter gradients of layer norm are summed over fixed row
 // blocks whose partials are combined in order, so no result depends on the thread count.
 // No kernel here reads errno or enables FP traps; the vectorised loops need GCC to know that
 // (set before the includes so header inlines share the options).
@@ -32,24 +32,28 @@ T* mut_ptr_or_null(const Tensor& t) {
   return t.defined() ? t.data_ptr<T>() : nullptr;
 }
 
-// ---- layer norm: row kernels (omp simd; float ones also get an AVX2 clone) ------------------
+// ---- layer norm: row kernels (omp simd, sums in double; float ones also get an AVX2 clone) ---
 
 template <class T, bool HasW, bool HasB>
 [[gnu::always_inline]] inline void ln_row_forward(const T* x, const T* w, const T* b, T* y,
                                                   int64_t D, T eps, T* mean, T* rstd) {
-  T s = 0;
+  double s = 0;
 #pragma omp simd reduction(+ : s)
-  for (int64_t d = 0; d < D; ++d) s += x[d];
-  const T mu = s / static_cast<T>(D);
-  T ss = 0;
+  for (int64_t d = 0; d < D; ++d) s += static_cast<double>(x[d]);
+  const double mu = s / static_cast<double>(D);
+  double ss = 0;
 #pragma omp simd reduction(+ : ss)
-  for (int64_t d = 0; d < D; ++d) ss += (x[d] - mu) * (x[d] - mu);
-  const T r = T(1) / std::sqrt(ss / static_cast<T>(D) + eps);
-  *mean = mu;
+  for (int64_t d = 0; d < D; ++d) {
+    const double v = static_cast<double>(x[d]) - mu;
+    ss += v * v;
+  }
+  const double rd = 1.0 / std::sqrt(ss / static_cast<double>(D) + static_cast<double>(eps));
+  const T m = static_cast<T>(mu), r = static_cast<T>(rd);
+  *mean = m;
   *rstd = r;
 #pragma omp simd
   for (int64_t d = 0; d < D; ++d) {
-    T v = (x[d] - mu) * r;
+    T v = (x[d] - m) * r;
     if constexpr (HasW) v *= w[d];
     if constexpr (HasB) v += b[d];
     y[d] = v;
@@ -79,14 +83,15 @@ SL_NORM_CLONES void ln_row_forward_f32(const float* x, const float* w, const flo
 template <class T, bool HasW>
 [[gnu::always_inline]] inline void ln_row_backward(const T* x, const T* dy, const T* w, T mu, T r,
                                                    T* dx, int64_t D) {
-  T sg = 0, sgx = 0;
+  double sg = 0, sgx = 0;  // sum(g), sum(g * xhat)
 #pragma omp simd reduction(+ : sg, sgx)
   for (int64_t d = 0; d < D; ++d) {
     const T g = HasW ? dy[d] * w[d] : dy[d];
-    sg += g;
-    sgx += g * ((x[d] - mu) * r);
+    sg += static_cast<double>(g);
+    sgx += static_cast<double>(g) * static_cast<double>((x[d] - mu) * r);
   }
-  const T a = sg / static_cast<T>(D), c = sgx / static_cast<T>(D);
+  const T a = static_cast<T>(sg / static_cast<double>(D));
+  const T c = static_cast<T>(sgx / static_cast<double>(D));
 #pragma omp simd
   for (int64_t d = 0; d < D; ++d) {
     const T g = HasW ? dy[d] * w[d] : dy[d];
@@ -103,26 +108,26 @@ SL_NORM_CLONES void ln_row_backward_f32(const float* x, const float* dy, const f
   }
 }
 
-/// pw[d] += sum over rows of dy * xhat, pb[d] += sum of dy, for rows [m0, m1).
+/// pw[d] += sum over rows of dy * xhat, pb[d] += sum of dy, for rows [m0, m1) (in double).
 template <class T>
 [[gnu::always_inline]] inline void ln_param_rows(const T* x, const T* dy, const T* mean,
                                                  const T* rstd, int64_t m0, int64_t m1, int64_t D,
-                                                 T* pw, T* pb) {
+                                                 double* pw, double* pb) {
   for (int64_t m = m0; m < m1; ++m) {
     const T* xr = x + m * D;
     const T* gr = dy + m * D;
     const T mu = mean[m], r = rstd[m];
 #pragma omp simd
     for (int64_t d = 0; d < D; ++d) {
-      pw[d] += gr[d] * ((xr[d] - mu) * r);
-      pb[d] += gr[d];
+      pw[d] += static_cast<double>(gr[d] * ((xr[d] - mu) * r));
+      pb[d] += static_cast<double>(gr[d]);
     }
   }
 }
 
 SL_NORM_CLONES void ln_param_rows_f32(const float* x, const float* dy, const float* mean,
                                       const float* rstd, int64_t m0, int64_t m1, int64_t D,
-                                      float* pw, float* pb) {
+                                      double* pw, double* pb) {
   ln_param_rows<float>(x, dy, mean, rstd, m0, m1, D, pw, pb);
 }
 
@@ -176,10 +181,10 @@ void layer_norm_bwd(const Tensor& grad_input, const Tensor& grad_weight, const T
     // block partials combined in order: the same bits for any thread count.
     const int64_t rows_per_block = std::max<int64_t>(64, (M + 255) / 256);
     const int64_t nblocks = (M + rows_per_block - 1) / rows_per_block;
-    std::vector<T> partial(static_cast<size_t>(2 * nblocks * D), T(0));
+    std::vector<double> partial(static_cast<size_t>(2 * nblocks * D), 0.0);
     parallel_for(0, nblocks, 1, [&](int64_t b0, int64_t b1) {
       for (int64_t blk = b0; blk < b1; ++blk) {
-        T* pw = partial.data() + 2 * blk * D;
+        double* pw = partial.data() + 2 * blk * D;
         const int64_t m0 = blk * rows_per_block, m1 = std::min(M, m0 + rows_per_block);
         if constexpr (std::is_same_v<T, float>) {
           ln_param_rows_f32(x, dy, pm, pr, m0, m1, D, pw, pw + D);
@@ -190,16 +195,18 @@ void layer_norm_bwd(const Tensor& grad_input, const Tensor& grad_weight, const T
     });
     T* gw = mut_ptr_or_null<T>(grad_weight);
     T* gb = mut_ptr_or_null<T>(grad_bias);
-    std::vector<T> sw(static_cast<size_t>(D), T(0)), sb(static_cast<size_t>(D), T(0));
+    std::vector<double> sw(static_cast<size_t>(D), 0.0), sb(static_cast<size_t>(D), 0.0);
     for (int64_t blk = 0; blk < nblocks; ++blk) {
-      const T* pw = partial.data() + 2 * blk * D;
+      const double* pw = partial.data() + 2 * blk * D;
       for (int64_t d = 0; d < D; ++d) {
         sw[static_cast<size_t>(d)] += pw[d];
         sb[static_cast<size_t>(d)] += pw[D + d];
       }
     }
-    if (gw) std::copy(sw.begin(), sw.end(), gw);
-    if (gb) std::copy(sb.begin(), sb.end(), gb);
+    for (int64_t d = 0; d < D; ++d) {
+      if (gw) gw[d] = static_cast<T>(sw[static_cast<size_t>(d)]);
+      if (gb) gb[d] = static_cast<T>(sb[static_cast<size_t>(d)]);
+    }
   }
 }
 

@@ -2,10 +2,8 @@
 // Not differentiable (see autograd/ops/norm.h).
 //
 // Note [Norm statistics]
-// Means and variances take two passes over the data (mean, then squared deviations); the CPU
-// kernels accumulate layer norm rows in the compute type (vector-lane partial sums, as
-// PyTorch's CPU kernel) and batch norm channels in double. Normalisation uses
-// rstd = 1 / sqrt(var + eps) with the biased variance, as PyTorch. The saved
+// Means and variances are accumulated in double on the CPU (two passes over the data), and
+// normalisation uses rstd = 1 / sqrt(var + eps) with the biased variance, as PyTorch. The saved
 // statistics (mean, rstd / invstd) have the compute dtype (float32 for 16-bit inputs) and are
 // what the backward kernels take, so no statistic is recomputed there.
 #pragma once
