@@ -156,6 +156,10 @@ def gen_conv(w):
                                  dilation=2, bias=False), (1, 2, 7, 7)),
         ("conv2d_groups", dict(in_channels=4, out_channels=6, kernel_size=3, groups=2,
                                padding=1), (2, 4, 5, 5)),
+        # "same" with an odd total padding dilation * (k - 1) on both axes (3 and 3: PyTorch
+        # pads 1 before, 2 after): an even kernel height, a dilated even kernel width
+        ("conv2d_same_even", dict(in_channels=3, out_channels=4, kernel_size=(4, 2),
+                                  padding="same", dilation=(1, 3)), (2, 3, 6, 7)),
     ]
     for i, (name, kw, shape) in enumerate(cases):
         seeded(10 + i)
@@ -166,6 +170,9 @@ def gen_conv(w):
          (2, 3, 11)),
         ("conv1d_same", dict(in_channels=2, out_channels=2, kernel_size=4, padding="same"),
          (1, 2, 9)),
+        # dilated even kernel: total padding 3 * (4 - 1) = 9, 4 before and 5 after
+        ("conv1d_same_dil", dict(in_channels=3, out_channels=2, kernel_size=4, padding="same",
+                                 dilation=3), (2, 3, 10)),
     ]
     for i, (name, kw, shape) in enumerate(cases1):
         seeded(20 + i)

@@ -106,6 +106,11 @@ TEST_CASE("Conv1d and Conv2d match PyTorch") {
   run_module_case(fx, "conv1d", e);
   nn::Conv1d f(2, 2, 4, {.padding = "same"});
   run_module_case(fx, "conv1d_same", f);
+  // "same" with odd total padding (PyTorch puts the extra element after): even kernels, dilated
+  nn::Conv2d g(3, 4, {4, 2}, {.padding = "same", .dilation = {1, 3}});
+  run_module_case(fx, "conv2d_same_even", g);
+  nn::Conv1d h(3, 2, 4, {.padding = "same", .dilation = 3});
+  run_module_case(fx, "conv1d_same_dil", h);
   // Reprs as torch 1.13 prints them.
   CHECK(a.str() == "Conv2d(3, 4, kernel_size=(3, 3), stride=(1, 1))");
   CHECK(c.str() ==
@@ -166,6 +171,10 @@ TEST_CASE("conv, norm and pooling modules gradcheck in float64") {
   nn::Conv1d conv1(2, 3, 2, {.dilation = 2, .tensor_options = f64});
   Tensor x1 = randn({2, 2, 6}, f64).requires_grad_();
   CHECK(module_gradcheck(conv1, [&](const TensorList& in) { return conv1.forward(in[0]); }, {x1}));
+  // "same" with asymmetric padding (totals 1 and 3): the stride-1 backward paths
+  nn::Conv2d same(2, 2, {2, 2}, {.padding = "same", .dilation = {1, 3}, .tensor_options = f64});
+  Tensor xs = randn({1, 2, 4, 5}, f64).requires_grad_();
+  CHECK(module_gradcheck(same, [&](const TensorList& in) { return same.forward(in[0]); }, {xs}));
   nn::LayerNorm ln({4}, 1e-5, true, f64);
   Tensor x2 = randn({3, 4}, f64).requires_grad_();
   {
