@@ -7,9 +7,8 @@
 // Each case: one warm-up iteration, then the median of R timed iterations of
 // forward -> backward(ones) with the gradients cleared first (set to none, as PyTorch's
 // zero_grad). The layers are the functional ops with PyTorch's default parameter init:
-// conv2d; gru / lstm; multi-head self-attention as in-projection (linear to 3E) ->
-// scaled_dot_product_attention over the heads -> out-projection (nn.MultiheadAttention's
-// computation); and one AdamW step over 10M parameters.
+// conv2d; gru / lstm; the nn::MultiheadAttention and nn::TransformerEncoderLayer modules
+// (self-attention); and one AdamW step over 10M parameters.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -63,6 +62,17 @@ std::function<void()> fwd_bwd(std::vector<Tensor> leaves, std::function<Tensor()
   };
 }
 
+/// The same for a module: its gradients set to none (zero_grad) and the input's.
+std::function<void()> module_fwd_bwd(std::shared_ptr<nn::Module> m, Tensor x,
+                                     std::function<Tensor()> forward) {
+  return [m, x, forward]() mutable {
+    m->zero_grad();
+    x.set_grad(Tensor());
+    Tensor y = forward();
+    y.backward(ones_like(y));
+  };
+}
+
 std::vector<Case> cases() {
   std::vector<Case> cs;
   // ResNet-like 3x3 convolutions, batch 8, no bias (followed by BatchNorm in ResNet): the
@@ -110,26 +120,32 @@ std::vector<Case> cases() {
                     }});
     }
   }
-  // BERT-like self-attention (batch_first), batch 16, sequence 128, head dim 64.
+  // BERT-like self-attention (batch_first), batch 16, sequence 128, head dim 64: the
+  // nn::MultiheadAttention module, weights not returned (as PyTorch's need_weights=False).
   for (auto [e, heads] : {std::pair<int64_t, int64_t>{256, 4}, {512, 8}, {768, 12}}) {
     std::string name = "mha b16 L128 E" + std::to_string(e) + " h" + std::to_string(heads);
-    cs.push_back(
-        {name, 3, [e, heads] {
-           const double bound = 1.0 / std::sqrt(static_cast<double>(e));
-           Tensor w_in = uniform_param({3 * e, e}, bound), b_in = uniform_param({3 * e}, 0);
-           Tensor w_out = uniform_param({e, e}, bound), b_out = uniform_param({e}, 0);
-           Tensor x = randn({16, 128, e}).requires_grad_();
-           return fwd_bwd({x, w_in, b_in, w_out, b_out}, [=] {
-             const int64_t B = 16, L = 128, hd = e / heads;
-             Tensor qkv = linear(x, w_in, b_in);  // [B, L, 3E]
-             auto head = [&](int64_t k) {         // part k as [B, heads, L, hd]
-               return qkv.narrow(2, k * e, e).reshape({B, L, heads, hd}).transpose(1, 2);
-             };
-             Tensor o = scaled_dot_product_attention(head(0), head(1), head(2));
-             return linear(o.transpose(1, 2).reshape({B, L, e}), w_out, b_out);
-           });
-         }});
+    cs.push_back({name, 3, [e, heads] {
+                    auto m = std::make_shared<nn::MultiheadAttention>(e, heads, 0.0, true, true);
+                    Tensor x = randn({16, 128, e}).requires_grad_();
+                    return module_fwd_bwd(m, x, [m, x] {
+                      nn::AttentionOptions o;
+                      o.need_weights = false;
+                      return m->forward(x, x, x, o).first;
+                    });
+                  }});
   }
+  // One BERT-base encoder layer (post-LN, GELU, E 768, 12 heads, feed-forward 3072), batch 8,
+  // sequence 128, dropout 0 (so both sides time the same arithmetic), training mode.
+  cs.push_back({"encoder b8 L128 E768 h12 ff3072", 3, [] {
+                  auto m = std::make_shared<nn::TransformerEncoderLayer>(
+                      768, 12,
+                      nn::TransformerEncoderLayerOptions{.dim_feedforward = 3072,
+                                                         .dropout = 0.0,
+                                                         .activation = "gelu",
+                                                         .batch_first = true});
+                  Tensor x = randn({8, 128, 768}).requires_grad_();
+                  return module_fwd_bwd(m, x, [m, x] { return m->forward(x); });
+                }});
   // One AdamW step over 10M f32 parameters (one tensor), gradients fixed.
   cs.push_back({"adamw step 10M params", 10, [] {
                   Tensor p = randn({10'000'000}).requires_grad_();

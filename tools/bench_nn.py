@@ -6,7 +6,7 @@ to none first).
     /usr/bin/python3 tools/bench_nn.py [--threads N] [--filter SUBSTR | --case NAME] [--reps R]
 
 The layers are PyTorch's modules (nn.Conv2d, nn.GRU / nn.LSTM, nn.MultiheadAttention with
-need_weights=False); AdamW is timed with both implementations of 1.13 (single-tensor, the
+need_weights=False, nn.TransformerEncoderLayer in training mode with dropout 0); AdamW is timed with both implementations of 1.13 (single-tensor, the
 default, and foreach) and the faster one is reported.
 """
 import argparse
@@ -48,6 +48,13 @@ def cases():
             x = torch.randn(16, 128, e, requires_grad=True)
             return module_iteration(m, lambda: m(x, x, x, need_weights=False)[0], x)
         cs.append((f"mha b16 L128 E{e} h{heads}", 3, setup))
+
+    def encoder_setup():
+        m = nn.TransformerEncoderLayer(768, 12, dim_feedforward=3072, dropout=0.0,
+                                       activation="gelu", batch_first=True)
+        x = torch.randn(8, 128, 768, requires_grad=True)
+        return module_iteration(m, lambda: m(x), x)
+    cs.append(("encoder b8 L128 E768 h12 ff3072", 3, encoder_setup))
 
     def adamw_setup():
         p = torch.randn(10_000_000, requires_grad=True)
