@@ -151,6 +151,8 @@ void bench_memory_bound(bool quick) {
        [&] { (void)sl::exp(a); }},
       {"sigmoid", 2, [&] { sl::unary_kernel(DeviceKind::cpu, UnaryOp::sigmoid, out, a); },
        [&] { (void)sl::sigmoid(a); }},
+      {"tanh", 2, [&] { sl::unary_kernel(DeviceKind::cpu, UnaryOp::tanh, out, a); },
+       [&] { (void)sl::tanh(a); }},
   };
 
   std::printf("\n%-28s %14s %16s %8s\n", "f32, 16M elements (64 MB)", "kernel GB/s",

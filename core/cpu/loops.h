@@ -11,12 +11,14 @@
 #include <array>
 #include <cstdint>
 
+#include "core/cpu/isa.h"
 #include "core/error.h"
 #include "core/layout.h"
 #include "core/parallel.h"
 #include "core/tensor.h"
 
 namespace sl::cpu {
+inline namespace SL_CPU_ISA {  // Note [CPU ISA dispatch]
 
 /// Elements per thread below which elementwise loops stay single-threaded.
 inline constexpr int64_t kElementwiseGrain = 32768;
@@ -119,8 +121,7 @@ void ternary_loop(const Tensor& out, const Tensor& a, const Tensor& b, const Ten
                   const F& f) {
   auto L = make_layout<4>({&out, &a, &b, &c});
   for_each_strided<4>(L, [&](char** p, const int64_t* s, int64_t n) {
-    if (s[0] == sizeof(Out) && s[1] == sizeof(InA) && s[2] == sizeof(InB) &&
-        s[3] == sizeof(InC)) {
+    if (s[0] == sizeof(Out) && s[1] == sizeof(InA) && s[2] == sizeof(InB) && s[3] == sizeof(InC)) {
       Out* o = reinterpret_cast<Out*>(p[0]);
       const InA* x = reinterpret_cast<const InA*>(p[1]);
       const InB* y = reinterpret_cast<const InB*>(p[2]);
@@ -137,4 +138,5 @@ void ternary_loop(const Tensor& out, const Tensor& a, const Tensor& b, const Ten
   });
 }
 
+}  // namespace SL_CPU_ISA
 }  // namespace sl::cpu
