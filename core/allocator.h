@@ -59,7 +59,8 @@ Allocator& get_allocator(Device d);
 MemoryStats memory_stats(Device d = kCPU);
 /// Sets peak_bytes to the current live_bytes for `d`.
 void reset_peak_memory_stats(Device d = kCPU);
-/// Frees cached blocks of `d` (CUDA caching allocator); no-op on CPU.
+/// Frees cached, unused blocks of `d`: the CUDA caching allocator's, the CPU small-block cache
+/// (Note [CPU small-block cache], core/allocator.cpp).
 void empty_cache(Device d = kCPU);
 
 // Note [Pinned host memory]
