@@ -22,27 +22,27 @@ void attach(const std::shared_ptr<Node>& node, Tensor* out, uint32_t index) {
   meta.output_nr = index;
   meta.requires_grad = false;  // non-leaf: requires_grad() follows from grad_fn
 }
+
+template <class Inputs, class Outputs>
+void attach_all(const std::shared_ptr<Node>& node, const Inputs& inputs, const Outputs& outputs) {
+  node->next_edges.reserve(inputs.size());
+  for (const auto& in : inputs) node->next_edges.push_back(gradient_edge(in));
+  node->outputs.reserve(outputs.size());
+  uint32_t i = 0;
+  for (Tensor* out : outputs) attach(node, out, i++);
+}
 }  // namespace
 
-void record(const char* name, const TensorList& inputs, const std::vector<Tensor*>& outputs,
-            BackwardFn fn) {
-  auto node = std::make_shared<LambdaNode>(name, std::move(fn));
-  node->next_edges.reserve(inputs.size());
-  for (const auto& in : inputs) node->next_edges.push_back(gradient_edge(in));
-  node->outputs.reserve(outputs.size());
-  uint32_t i = 0;
-  for (Tensor* out : outputs) attach(node, out, i++);
+namespace detail {
+void attach_node(const std::shared_ptr<Node>& node, const TensorList& inputs,
+                 const std::vector<Tensor*>& outputs) {
+  attach_all(node, inputs, outputs);
 }
-
-void record(const char* name, std::initializer_list<Tensor> inputs,
-            std::initializer_list<Tensor*> outputs, BackwardFn fn) {
-  auto node = std::make_shared<LambdaNode>(name, std::move(fn));
-  node->next_edges.reserve(inputs.size());
-  for (const auto& in : inputs) node->next_edges.push_back(gradient_edge(in));
-  node->outputs.reserve(outputs.size());
-  uint32_t i = 0;
-  for (Tensor* out : outputs) attach(node, out, i++);
+void attach_node(const std::shared_ptr<Node>& node, std::initializer_list<Tensor> inputs,
+                 std::initializer_list<Tensor*> outputs) {
+  attach_all(node, inputs, outputs);
 }
+}  // namespace detail
 
 void check_inplace(const Tensor& self, const char* op) {
   ops::check_defined(op, self);  // an undefined self would be dereferenced below
@@ -56,9 +56,9 @@ void check_inplace(const Tensor& self, const char* op) {
                     "supported; apply the op out of place (see Note [In-place on views])");
 }
 
-void record_inplace(const char* name, Tensor& self, std::initializer_list<Tensor> others,
-                    BackwardFn fn) {
-  auto node = std::make_shared<LambdaNode>(name, std::move(fn));
+namespace detail {
+void attach_node_inplace(const std::shared_ptr<Node>& node, Tensor& self,
+                         std::initializer_list<Tensor> others) {
   node->next_edges.reserve(others.size() + 1);
   node->next_edges.push_back(gradient_edge(self));
   for (const auto& in : others) node->next_edges.push_back(gradient_edge(in));
@@ -68,6 +68,7 @@ void record_inplace(const char* name, Tensor& self, std::initializer_list<Tensor
   meta.requires_grad = false;
   node->outputs.push_back(OutputMeta{self.sizes(), self.dtype(), self.device()});
 }
+}  // namespace detail
 
 Tensor sum_to(const Tensor& grad, const Shape& shape) {
   if (grad.sizes() == shape) return grad;

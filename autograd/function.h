@@ -27,20 +27,43 @@ bool needs_grad(const Ts&... ts) {
 }
 bool needs_grad_list(const TensorList& ts);
 
-/// Creates a LambdaNode with edges to `inputs` and makes it the grad_fn of each output.
+namespace detail {
+/// Gives `node` edges to `inputs` and makes it the grad_fn of each output (record's body).
+void attach_node(const std::shared_ptr<Node>& node, std::initializer_list<Tensor> inputs,
+                 std::initializer_list<Tensor*> outputs);
+void attach_node(const std::shared_ptr<Node>& node, const TensorList& inputs,
+                 const std::vector<Tensor*>& outputs);
+/// record_inplace's body: edge 0 to self's previous history, then `others`.
+void attach_node_inplace(const std::shared_ptr<Node>& node, Tensor& self,
+                         std::initializer_list<Tensor> others);
+}  // namespace detail
+
+/// Creates a LambdaNode holding `fn` (callable as variable_list(const BackwardCtx&)) with edges to
+/// `inputs` and makes it the grad_fn of each output.
 /// Outputs must be fresh (not views of inputs) or views created by this op.
+template <class F>
 void record(const char* name, std::initializer_list<Tensor> inputs,
-            std::initializer_list<Tensor*> outputs, BackwardFn fn);
+            std::initializer_list<Tensor*> outputs, F&& fn) {
+  detail::attach_node(std::make_shared<LambdaNode<std::decay_t<F>>>(name, std::forward<F>(fn)),
+                      inputs, outputs);
+}
+template <class F>
 void record(const char* name, const TensorList& inputs, const std::vector<Tensor*>& outputs,
-            BackwardFn fn);
+            F&& fn) {
+  detail::attach_node(std::make_shared<LambdaNode<std::decay_t<F>>>(name, std::forward<F>(fn)),
+                      inputs, outputs);
+}
 
 /// Before an in-place op on `self`: throws AutogradError when autograd forbids it (a leaf that
 /// requires grad, or a view of a tensor that requires grad, while grad mode is on).
 void check_inplace(const Tensor& self, const char* op);
 /// After an in-place op on self computed from `others`: bumps self's version and, when recording,
 /// makes a new node (edge 0: self's previous history, then `others`) self's grad_fn.
-void record_inplace(const char* name, Tensor& self, std::initializer_list<Tensor> others,
-                    BackwardFn fn);
+template <class F>
+void record_inplace(const char* name, Tensor& self, std::initializer_list<Tensor> others, F&& fn) {
+  detail::attach_node_inplace(
+      std::make_shared<LambdaNode<std::decay_t<F>>>(name, std::forward<F>(fn)), self, others);
+}
 
 /// Reduces a broadcast gradient back to `shape` by summing the broadcast dims.
 Tensor sum_to(const Tensor& grad, const Shape& shape);

@@ -50,8 +50,8 @@ Node::~Node() {
   t_pending = nullptr;
 }
 
-variable_list LambdaNode::apply(variable_list&& grads) {
-  SL_CHECK_AUTOGRAD(fn_ != nullptr, name_,
+variable_list LambdaNodeBase::apply(variable_list&& grads) {
+  SL_CHECK_AUTOGRAD(!released(), name_,
                     ": trying to backward through the graph a second time (or directly access "
                     "saved tensors after they have already been freed); call backward with "
                     "retain_graph=true the first time if you need to");
@@ -60,7 +60,7 @@ variable_list LambdaNode::apply(variable_list&& grads) {
     if (next_edges[i].valid()) mask |= uint64_t{1} << i;
   }
   BackwardCtx ctx{grads, mask};
-  return fn_(ctx);
+  return call(ctx);
 }
 
 AccumulateGrad::AccumulateGrad(Tensor variable) : variable_(std::move(variable)) {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -74,19 +75,38 @@ struct BackwardCtx {
   /// Whether forward input i needs a gradient (skip computing it otherwise).
   bool needs(size_t i) const { return (needs_mask >> i) & 1u; }
 };
-using BackwardFn = std::function<variable_list(const BackwardCtx&)>;
 
-/// A node whose backward is a lambda written beside the forward (the usual case).
-class LambdaNode final : public Node {
+/// A node whose backward is a lambda written beside the forward (the usual case); see LambdaNode.
+class LambdaNodeBase : public Node {
  public:
-  LambdaNode(const char* name, BackwardFn fn) : name_(name), fn_(std::move(fn)) {}
+  explicit LambdaNodeBase(const char* name) : name_(name) {}
   const char* name() const override { return name_; }
-  variable_list apply(variable_list&& grads) override;
-  void release_saved() override { fn_ = nullptr; }
+  /// Throws AutogradError when the saved state was released by an earlier backward.
+  variable_list apply(variable_list&& grads) final;
+
+ protected:
+  virtual bool released() const = 0;
+  virtual variable_list call(const BackwardCtx& ctx) = 0;
 
  private:
   const char* name_;
-  BackwardFn fn_;
+};
+
+/// The lambda `F` stored inside the node, so that recording an op costs one allocation for the
+/// node and its captures together (a std::function would allocate captures over 16 bytes
+/// separately). record() (autograd/function.h) creates these.
+template <class F>
+class LambdaNode final : public LambdaNodeBase {
+ public:
+  template <class G>
+  LambdaNode(const char* name, G&& fn)
+      : LambdaNodeBase(name), fn_(std::in_place, std::forward<G>(fn)) {}
+  void release_saved() override { fn_.reset(); }
+
+ private:
+  bool released() const override { return !fn_.has_value(); }
+  variable_list call(const BackwardCtx& ctx) override { return (*fn_)(ctx); }
+  std::optional<F> fn_;
 };
 
 /// Adds incoming gradients into a leaf's .grad(), running the leaf's hooks.
