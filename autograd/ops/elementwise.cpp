@@ -3,6 +3,7 @@
 #include "autograd/ops/elementwise.h"
 
 #include <cmath>
+#include <utility>
 
 #include "autograd/function.h"
 #include "core/creation.h"
@@ -42,12 +43,13 @@ Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
   Tensor out = ops::binary(BinaryOp::add, a, b, alpha);
   if (needs_grad(a, b)) {
     Shape sa = a.sizes(), sb = b.sizes();
-    record("AddBackward", {a, b}, {&out}, [sa, sb, alpha](const BackwardCtx& c) -> variable_list {
-      const Tensor& g = c.grad();
-      Tensor gb;
-      if (c.needs(1)) gb = sum_to(alpha.to_double() == 1.0 ? g : mul(g, alpha), sb);
-      return {c.needs(0) ? sum_to(g, sa) : Tensor(), gb};
-    });
+    record("AddBackward", {a, b}, {&out},
+           [sa = std::move(sa), sb = std::move(sb), alpha](const BackwardCtx& c) -> variable_list {
+             const Tensor& g = c.grad();
+             Tensor gb;
+             if (c.needs(1)) gb = sum_to(alpha.to_double() == 1.0 ? g : mul(g, alpha), sb);
+             return {c.needs(0) ? sum_to(g, sa) : Tensor(), gb};
+           });
   }
   return out;
 }
@@ -83,13 +85,14 @@ Tensor mul(const Tensor& a, const Tensor& b) {
     Shape sa = a.sizes(), sb = b.sizes();
     SavedTensor va = b.requires_grad() ? SavedTensor(a) : SavedTensor();
     SavedTensor vb = a.requires_grad() ? SavedTensor(b) : SavedTensor();
-    record("MulBackward", {a, b}, {&out}, [sa, sb, va, vb](const BackwardCtx& c) -> variable_list {
-      const Tensor& g = c.grad();
-      Tensor ga, gb;
-      if (c.needs(0)) ga = sum_to(mul(g, vb.unpack("MulBackward")), sa);
-      if (c.needs(1)) gb = sum_to(mul(g, va.unpack("MulBackward")), sb);
-      return {ga, gb};
-    });
+    record("MulBackward", {a, b}, {&out},
+           [sa = std::move(sa), sb = std::move(sb), va, vb](const BackwardCtx& c) -> variable_list {
+             const Tensor& g = c.grad();
+             Tensor ga, gb;
+             if (c.needs(0)) ga = sum_to(mul(g, vb.unpack("MulBackward")), sa);
+             if (c.needs(1)) gb = sum_to(mul(g, va.unpack("MulBackward")), sb);
+             return {ga, gb};
+           });
   }
   return out;
 }
@@ -110,14 +113,16 @@ Tensor div(const Tensor& a, const Tensor& b) {
     Shape sa = a.sizes(), sb = b.sizes();
     SavedTensor vb(b);
     SavedTensor vout = b.requires_grad() ? SavedTensor(out) : SavedTensor();
-    record("DivBackward", {a, b}, {&out}, [sa, sb, vb, vout](const BackwardCtx& c) -> variable_list {
-      const Tensor& g = c.grad();
-      Tensor bb = vb.unpack("DivBackward");
-      Tensor ga, gb;
-      if (c.needs(0)) ga = sum_to(div(g, bb), sa);
-      if (c.needs(1)) gb = sum_to(neg(div(mul(g, vout.unpack("DivBackward")), bb)), sb);
-      return {ga, gb};
-    });
+    record(
+        "DivBackward", {a, b}, {&out},
+        [sa = std::move(sa), sb = std::move(sb), vb, vout](const BackwardCtx& c) -> variable_list {
+          const Tensor& g = c.grad();
+          Tensor bb = vb.unpack("DivBackward");
+          Tensor ga, gb;
+          if (c.needs(0)) ga = sum_to(div(g, bb), sa);
+          if (c.needs(1)) gb = sum_to(neg(div(mul(g, vout.unpack("DivBackward")), bb)), sb);
+          return {ga, gb};
+        });
   }
   return out;
 }
@@ -150,7 +155,8 @@ Tensor pow(const Tensor& a, const Tensor& b) {
     Shape sa = a.sizes(), sb = b.sizes();
     SavedTensor va(a), vb(b), vout(out);
     record("PowBackward", {a, b}, {&out},
-           [sa, sb, va, vb, vout](const BackwardCtx& c) -> variable_list {
+           [sa = std::move(sa), sb = std::move(sb), va, vb,
+            vout](const BackwardCtx& c) -> variable_list {
              const Tensor& g = c.grad();
              Tensor x = va.unpack("PowBackward"), e = vb.unpack("PowBackward");
              Tensor ga, gb;
@@ -206,22 +212,24 @@ Tensor max_min(BinaryOp op, const char* name, const Tensor& a, const Tensor& b) 
     Shape sa = a.sizes(), sb = b.sizes();
     SavedTensor va(a), vb(b);
     bool is_max = op == BinaryOp::maximum;
-    record(name, {a, b}, {&out}, [sa, sb, va, vb, is_max, name](const BackwardCtx& c) -> variable_list {
-      const Tensor& g = c.grad();
-      Tensor x = va.unpack(name), y = vb.unpack(name);
-      Tensor a_wins = is_max ? gt(x, y) : lt(x, y);
-      Tensor tie = eq(x, y);
-      Tensor half = mul(g, 0.5);
-      Tensor zero = zeros_like(g);
-      Tensor ga, gb;
-      // the winner takes the gradient, ties split it evenly
-      if (c.needs(0)) ga = sum_to(where(a_wins, g, where(tie, half, zero)), sa);
-      if (c.needs(1)) {
-        Tensor b_wins = logical_not(logical_or(a_wins, tie));
-        gb = sum_to(where(b_wins, g, where(tie, half, zero)), sb);
-      }
-      return {ga, gb};
-    });
+    record(name, {a, b}, {&out},
+           [sa = std::move(sa), sb = std::move(sb), va, vb, is_max,
+            name](const BackwardCtx& c) -> variable_list {
+             const Tensor& g = c.grad();
+             Tensor x = va.unpack(name), y = vb.unpack(name);
+             Tensor a_wins = is_max ? gt(x, y) : lt(x, y);
+             Tensor tie = eq(x, y);
+             Tensor half = mul(g, 0.5);
+             Tensor zero = zeros_like(g);
+             Tensor ga, gb;
+             // the winner takes the gradient, ties split it evenly
+             if (c.needs(0)) ga = sum_to(where(a_wins, g, where(tie, half, zero)), sa);
+             if (c.needs(1)) {
+               Tensor b_wins = logical_not(logical_or(a_wins, tie));
+               gb = sum_to(where(b_wins, g, where(tie, half, zero)), sb);
+             }
+             return {ga, gb};
+           });
   }
   return out;
 }
@@ -428,15 +436,16 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   if (needs_grad(a, b)) {
     Shape sa = a.sizes(), sb = b.sizes();
     SavedTensor vc(cond);
-    record("WhereBackward", {a, b}, {&out}, [sa, sb, vc](const BackwardCtx& c) -> variable_list {
-      const Tensor& g = c.grad();
-      Tensor m = vc.unpack("WhereBackward");
-      Tensor zero = zeros_like(g);
-      Tensor ga, gb;
-      if (c.needs(0)) ga = sum_to(where(m, g, zero), sa);
-      if (c.needs(1)) gb = sum_to(where(m, zero, g), sb);
-      return {ga, gb};
-    });
+    record("WhereBackward", {a, b}, {&out},
+           [sa = std::move(sa), sb = std::move(sb), vc](const BackwardCtx& c) -> variable_list {
+             const Tensor& g = c.grad();
+             Tensor m = vc.unpack("WhereBackward");
+             Tensor zero = zeros_like(g);
+             Tensor ga, gb;
+             if (c.needs(0)) ga = sum_to(where(m, g, zero), sa);
+             if (c.needs(1)) gb = sum_to(where(m, zero, g), sb);
+             return {ga, gb};
+           });
   }
   return out;
 }
