@@ -1,7 +1,7 @@
 // CPU kernels of the attention family: one softmax row per iteration, rows split over the
 // OpenMP pool (each row is computed by one thread in a fixed order).
 //
-// float rows use a branch-free exp (Cephes' expf polynomial, ~1 ulp), 16-lane maxima and
+// float rows use the branch-free exp of core/cpu/math.h (within 2 ulp), 16-lane maxima and
 // 16-lane partial sums in double, so the loops vectorise (an AVX2+FMA clone is chosen at load time
 // where the CPU has it); double rows use the standard library. No program here reads errno or
 // enables FP traps; without this GCC will not if-convert the float selects of these loops, so they
@@ -11,11 +11,11 @@
 #pragma GCC optimize("no-trapping-math", "no-math-errno")
 #endif
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <limits>
 
 #include "core/cpu/loops.h"
+#include "core/cpu/math.h"
 #include "core/ops/attention.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -28,24 +28,6 @@ namespace sl::cpu {
 namespace {
 
 constexpr int kLanes = 16;
-
-/// e^x for float, vectorisable: exact 0 below -87.5 (where expf underflows to subnormals).
-inline float exp_f(float x) {
-  const float xc = std::min(88.3762626647949f, std::max(-87.5f, x));
-  const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  float r = xc - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float y = p * (r * r) + r + 1.0f;
-  const float out = y * std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
-  const float r0 = x < -87.5f ? 0.0f : out;
-  return x == x ? r0 : x;  // NaN propagates
-}
 
 SL_ATTN_CLONES float row_max_f32(const float* y, int64_t n) {
   float acc[kLanes];
@@ -63,7 +45,7 @@ SL_ATTN_CLONES float row_max_f32(const float* y, int64_t n) {
 /// y[j] = exp(y[j] - mx) for j < n; returns the sum (16 partial sums in double, then in
 /// order).
 SL_ATTN_CLONES double row_exp_sum_f32(float* y, int64_t n, float mx) {
-  for (int64_t j = 0; j < n; ++j) y[j] = exp_f(y[j] - mx);
+  for (int64_t j = 0; j < n; ++j) y[j] = math::f32::exp(y[j] - mx);
   double acc[kLanes] = {};
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes) {

@@ -1,9 +1,9 @@
 // CPU pointwise kernels of the rnn family (Note [RNN layout]): the gate math of one LSTM / GRU
 // step for a batch, fused into one pass over [N, H].
 //
-// float rows run through branch-free exp / sigmoid / tanh (Cephes' single-precision
-// polynomials, ~2 ulp) that the compiler vectorises, in an AVX2+FMA clone chosen at load time
-// where the CPU has it; double and 16-bit rows use the standard library.
+// float rows run through the branch-free sigmoid / tanh of core/cpu/math.h (Note [Vectorisable
+// float math], within 4 ulp) that the compiler vectorises, in an AVX2+FMA clone chosen at load
+// time where the CPU has it; double and 16-bit rows use the standard library.
 // No program here reads errno or enables FP traps; without this GCC will not if-convert the
 // float selects of these loops, so they would not vectorise (NaN / inf semantics are kept).
 // Set before the includes, so inline functions from headers get the same options and inline.
@@ -11,11 +11,11 @@
 #pragma GCC optimize("no-trapping-math", "no-math-errno")
 #endif
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstring>
 
 #include "core/cpu/loops.h"
+#include "core/cpu/math.h"
 #include "core/ops/rnn.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -26,46 +26,6 @@
 
 namespace sl::cpu {
 namespace {
-
-// ---- vectorisable float math --------------------------------------------------------------
-// Straight-line code with selects only, so the `omp simd` loops calling these vectorise.
-
-inline float exp_f(float x) {
-  const float xc = std::min(88.3762626647949f, std::max(-87.5f, x));
-  // n = round(x / ln 2) by the 1.5 * 2^23 trick (exact for |x / ln 2| < 2^22)
-  const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  float r = xc - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float y = p * (r * r) + r + 1.0f;
-  const float out = y * std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
-  const float r0 = x < -87.5f ? 0.0f : out;
-  return x == x ? r0 : x;  // NaN propagates
-}
-
-inline float sigmoid_f(float x) {
-  return 1.0f / (1.0f + exp_f(-x));
-}
-
-inline float tanh_f(float x) {
-  const float a = x < 0.0f ? -x : x;
-  // small |x|: odd minimax polynomial (Cephes tanhf); else 1 - 2 / (exp(2|x|) + 1)
-  const float z = x * x;
-  float p = -5.70498872745e-3f;
-  p = p * z + 2.06390887954e-2f;
-  p = p * z - 5.37397155531e-2f;
-  p = p * z + 1.33314422036e-1f;
-  p = p * z - 3.33332819422e-1f;
-  const float small = p * z * x + x;
-  const float big = 1.0f - 2.0f / (exp_f(2.0f * a) + 1.0f);
-  const float signed_big = x < 0.0f ? -big : big;
-  return a < 0.625f ? small : signed_big;
-}
 
 // ---- generic (double, 16-bit) math ----------------------------------------------------------
 
@@ -98,15 +58,16 @@ SL_RNN_CLONES void lstm_row_forward_f32(float* g, const float* c_prev, float* c_
                                         int64_t H) {
 #pragma omp simd
   for (int64_t j = 0; j < H; ++j) {
-    float i = sigmoid_f(g[j]), f = sigmoid_f(g[H + j]), gg = tanh_f(g[2 * H + j]);
-    float o = sigmoid_f(g[3 * H + j]);
+    float i = math::f32::sigmoid(g[j]), f = math::f32::sigmoid(g[H + j]),
+          gg = math::f32::tanh(g[2 * H + j]);
+    float o = math::f32::sigmoid(g[3 * H + j]);
     float c = f * c_prev[j] + i * gg;
     g[j] = i;
     g[H + j] = f;
     g[2 * H + j] = gg;
     g[3 * H + j] = o;
     c_next[j] = c;
-    h_next[j] = o * tanh_f(c);
+    h_next[j] = o * math::f32::tanh(c);
   }
 }
 
@@ -136,7 +97,7 @@ template <bool HasDy>
     const float i = g[j], f = g[H + j], gg = g[2 * H + j], o = g[3 * H + j];
     float dht = dh[j];
     if constexpr (HasDy) dht += dy[j];
-    const float tc = tanh_f(c_next[j]);
+    const float tc = math::f32::tanh(c_next[j]);
     const float dct = dc[j] + dht * o * (1.0f - tc * tc);
     dg[j] = dct * gg * i * (1.0f - i);
     dg[H + j] = dct * c_prev[j] * f * (1.0f - f);
@@ -186,9 +147,9 @@ template <bool HasBias>
       sz += b[H + j];
       hn += b[2 * H + j];
     }
-    const float r = sigmoid_f(sr);
-    const float z = sigmoid_f(sz);
-    const float n = tanh_f(gx[2 * H + j] + r * hn);
+    const float r = math::f32::sigmoid(sr);
+    const float z = math::f32::sigmoid(sz);
+    const float n = math::f32::tanh(gx[2 * H + j] + r * hn);
     gx[j] = r;
     gx[H + j] = z;
     gx[2 * H + j] = n;
