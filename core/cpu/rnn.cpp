@@ -286,7 +286,8 @@ void lstm_backward_typed(const LstmStepBackward& s) {
   const int64_t N = s.gates.size(0), H = s.dh.size(1);
   const int64_t* len = s.lengths.defined() ? s.lengths.data_ptr<int64_t>() : nullptr;
   parallel_for(0, N, row_grain(4 * H), [&](int64_t b0, int64_t b1) {
-    std::vector<C> buf(Rows<T>::direct ? 0 : static_cast<size_t>(12 * H));
+    // gates 4H + c_prev, c_next, dh, dy, dc H each + dgates 4H
+    std::vector<C> buf(Rows<T>::direct ? 0 : static_cast<size_t>(13 * H));
     for (int64_t b = b0; b < b1; ++b) {
       const T* dh = row<T>(s.dh, b);
       T* dhp = row<T>(s.dh_prev, b);

@@ -256,6 +256,62 @@ TEST_CASE("rnn: dropout between layers only when training; unbatched input") {
   SL_CHECK_CLOSE(u.second, ub.second.squeeze(1), 0, 0);
 }
 
+TEST_CASE("rnn: 16-bit sequences (bf16, f16) agree with float32 on the same rounded inputs") {
+  // The 16-bit step kernels widen each row into a float scratch buffer, compute, and round back
+  // (core/cpu/rnn.cpp). Reference: the float32 run on the same inputs rounded to the 16-bit
+  // type, so the only differences are the roundings of the gate GEMMs, gates and states inside
+  // the 16-bit run: relative 2^-8 (bf16) or 2^-11 (f16) per rounding, a handful of roundings per
+  // step, 4 steps, sensitivities O(1) at this 0.3 weight scale. Tolerances: 8 bf16 ulps (3e-2)
+  // and 8 f16 ulps (4e-3) relative, the same absolute for values near 0. The backward runs the
+  // per-row scratch layout too (the LSTM one once overflowed its buffer; ASan watches it in CI),
+  // with lengths so the padded-row branch runs as well.
+  manual_seed(21);
+  const int64_t T = 4, N = 3, I = 3, H = 5;
+  for (bool lstm : {true, false}) {
+    for (DType dt : {DType::bf16, DType::f16}) {
+      CAPTURE(lstm);
+      CAPTURE(dtype_name(dt));
+      const double tol = dt == DType::bf16 ? 3e-2 : 4e-3;
+      const int64_t G = lstm ? 4 : 3;
+      const auto rounded = [&](const Tensor& t) { return t.to(dt).to(DType::f32); };
+      Tensor x = rounded(randn({T, N, I}));
+      Tensor h0 = rounded(randn({2, N, H})), c0 = rounded(randn({2, N, H}));
+      TensorList p32, p16;
+      for (int d = 0; d < 2; ++d) {
+        for (Shape s : {Shape{G * H, I}, Shape{G * H, H}, Shape{G * H}, Shape{G * H}}) {
+          Tensor w = rounded(mul(randn(s), 0.3));
+          p32.push_back(w.clone().requires_grad_());
+          p16.push_back(w.to(dt).requires_grad_());
+        }
+      }
+      Tensor len = from_vector(std::vector<int64_t>{4, 2, 3});
+      Tensor x32 = x.clone().requires_grad_(), x16 = x.to(dt).requires_grad_();
+      TensorList r32 = run_seq(lstm, x32, h0, c0, p32, true, 1, true, false, len);
+      TensorList r16 = run_seq(lstm, x16, h0.to(dt), c0.to(dt), p16, true, 1, true, false, len);
+      for (size_t k = 0; k < r32.size(); ++k) {
+        CHECK(r16[k].dtype() == dt);
+        SL_CHECK_CLOSE(r16[k].to(DType::f32), r32[k], tol, tol);
+      }
+      // a loss that weights every output element differently, so each gradient path matters
+      const auto loss = [&](const TensorList& r) {
+        Tensor w = linspace(-1.0, 1.0, r[0].numel()).reshape(r[0].sizes());
+        Tensor l = mul(r[0].to(DType::f32), w).sum();
+        for (size_t k = 1; k < r.size(); ++k) l = add(l, r[k].to(DType::f32).sum());
+        return l;
+      };
+      loss(r32).backward();
+      loss(r16).backward();
+      SL_CHECK_CLOSE(x16.grad().to(DType::f32), x32.grad(), tol, tol);
+      for (size_t k = 0; k < p32.size(); ++k) {
+        CAPTURE(k);
+        REQUIRE(p16[k].grad().dtype() == dt);
+        // parameter gradients sum over T * N rows: 12 roundings' worth of error can add up
+        SL_CHECK_CLOSE(p16[k].grad().to(DType::f32), p32[k].grad(), 2 * tol, 2 * tol);
+      }
+    }
+  }
+}
+
 TEST_CASE("rnn: error paths") {
   const int64_t H = 4;
   Tensor x = randn({5, 2, 3});
