@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "autograd/grad_mode.h"
+#include "core/amp.h"
 #include "core/ops/copy.h"
 #include "core/ops/elementwise.h"
 
@@ -54,6 +55,9 @@ Tensor check_grad(const Node& producer, size_t edge_index, const Node& target, u
 void execute(GraphTask& task, const std::vector<std::pair<Edge, Tensor>>& roots,
              bool retain_graph) {
   NoGradGuard no_grad;
+  // Backward ops run in the dtypes forward recorded, even when backward() is called inside an
+  // autocast scope (Note [Autocast]); a checkpoint's recompute restores its forward's state.
+  AutocastStateGuard no_autocast{AutocastState{}};
   // 1. dependency counts over everything reachable
   std::vector<Node*> stack;
   std::unordered_map<Node*, bool> seen;

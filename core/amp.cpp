@@ -3,13 +3,8 @@
 namespace sl {
 namespace {
 
-struct AmpState {
-  bool enabled[kNumDeviceKinds] = {};
-  DType dtype[kNumDeviceKinds] = {DType::bf16, DType::bf16};
-};
-
-AmpState& state() {
-  thread_local AmpState s;
+AutocastState& state() {
+  thread_local AutocastState s;
   return s;
 }
 
@@ -23,7 +18,7 @@ bool eligible(const Tensor& t) {
 AutocastGuard::AutocastGuard(DeviceKind kind, DType dtype, bool enabled) : kind_(kind) {
   SL_CHECK_DTYPE(dtype == DType::f16 || dtype == DType::bf16,
                  "AutocastGuard: dtype must be float16 or bfloat16, got ", dtype_name(dtype));
-  AmpState& s = state();
+  AutocastState& s = state();
   const auto k = static_cast<size_t>(kind);
   prev_enabled_ = s.enabled[k];
   prev_dtype_ = s.dtype[k];
@@ -32,10 +27,21 @@ AutocastGuard::AutocastGuard(DeviceKind kind, DType dtype, bool enabled) : kind_
 }
 
 AutocastGuard::~AutocastGuard() {
-  AmpState& s = state();
+  AutocastState& s = state();
   const auto k = static_cast<size_t>(kind_);
   s.enabled[k] = prev_enabled_;
   s.dtype[k] = prev_dtype_;
+}
+
+AutocastState autocast_state() {
+  return state();
+}
+
+AutocastStateGuard::AutocastStateGuard(const AutocastState& state_in) : prev_(state()) {
+  state() = state_in;
+}
+AutocastStateGuard::~AutocastStateGuard() {
+  state() = prev_;
 }
 
 bool is_autocast_enabled(DeviceKind kind) {

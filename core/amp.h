@@ -17,10 +17,15 @@
 // inputs first; an op that does not is simply computed in its inputs' dtypes. Opted in today:
 // lower: matmul, mm, bmm, addmm, linear, conv1d, conv2d (so attention's projections and
 // products); fp32: softmax, log_softmax (unless given a dtype), layer_norm, batch_norm, sum,
-// norm and every loss in nn/loss.h. Not yet: exp/log/pow and the fused GRU/LSTM kernels (a
-// model can still call autocast() on their inputs itself). The state is per thread (as PyTorch's),
-// so a data-loading thread is unaffected; backward runs outside any scope in the dtypes the forward
-// recorded.
+// norm and every loss in nn/loss.h; PyTorch's CUDA fp32 list as far as Shardlight has the ops:
+// exp, expm1, log, log1p, rsqrt, reciprocal, pow (all three forms), div(scalar, tensor), prod,
+// cumsum, logsumexp; and its lower list's recurrent cells: lstm_cell, gru_cell, and the fused
+// lstm/gru over sequences (every floating input, states and weights included, is lowered, so
+// the recurrence runs in one dtype). The state is per thread (as PyTorch's), so a data-loading
+// thread is unaffected.
+// Backward runs in the dtypes the forward recorded: the engine disables autocast while it runs
+// (autograd/engine.cpp), so calling backward() inside a scope changes nothing, and activation
+// checkpointing (nn/checkpoint.h) recomputes under the autocast state its forward saw.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +54,29 @@ class AutocastGuard {
   DeviceKind kind_;
   bool prev_enabled_;
   DType prev_dtype_;
+};
+
+/// This thread's autocast settings for every device kind, as the scopes in force left them.
+struct AutocastState {
+  bool enabled[kNumDeviceKinds] = {};
+  DType dtype[kNumDeviceKinds] = {DType::bf16, DType::bf16};
+};
+
+/// This thread's autocast state now (to hand to an AutocastStateGuard later).
+AutocastState autocast_state();
+
+/// Sets this thread's whole autocast state (every device kind) to `state` until destruction,
+/// then restores the previous one. The autograd engine runs backward under an all-disabled
+/// state; checkpointing recomputes under the state saved at forward.
+class AutocastStateGuard {
+ public:
+  explicit AutocastStateGuard(const AutocastState& state);
+  ~AutocastStateGuard();
+  AutocastStateGuard(const AutocastStateGuard&) = delete;
+  AutocastStateGuard& operator=(const AutocastStateGuard&) = delete;
+
+ private:
+  AutocastState prev_;
 };
 
 /// Whether an autocast scope for `kind` is active on this thread.

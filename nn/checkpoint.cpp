@@ -2,6 +2,7 @@
 
 #include "autograd/engine.h"
 #include "autograd/function.h"
+#include "core/amp.h"
 #include "core/random.h"
 
 namespace sl::nn {
@@ -14,6 +15,7 @@ Tensor checkpoint(const std::function<Tensor(const TensorList&)>& fn, const Tens
   if (!needs_grad_list(all)) return fn(inputs);
 
   GeneratorState rng_before = default_generator().state();
+  const AutocastState amp_before = autocast_state();
   Tensor out;
   {
     NoGradGuard no_grad;
@@ -39,7 +41,8 @@ Tensor checkpoint(const std::function<Tensor(const TensorList&)>& fn, const Tens
   }
   size_t n_in = inputs.size();
   record("CheckpointBackward", all, {&out},
-         [fn, saved, input_needs, params, n_in, rng_before](const BackwardCtx& c) -> variable_list {
+         [fn, saved, input_needs, params, n_in, rng_before,
+          amp_before](const BackwardCtx& c) -> variable_list {
            TensorList det;
            variable_list wrt;
            std::vector<size_t> slot;  // position in the node's inputs of each wrt entry
@@ -69,6 +72,7 @@ Tensor checkpoint(const std::function<Tensor(const TensorList&)>& fn, const Tens
            Tensor y;
            try {
              EnableGradGuard enable;
+             AutocastStateGuard amp(amp_before);  // the dtypes the forward computed in
              y = fn(det);
            } catch (...) {
              gen.set_state(now);

@@ -9,7 +9,9 @@
 // inputs, (3) backpropagates the incoming gradient through that fresh graph with sl::grad
 // (capture mode: nothing is accumulated there) and returns the gradients of inputs and
 // parameters, which the outer backward then accumulates as for any op, firing leaf hooks (DDP
-// and ZeRO see nothing unusual), and (4) puts the generator back where it was.
+// and ZeRO see nothing unusual), and (4) puts the generator back where it was. The recompute
+// runs under the autocast state (core/amp.h) the forward saw, so a forward in a bf16 scope is
+// recomputed in bf16 even when backward runs outside the scope, as PyTorch's checkpoint does.
 // Limits, as in PyTorch: a function that changes state as it runs (BatchNorm's running
 // statistics in training mode) changes it again during the recompute; random draws from a
 // generator other than the default one are not replayed.

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "autograd/function.h"
+#include "core/amp.h"
 #include "core/creation.h"
 #include "core/ops/copy.h"
 #include "core/ops/elementwise.h"
@@ -137,7 +138,8 @@ Tensor div(const Tensor& a, Scalar b) {
   return out;
 }
 
-Tensor div(Scalar a, const Tensor& b) {
+Tensor div(Scalar a, const Tensor& b_in) {
+  const Tensor b = autocast(b_in, AmpPolicy::fp32);  // PyTorch's __rdiv__ is on the fp32 list
   Tensor out = ops::binary(BinaryOp::div, a, b);
   if (needs_grad(b)) {
     SavedTensor vb(b), vout(out);
@@ -149,7 +151,8 @@ Tensor div(Scalar a, const Tensor& b) {
   return out;
 }
 
-Tensor pow(const Tensor& a, const Tensor& b) {
+Tensor pow(const Tensor& a_in, const Tensor& b_in) {
+  const Tensor a = autocast(a_in, AmpPolicy::fp32), b = autocast(b_in, AmpPolicy::fp32);
   Tensor out = ops::binary(BinaryOp::pow, a, b);
   if (needs_grad(a, b)) {
     Shape sa = a.sizes(), sb = b.sizes();
@@ -177,7 +180,8 @@ Tensor pow(const Tensor& a, const Tensor& b) {
   return out;
 }
 
-Tensor pow(const Tensor& a, Scalar e) {
+Tensor pow(const Tensor& a_in, Scalar e) {
+  const Tensor a = autocast(a_in, AmpPolicy::fp32);
   Tensor out = ops::binary(BinaryOp::pow, a, e);
   if (needs_grad(a)) {
     SavedTensor va(a);
@@ -191,7 +195,8 @@ Tensor pow(const Tensor& a, Scalar e) {
   return out;
 }
 
-Tensor pow(Scalar a, const Tensor& b) {
+Tensor pow(Scalar a, const Tensor& b_in) {
+  const Tensor b = autocast(b_in, AmpPolicy::fp32);
   Tensor out = ops::binary(BinaryOp::pow, a, b);
   if (needs_grad(b)) {
     SavedTensor vout(out);
@@ -253,20 +258,22 @@ Tensor abs(const Tensor& a) {
                   [](const Tensor& g, const Tensor& x, const Tensor&) { return mul(g, sign(x)); });
 }
 Tensor exp(const Tensor& a) {
-  return unary_op(UnaryOp::exp, "ExpBackward", a, false, true,
+  return unary_op(UnaryOp::exp, "ExpBackward", autocast(a, AmpPolicy::fp32), false, true,
                   [](const Tensor& g, const Tensor&, const Tensor& y) { return mul(g, y); });
 }
 Tensor log(const Tensor& a) {
-  return unary_op(UnaryOp::log, "LogBackward", a, true, false,
+  return unary_op(UnaryOp::log, "LogBackward", autocast(a, AmpPolicy::fp32), true, false,
                   [](const Tensor& g, const Tensor& x, const Tensor&) { return div(g, x); });
 }
 Tensor log1p(const Tensor& a) {
-  return unary_op(UnaryOp::log1p, "Log1pBackward", a, true, false,
-                  [](const Tensor& g, const Tensor& x, const Tensor&) { return div(g, add(x, 1)); });
+  return unary_op(
+      UnaryOp::log1p, "Log1pBackward", autocast(a, AmpPolicy::fp32), true, false,
+      [](const Tensor& g, const Tensor& x, const Tensor&) { return div(g, add(x, 1)); });
 }
 Tensor expm1(const Tensor& a) {
-  return unary_op(UnaryOp::expm1, "Expm1Backward", a, false, true,
-                  [](const Tensor& g, const Tensor&, const Tensor& y) { return mul(g, add(y, 1)); });
+  return unary_op(
+      UnaryOp::expm1, "Expm1Backward", autocast(a, AmpPolicy::fp32), false, true,
+      [](const Tensor& g, const Tensor&, const Tensor& y) { return mul(g, add(y, 1)); });
 }
 Tensor sqrt(const Tensor& a) {
   return unary_op(UnaryOp::sqrt, "SqrtBackward", a, false, true,
@@ -275,20 +282,18 @@ Tensor sqrt(const Tensor& a) {
                   });
 }
 Tensor rsqrt(const Tensor& a) {
-  return unary_op(UnaryOp::rsqrt, "RsqrtBackward", a, false, true,
-                  [](const Tensor& g, const Tensor&, const Tensor& y) {
-                    return mul(g, mul(pow(y, 3), -0.5));
-                  });
+  return unary_op(
+      UnaryOp::rsqrt, "RsqrtBackward", autocast(a, AmpPolicy::fp32), false, true,
+      [](const Tensor& g, const Tensor&, const Tensor& y) { return mul(g, mul(pow(y, 3), -0.5)); });
 }
 Tensor square(const Tensor& a) {
   return unary_op(UnaryOp::square, "SquareBackward", a, true, false,
                   [](const Tensor& g, const Tensor& x, const Tensor&) { return mul(g, mul(x, 2)); });
 }
 Tensor reciprocal(const Tensor& a) {
-  return unary_op(UnaryOp::reciprocal, "ReciprocalBackward", a, false, true,
-                  [](const Tensor& g, const Tensor&, const Tensor& y) {
-                    return neg(mul(g, mul(y, y)));
-                  });
+  return unary_op(
+      UnaryOp::reciprocal, "ReciprocalBackward", autocast(a, AmpPolicy::fp32), false, true,
+      [](const Tensor& g, const Tensor&, const Tensor& y) { return neg(mul(g, mul(y, y))); });
 }
 Tensor tanh(const Tensor& a) {
   return unary_op(UnaryOp::tanh, "TanhBackward", a, false, true,

@@ -79,8 +79,8 @@ Tensor mean(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
 Tensor prod(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
   std::vector<int64_t> dims;
   if (dim) dims.push_back(*dim);
-  return reduction(ReduceOp::prod, "ProdBackward", a, dims, keepdim, {}, true, true,
-                   [dims](const Tensor& g, const Tensor& x, const Tensor& y, int64_t) {
+  return reduction(ReduceOp::prod, "ProdBackward", autocast(a, AmpPolicy::fp32), dims, keepdim, {},
+                   true, true, [dims](const Tensor& g, const Tensor& x, const Tensor& y, int64_t) {
                      // x != 0: y / x. Exactly one zero in the slice: the product of the others
                      // at that zero. Two or more zeros: 0 everywhere.
                      Tensor is_zero = eq(x, 0);
@@ -177,7 +177,8 @@ Tensor std(const Tensor& a, const std::vector<int64_t>& dims, int64_t correction
 }
 
 Tensor logsumexp(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
-  return reduction(ReduceOp::logsumexp, "LogsumexpBackward", a, dims, keepdim, {}, true, true,
+  return reduction(ReduceOp::logsumexp, "LogsumexpBackward", autocast(a, AmpPolicy::fp32), dims,
+                   keepdim, {}, true, true,
                    [](const Tensor& g, const Tensor& x, const Tensor& y, int64_t) {
                      return mul(g, exp(sub(x, y)));
                    });
@@ -214,7 +215,8 @@ Tensor any(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
   return ops::reduce(ReduceOp::any, a, dims, keepdim);
 }
 
-Tensor cumsum(const Tensor& a, int64_t dim) {
+Tensor cumsum(const Tensor& a_in, int64_t dim) {
+  const Tensor a = autocast(a_in, AmpPolicy::fp32);
   Tensor out = ops::cumsum(a, dim);
   if (needs_grad(a)) {
     record("CumsumBackward", {a}, {&out}, [dim](const BackwardCtx& c) -> variable_list {

@@ -7,6 +7,7 @@
 #include "autograd/ops/dropout.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/matmul.h"
+#include "core/amp.h"
 #include "core/creation.h"
 #include "core/ops/copy.h"
 #include "core/ops/reduce.h"
@@ -308,9 +309,15 @@ SeqResult run_rnn(RnnMode mode, const Tensor& input, const Tensor& h0_in, const 
 
 }  // namespace
 
-std::pair<Tensor, Tensor> lstm_cell(const Tensor& input, const Tensor& h, const Tensor& c,
-                                    const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
-                                    const Tensor& b_hh) {
+std::pair<Tensor, Tensor> lstm_cell(const Tensor& input_in, const Tensor& h_in, const Tensor& c_in,
+                                    const Tensor& w_ih_in, const Tensor& w_hh_in,
+                                    const Tensor& b_ih_in, const Tensor& b_hh_in) {
+  // autocast's lower policy (Note [Autocast]) on every floating input, states included
+  const Tensor input = autocast(input_in, AmpPolicy::lower), h = autocast(h_in, AmpPolicy::lower),
+               c = autocast(c_in, AmpPolicy::lower), w_ih = autocast(w_ih_in, AmpPolicy::lower),
+               w_hh = autocast(w_hh_in, AmpPolicy::lower),
+               b_ih = autocast(b_ih_in, AmpPolicy::lower),
+               b_hh = autocast(b_hh_in, AmpPolicy::lower);
   CellArgs a = check_cell("lstm_cell", 4, input, h, c, true, w_ih, w_hh, b_ih, b_hh);
   Tensor gates = add(linear(a.x, w_ih, b_ih), linear(a.h, w_hh, b_hh));
   auto [h1, c1] = lstm_pointwise(gates, a.c);
@@ -318,8 +325,13 @@ std::pair<Tensor, Tensor> lstm_cell(const Tensor& input, const Tensor& h, const 
   return {h1, c1};
 }
 
-Tensor gru_cell(const Tensor& input, const Tensor& h, const Tensor& w_ih, const Tensor& w_hh,
-                const Tensor& b_ih, const Tensor& b_hh) {
+Tensor gru_cell(const Tensor& input_in, const Tensor& h_in, const Tensor& w_ih_in,
+                const Tensor& w_hh_in, const Tensor& b_ih_in, const Tensor& b_hh_in) {
+  const Tensor input = autocast(input_in, AmpPolicy::lower), h = autocast(h_in, AmpPolicy::lower),
+               w_ih = autocast(w_ih_in, AmpPolicy::lower),
+               w_hh = autocast(w_hh_in, AmpPolicy::lower),
+               b_ih = autocast(b_ih_in, AmpPolicy::lower),
+               b_hh = autocast(b_hh_in, AmpPolicy::lower);
   CellArgs a = check_cell("gru_cell", 3, input, h, Tensor(), false, w_ih, w_hh, b_ih, b_hh);
   Tensor h1 = gru_pointwise(linear(a.x, w_ih, b_ih), linear(a.h, w_hh), a.h, b_hh);
   return a.unbatched ? h1.squeeze(0) : h1;
@@ -330,8 +342,10 @@ std::tuple<Tensor, Tensor, Tensor> lstm(const Tensor& input, const Tensor& h0, c
                                         int64_t num_layers, double dropout, bool train,
                                         bool bidirectional, bool batch_first, const Tensor& lengths,
                                         Generator* gen) {
-  SeqResult r = run_rnn(RnnMode::lstm, input, h0, c0, params, has_biases, num_layers, dropout,
-                        train, bidirectional, batch_first, lengths, gen);
+  SeqResult r =
+      run_rnn(RnnMode::lstm, autocast(input, AmpPolicy::lower), autocast(h0, AmpPolicy::lower),
+              autocast(c0, AmpPolicy::lower), autocast(params, AmpPolicy::lower), has_biases,
+              num_layers, dropout, train, bidirectional, batch_first, lengths, gen);
   return {r.output, r.h_n, r.c_n};
 }
 
@@ -339,8 +353,10 @@ std::pair<Tensor, Tensor> gru(const Tensor& input, const Tensor& h0, const Tenso
                               bool has_biases, int64_t num_layers, double dropout, bool train,
                               bool bidirectional, bool batch_first, const Tensor& lengths,
                               Generator* gen) {
-  SeqResult r = run_rnn(RnnMode::gru, input, h0, Tensor(), params, has_biases, num_layers, dropout,
-                        train, bidirectional, batch_first, lengths, gen);
+  SeqResult r =
+      run_rnn(RnnMode::gru, autocast(input, AmpPolicy::lower), autocast(h0, AmpPolicy::lower),
+              Tensor(), autocast(params, AmpPolicy::lower), has_biases, num_layers, dropout, train,
+              bidirectional, batch_first, lengths, gen);
   return {r.output, r.h_n};
 }
 
