@@ -1,5 +1,8 @@
 // CPU kernels of the reduce family over contiguous [outer, R, inner] inputs
-// (Note [Reduction layout]). Floating values accumulate in double, integers in int64.
+// (Note [Reduction layout]). Floating values accumulate in double, integers in int64. Sums over
+// a reduced dim with inner > 1 (column sums, e.g. bias gradients) walk the rows in order over
+// tiles of adjacent columns instead of one strided column at a time (sum_columns).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -48,6 +51,46 @@ struct Reducer {
   }
 };
 
+/// Column tile of sum_columns: this many adjacent outputs (inner positions) are summed together.
+constexpr int64_t kColumnTile = 64;
+
+/// y[o, i] = sum over r of in[o, r, i] (divided by R for a mean) for inner > 1 and
+/// R <= kReduceBlock. Reduced rows are read in order, a tile of kColumnTile adjacent columns at a
+/// time (walking one column at a time strides through memory and, for tensors beyond the cache,
+/// refetches every line once per column: bias gradients of [2048, 2304] took 10x the time of
+/// reading them once). Each column keeps the 8 accumulators of strided_sum, fed and combined in
+/// its order, so the bits are those of Reducer::sum_of; tiles are split over the pool, a column
+/// is summed by one thread.
+template <class T, class O>
+void sum_columns(O* y, const T* x, int64_t outer, int64_t R, int64_t inner, bool mean) {
+  using A = acc_t<T>;
+  using C = compute_t<T>;
+  const int64_t tiles = (inner + kColumnTile - 1) / kColumnTile;
+  const int64_t grain =
+      std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(R * kColumnTile, 1));
+  parallel_for(0, outer * tiles, grain, [&](int64_t t0, int64_t t1) {
+    A acc[8][kColumnTile];
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t o = t / tiles, i0 = t % tiles * kColumnTile;
+      const int64_t w = std::min(kColumnTile, inner - i0);
+      for (auto& a : acc) std::fill(a, a + w, A(0));
+      const T* base = x + o * R * inner + i0;
+      for (int64_t r = 0; r < R; ++r) {
+        A* a = acc[r & 7];
+        const T* row = base + r * inner;
+        for (int64_t c = 0; c < w; ++c) a[c] += static_cast<A>(static_cast<C>(row[c]));
+      }
+      O* yt = y + o * inner + i0;
+      for (int64_t c = 0; c < w; ++c) {
+        A s = ((acc[0][c] + acc[1][c]) + (acc[2][c] + acc[3][c])) +
+              ((acc[4][c] + acc[5][c]) + (acc[6][c] + acc[7][c]));
+        yt[c] = mean ? static_cast<O>(static_cast<double>(s) / static_cast<double>(R))
+                     : static_cast<O>(s);
+      }
+    }
+  });
+}
+
 template <class T>
 void reduce_typed(ReduceOp op, const Tensor& out, const Tensor& in, const ReduceParams& params) {
   using C = compute_t<T>;
@@ -70,6 +113,10 @@ void reduce_typed(ReduceOp op, const Tensor& out, const Tensor& in, const Reduce
       visit_dtype(out.dtype(), [&](auto ot) {
         using O = typename decltype(ot)::type;
         O* y = out.data_ptr<O>();
+        if (inner > 1 && R <= kReduceBlock) {
+          sum_columns<T, O>(y, x, outer, R, inner, op == ReduceOp::mean);
+          return;
+        }
         for_outputs([&](int64_t o, int64_t i, int64_t j) {
           A s = red.sum_of(o, i, ident);
           if (op == ReduceOp::mean) {

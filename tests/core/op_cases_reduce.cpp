@@ -73,6 +73,13 @@ std::vector<OpCase> reduce_cases() {
   v.push_back(reduction(
       "mean", "dim 1 of [2,3,4]", in({2, 3, 4}, Domain::any, Layout::transposed), F, {1}, false,
       [](const Tensor& x) { return x.mean({1}); }, mean_of, true));
+  // column sums (inner > 1) over more than one 64-wide tile of columns, the last one partial
+  v.push_back(reduction(
+      "sum", "dim 0 of [9,150]", in({9, 150}), F, {0}, false,
+      [](const Tensor& x) { return x.sum({0}); }, sum_of, true));
+  v.push_back(reduction(
+      "mean", "dim 1 of [2,11,70] strided", in({2, 11, 70}, Domain::any, Layout::strided), F, {1},
+      false, [](const Tensor& x) { return x.mean({1}); }, mean_of, true));
   v.push_back(reduction(
       "mean", "all expanded", in({3, 4}, Domain::any, Layout::expanded), F, {}, false,
       [](const Tensor& x) { return x.mean(); }, mean_of, true));
