@@ -1,6 +1,7 @@
 #include "core/ops/matmul.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "core/ops/copy.h"
 #include "core/ops/elementwise.h"
@@ -51,6 +52,44 @@ Tensor bmm_unchecked(const Tensor& a, const Tensor& b) {
     return out;
   }
   bmm_kernel(a.device().kind, out, a, b, Scalar(1), Scalar(0));
+  return out;
+}
+
+/// a [batch..., M, K] @ b [batch..., K, N] (one batch shape of nb matrices, at least one batch
+/// dim) -> [nb, M, N]. The batch dims are merged into one bmm when both operands allow it as a
+/// view. Otherwise (e.g. attention heads: a [B, H, L, D] view of [B, L, H * D] rows) the product
+/// runs as one bmm over the last batch dim per index of the leading ones, on strided views, rather
+/// than copying the operands; unless that would be many calls of little work each.
+Tensor batched_matmul(const Tensor& a, const Tensor& b, int64_t nb) {
+  const int64_t nd = a.dim() - 2, M = a.size(-2), K = a.size(-1), N = b.size(-1);
+  Shape st;
+  const bool merges = compute_view_strides(a.sizes(), a.strides(), {nb, M, K}, st) &&
+                      compute_view_strides(b.sizes(), b.strides(), {nb, K, N}, st);
+  const int64_t last = nd > 0 ? a.size(nd - 1) : 1, outer = last > 0 ? nb / last : 0;
+  const bool few_calls = outer <= 64 || last * M * N * K >= (int64_t{1} << 15);
+  if (merges || nd < 2 || nb == 0 || M == 0 || N == 0 || K == 0 || !few_calls) {
+    return bmm_unchecked(reshape(a, {nb, M, K}), reshape(b, {nb, K, N}));
+  }
+  Tensor out = empty({nb, M, N}, a.dtype(), a.device());
+  const size_t d = static_cast<size_t>(nd - 1);  // the last batch dim
+  const Shape& as = a.strides();
+  const Shape& bs = b.strides();
+  std::vector<int64_t> idx(d, 0);  // index over the leading batch dims, last fastest
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t oa = a.storage_offset(), ob = b.storage_offset();
+    for (size_t i = 0; i < d; ++i) {
+      oa += idx[i] * as[i];
+      ob += idx[i] * bs[i];
+    }
+    Tensor ao = as_strided(a, {last, M, K}, {as[d], as[d + 1], as[d + 2]}, oa);
+    Tensor bo = as_strided(b, {last, K, N}, {bs[d], bs[d + 1], bs[d + 2]}, ob);
+    Tensor co = narrow(out, 0, o * last, last);
+    bmm_kernel(a.device().kind, co, ao, bo, Scalar(1), Scalar(0));
+    for (size_t i = d; i-- > 0;) {
+      if (++idx[i] < a.size(static_cast<int64_t>(i))) break;
+      idx[i] = 0;
+    }
+  }
   return out;
 }
 
@@ -115,9 +154,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     Shape sa = batch, sb = batch;
     sa.insert(sa.end(), {M, K});
     sb.insert(sb.end(), {K, N});
-    Tensor A = reshape(expand(a2, sa), {nb, M, K});
-    Tensor B = reshape(expand(b2, sb), {nb, K, N});
-    out = bmm_unchecked(A, B);
+    out = batched_matmul(expand(a2, sa), expand(b2, sb), nb);
   }
   Shape os = batch;
   if (a.dim() > 1) os.push_back(M);

@@ -355,6 +355,29 @@ std::vector<OpCase> matmul_cases() {
                F,
                [](const TensorList& x) -> TensorList { return {bmm(x[0], x[1])}; },
                mm_ref});
+  // batch dims that cannot be merged into one (attention heads: a [B, H, L, D] view of
+  // [B, L, H, D]): one bmm per leading batch index, on strided views
+  v.push_back({"matmul",
+               "matmul head-split views [2,4,3,5] x [2,3,5,2]",
+               {in({2, 4, 3, 5}), in({2, 3, 5, 2})},
+               F,
+               [](const TensorList& x) -> TensorList {
+                 return {matmul(x[0].permute({0, 2, 1, 3}), x[1])};
+               },
+               [](const std::vector<Ref>& x) {
+                 return std::vector<Ref>{matmul_ref(permute_ref(x[0], {0, 2, 1, 3}), x[1])};
+               }});
+  v.push_back({"matmul",
+               "matmul head-split views q k^T, broadcast batch",
+               {in({2, 4, 3, 5}), in({1, 4, 3, 5}, Domain::any, Layout::strided)},
+               F,
+               [](const TensorList& x) -> TensorList {
+                 return {matmul(x[0].permute({0, 2, 1, 3}), x[1].permute({0, 2, 3, 1}))};
+               },
+               [](const std::vector<Ref>& x) {
+                 return std::vector<Ref>{
+                     matmul_ref(permute_ref(x[0], {0, 2, 1, 3}), permute_ref(x[1], {0, 2, 3, 1}))};
+               }});
   struct M {
     Shape a, b;
     Layout la;

@@ -114,6 +114,29 @@ TEST_CASE("MultiheadAttention gradcheck and errors") {
                   DTypeError, "attn_mask must be bool or floating, got int64");
 }
 
+TEST_CASE("MultiheadAttention gradcheck, batch 2 (head views whose batch dims do not merge)") {
+  // With B > 1 and H > 1 the [B, H, L, D] head views of the [B, L, 3E] projection cannot be
+  // viewed as [B * H, L, D]: the attention products run as one bmm per batch index on strided
+  // views (core/ops/matmul.cpp), forward and backward; self- and cross-attention, causal.
+  manual_seed(6);
+  TensorOptions f64{.dtype = DType::f64};
+  nn::MultiheadAttention m(4, 2, 0.0, true, true, f64);
+  {
+    NoGradGuard ng;
+    m.in_proj_bias.normal_();
+    m.out_proj->bias.normal_();
+  }
+  Tensor x = randn({2, 3, 4}, f64).requires_grad_();
+  Tensor kv = randn({2, 5, 4}, f64).requires_grad_();
+  CHECK(module_gradcheck(m,
+                         [&](const TensorList& in) {
+                           return m.forward(in[0], in[0], in[0], {.is_causal = true}).first;
+                         },
+                         {x}));
+  CHECK(module_gradcheck(
+      m, [&](const TensorList& in) { return m.forward(in[0], in[1], in[1]).first; }, {x, kv}));
+}
+
 TEST_CASE("TransformerEncoderLayer matches PyTorch, post-LN and pre-LN") {
   Fixture fx("transformer");
   for (bool pre : {false, true}) {
