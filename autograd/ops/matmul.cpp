@@ -104,8 +104,34 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
     SL_CHECK_SHAPE(bias.dim() == 1 && bias.size(0) == w.size(0), "linear: bias of shape ",
                    shape_str(bias.sizes()), " does not match weight ", shape_str(w.sizes()));
   }
-  Tensor y = matmul(x, w.t());
-  return bias.defined() ? add(y, autocast(bias, AmpPolicy::lower)) : y;
+  Tensor xa = autocast(x, AmpPolicy::lower), wa = autocast(w, AmpPolicy::lower);
+  Tensor ba = bias.defined() ? autocast(bias, AmpPolicy::lower) : Tensor();
+  if (ba.defined() && (ba.dtype() != xa.dtype() || ba.device() != xa.device())) {
+    return add(matmul(xa, wa.t()), ba);  // type promotion / device errors as add's
+  }
+  // One node: the weight gradient is computed as g^T x, directly in w's [out, in] layout (the
+  // gradient of w.t() would be a transposed view that accumulating into .grad() copies), and the
+  // forward adds the bias in place (the device's fused GEMM epilogue where it has one).
+  Tensor y = ops::linear(xa, wa, ba);
+  if (needs_grad(xa, wa, ba)) {
+    SavedTensor sx = wa.requires_grad() ? SavedTensor(xa) : SavedTensor();
+    SavedTensor sw = xa.requires_grad() ? SavedTensor(wa) : SavedTensor();
+    record("LinearBackward", {xa, wa, ba}, {&y}, [sx, sw](const BackwardCtx& c) -> variable_list {
+      const char* name = "LinearBackward";
+      const Tensor& g = c.grad();  // [..., out]
+      const int64_t out = g.size(-1);
+      Tensor gx, gw, gb;
+      if (c.needs(0)) gx = ops::matmul(g, sw.unpack(name));  // [..., out] @ [out, in]
+      if (c.needs(1)) {
+        Tensor xs = sx.unpack(name);  // [rows, out]^T @ [rows, in]
+        gw = ops::mm(ops::transpose(ops::reshape(g, {-1, out}), 0, 1),
+                     ops::reshape(xs, {-1, xs.size(-1)}));
+      }
+      if (c.needs(2)) gb = sum_to(g, {out});
+      return {gx, gw, gb};
+    });
+  }
+  return y;
 }
 
 Tensor outer(const Tensor& a, const Tensor& b) {

@@ -378,6 +378,24 @@ std::vector<OpCase> matmul_cases() {
                  return std::vector<Ref>{
                      matmul_ref(permute_ref(x[0], {0, 2, 1, 3}), permute_ref(x[1], {0, 2, 3, 1}))};
                }});
+  v.push_back({"linear",
+               "linear 1-d input",
+               {in({4}), in({5, 4}), in({5})},
+               F,
+               [](const TensorList& x) -> TensorList { return {linear(x[0], x[1], x[2])}; },
+               [](const std::vector<Ref>& x) {
+                 Ref p = matmul_ref(x[0], permute_ref(x[1], {1, 0}));
+                 return std::vector<Ref>{map2(p, x[2], [](double a, double b) { return a + b; })};
+               }});
+  v.push_back({"linear",
+               "linear transposed [2,4,3] input",
+               {in({2, 4, 3}, Domain::any, Layout::transposed), in({2, 3}), in({2})},
+               F,
+               [](const TensorList& x) -> TensorList { return {linear(x[0], x[1], x[2])}; },
+               [](const std::vector<Ref>& x) {
+                 Ref p = matmul_ref(x[0], permute_ref(x[1], {1, 0}));
+                 return std::vector<Ref>{map2(p, x[2], [](double a, double b) { return a + b; })};
+               }});
   struct M {
     Shape a, b;
     Layout la;
