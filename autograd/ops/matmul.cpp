@@ -116,19 +116,22 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   if (needs_grad(xa, wa, ba)) {
     SavedTensor sx = wa.requires_grad() ? SavedTensor(xa) : SavedTensor();
     SavedTensor sw = xa.requires_grad() ? SavedTensor(wa) : SavedTensor();
-    record("LinearBackward", {xa, wa, ba}, {&y}, [sx, sw](const BackwardCtx& c) -> variable_list {
+    // Edges (bias, x, w), as PyTorch's addmm: the bias gradient is accumulated before the
+    // weight's, the order in which the former add-then-matmul graph delivered them (gradient
+    // hooks, e.g. dist bucketing, see that order).
+    record("LinearBackward", {ba, xa, wa}, {&y}, [sx, sw](const BackwardCtx& c) -> variable_list {
       const char* name = "LinearBackward";
       const Tensor& g = c.grad();  // [..., out]
       const int64_t out = g.size(-1);
-      Tensor gx, gw, gb;
-      if (c.needs(0)) gx = ops::matmul(g, sw.unpack(name));  // [..., out] @ [out, in]
-      if (c.needs(1)) {
+      Tensor gb, gx, gw;
+      if (c.needs(0)) gb = sum_to(g, {out});
+      if (c.needs(1)) gx = ops::matmul(g, sw.unpack(name));  // [..., out] @ [out, in]
+      if (c.needs(2)) {
         Tensor xs = sx.unpack(name);  // [rows, out]^T @ [rows, in]
         gw = ops::mm(ops::transpose(ops::reshape(g, {-1, out}), 0, 1),
                      ops::reshape(xs, {-1, xs.size(-1)}));
       }
-      if (c.needs(2)) gb = sum_to(g, {out});
-      return {gx, gw, gb};
+      return {gb, gx, gw};
     });
   }
   return y;
