@@ -55,6 +55,23 @@ TEST_CASE("matmul, softmax and elementwise ops give the same bits with 1 or 2 th
   check_thread_invariant("softmax", [&] { return softmax(a, 1); });
   check_thread_invariant("gelu", [&] { return gelu(x); });
   check_thread_invariant("add broadcast", [&] { return x.view({-1, 100}) + x.narrow(0, 0, 100); });
+  // column sums over several 64-column tiles (bias gradients)
+  Tensor cols = randn({2048, 300});
+  check_thread_invariant("sum cols f32", [&] { return cols.sum({0}); });
+  // attention heads: [B, H, L, D] views whose batch dims do not merge (one bmm per batch index)
+  Tensor q = randn({4, 32, 8, 16}), k = randn({4, 32, 8, 16});
+  check_thread_invariant("matmul head-split views", [&] {
+    return matmul(q.permute({0, 2, 1, 3}), k.permute({0, 2, 3, 1}));
+  });
+  // linear's weight gradient g^T x and bias gradient
+  Tensor lx = randn({256, 96}), lw = randn({80, 96}).requires_grad_();
+  Tensor lb = zeros({80}).requires_grad_();
+  check_thread_invariant("linear weight and bias gradients", [&] {
+    lw.set_grad(Tensor());
+    lb.set_grad(Tensor());
+    linear(lx, lw, lb).square().sum().backward();
+    return cat({lw.grad().view({-1}), lb.grad()}, 0);
+  });
 }
 
 TEST_CASE("random streams are reproducible and independent of the thread count") {
