@@ -1,13 +1,17 @@
 #include "nn/attention.h"
 
+#include <array>
 #include <cmath>
 #include <tuple>
 
+#include "autograd/function.h"
 #include "autograd/grad_mode.h"
 #include "autograd/ops/attention.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/matmul.h"
 #include "core/creation.h"
+#include "core/ops/copy.h"
+#include "core/ops/view.h"
 #include "nn/init.h"
 
 namespace sl::nn {
@@ -20,6 +24,31 @@ class OutProj : public Linear {
     set_type_name("NonDynamicallyQuantizableLinear");
   }
 };
+/// Head p of a [B, L, 3E] projection (p = 0, 1, 2 for q, k, v) as a [B, H, L, D] view.
+Tensor head_view(const Tensor& proj, int64_t p, int64_t H) {
+  const int64_t B = proj.size(0), L = proj.size(1), E = proj.size(2) / 3;
+  return ops::transpose(ops::view(ops::narrow(proj, 2, p * E, E), {B, L, H, E / H}), 1, 2);
+}
+
+/// q, k, v [B, H, L, D] as views of the self-attention projection proj [B, L, 3E]. One node:
+/// its backward copies the three head gradients straight into one [B, L, 3E] gradient (a strided
+/// copy each), where chunk + view + transpose copied each back to [B, L, E] and then
+/// concatenated them.
+std::array<Tensor, 3> split_heads(const Tensor& proj, int64_t H) {
+  std::array<Tensor, 3> qkv;
+  for (int64_t p = 0; p < 3; ++p) qkv[p] = head_view(proj, p, H);
+  if (needs_grad(proj)) {
+    Shape shape = proj.sizes();
+    record("SplitHeadsBackward", {proj}, {&qkv[0], &qkv[1], &qkv[2]},
+           [shape, H](const BackwardCtx& c) -> variable_list {
+             Tensor g = ops::empty(shape, c.grad(0).dtype(), c.grad(0).device());
+             for (int64_t p = 0; p < 3; ++p) ops::copy_(head_view(g, p, H), c.grad(p));
+             return {g};
+           });
+    for (Tensor& t : qkv) t.impl()->autograd_meta().is_view_of_grad = true;
+  }
+  return qkv;
+}
 }  // namespace
 
 Tensor causal_mask(int64_t L, int64_t S, Device device) {
@@ -86,25 +115,22 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
                  ": key and value must have the query's batch size and one length, got ",
                  shape_str(key.sizes()), " and ", shape_str(value.sizes()));
 
-  // Projections: one matmul when query, key and value are the same tensor (self-attention).
-  Tensor qp, kp, vp;
+  // Projections, as [B, H, len, D] heads: one matmul when query, key and value are the same
+  // tensor (self-attention).
+  Tensor qh, kh, vh;
   if (query.is_same(key) && key.is_same(value)) {
-    std::vector<Tensor> parts = linear(q, in_proj_weight, in_proj_bias).chunk(3, -1);
-    qp = parts[0];
-    kp = parts[1];
-    vp = parts[2];
+    auto qkv = split_heads(linear(q, in_proj_weight, in_proj_bias), H);
+    qh = qkv[0];
+    kh = qkv[1];
+    vh = qkv[2];
   } else {
     auto w = in_proj_weight.chunk(3, 0);
     std::vector<Tensor> b(3);
     if (in_proj_bias.defined()) b = in_proj_bias.chunk(3, 0);
-    qp = linear(q, w[0], b[0]);
-    kp = linear(k, w[1], b[1]);
-    vp = linear(v, w[2], b[2]);
+    qh = linear(q, w[0], b[0]).view({B, L, H, D}).transpose(1, 2);
+    kh = linear(k, w[1], b[1]).view({B, S, H, D}).transpose(1, 2);
+    vh = linear(v, w[2], b[2]).view({B, S, H, D}).transpose(1, 2);
   }
-  // [B, H, len, D]
-  Tensor qh = qp.view({B, L, H, D}).transpose(1, 2);
-  Tensor kh = kp.view({B, S, H, D}).transpose(1, 2);
-  Tensor vh = vp.view({B, S, H, D}).transpose(1, 2);
 
   // All masks folded into one additive float mask broadcastable to [B, H, L, S] (bool masks
   // here mean "not allowed", as nn.MultiheadAttention's; -inf there). is_causal is passed on.
@@ -114,9 +140,9 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
                    " must be bool or floating, got ", dtype_name(m.dtype()));
     Tensor mv = m.contiguous().view(view_shape);
     Tensor add = m.dtype() == DType::b8
-                     ? zeros(view_shape, {.dtype = qp.dtype(), .device = qp.device()})
+                     ? zeros(view_shape, {.dtype = qh.dtype(), .device = qh.device()})
                            .masked_fill(mv, -INFINITY)
-                     : mv.to(qp.dtype()).detach();
+                     : mv.to(qh.dtype()).detach();
     mask = mask.defined() ? mask + add : add;
   };
   if (o.attn_mask.defined()) {
