@@ -135,6 +135,81 @@ Reference direct_conv(const Geo& q, int64_t pad_h, int64_t pad_w, int64_t Ho, in
   return r;
 }
 
+/// Whether the library runs this geometry through Winograd F(2x2, 3x3) (core/cpu/conv_winograd.h:
+/// 3x3, stride 1, dilation 1; every geometry in these tests is far below its size limit).
+bool takes_winograd(const Geo& q) {
+  return q.kh == 3 && q.kw == 3 && q.sh == 1 && q.sw == 1 && q.dh == 1 && q.dw == 1;
+}
+
+/// Winograd F(2x2, 3x3) computes y = A^T [(G g G^T) .* (B^T d B)] A per 2x2 output tile and its
+/// gradients as the adjoints of these steps (Lavin & Gray 2015), with the matrices below. Every
+/// rounding it commits is bounded relative to the same bilinear sums taken with the absolute
+/// values of the matrices and of the data: coef[a][t][k] = sum_i |A^T[a][i] G[i][t] B^T[i][k]|
+/// weights input element k (0..3 of the tile's 4-wide patch) times tap t towards output a (0..1)
+/// of the tile, per dimension. (Without the absolute values the sum is 1 where k == a + t and 0
+/// elsewhere: the direct convolution; checked below.)
+struct WinogradCoef {
+  double c[2][3][4] = {};
+  WinogradCoef() {
+    const double At[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
+    const double Gm[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+    const double Bt[4][4] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
+    for (int a = 0; a < 2; ++a)
+      for (int t = 0; t < 3; ++t)
+        for (int k = 0; k < 4; ++k) {
+          double exact = 0;
+          for (int i = 0; i < 4; ++i) {
+            exact += At[a][i] * Gm[i][t] * Bt[i][k];
+            c[a][t][k] += std::abs(At[a][i] * Gm[i][t] * Bt[i][k]);
+          }
+          REQUIRE(exact == (k == a + t ? 1.0 : 0.0));
+        }
+  }
+};
+
+/// The magnitude sums that bound Winograd's rounding (see WinogradCoef) for y, grad_x and
+/// grad_w, in r.y_abs / r.gx_abs / r.gw_abs: the sums of |coef * w * x| (+ |bias|), |coef * w *
+/// gy| and |coef * gy * x| over every tile term that reaches each value.
+void winograd_abs_sums(const Geo& q, int64_t pad_h, int64_t pad_w, int64_t Ho, int64_t Wo,
+                       const std::vector<double>& xv, const std::vector<double>& wv,
+                       const std::vector<double>& bv, const std::vector<double>& gyv,
+                       Reference& r) {
+  const WinogradCoef wc;
+  const int64_t Cg = q.C / q.G, Og = q.O / q.G, TH = (Ho + 1) / 2, TW = (Wo + 1) / 2;
+  std::fill(r.y_abs.begin(), r.y_abs.end(), 0.0);
+  std::fill(r.gx_abs.begin(), r.gx_abs.end(), 0.0);
+  std::fill(r.gw_abs.begin(), r.gw_abs.end(), 0.0);
+  for (int64_t n = 0; n < q.N; ++n)
+    for (int64_t o = 0; o < q.O; ++o)
+      for (int64_t th = 0; th < TH; ++th)
+        for (int64_t tw = 0; tw < TW; ++tw)
+          for (int a = 0; a < 2; ++a)
+            for (int b = 0; b < 2; ++b) {
+              const int64_t oh = 2 * th + a, ow = 2 * tw + b;
+              if (oh >= Ho || ow >= Wo) continue;
+              const auto yi = static_cast<size_t>(((n * q.O + o) * Ho + oh) * Wo + ow);
+              const double g = std::abs(gyv[yi]);
+              r.y_abs[yi] += std::abs(bv[static_cast<size_t>(o)]);
+              const int64_t grp = o / Og;
+              for (int64_t ci = 0; ci < Cg; ++ci)
+                for (int ti = 0; ti < 3; ++ti)
+                  for (int tj = 0; tj < 3; ++tj)
+                    for (int ki = 0; ki < 4; ++ki)
+                      for (int kj = 0; kj < 4; ++kj) {
+                        const double cf = wc.c[a][ti][ki] * wc.c[b][tj][kj];
+                        const int64_t ih = 2 * th - pad_h + ki, iw = 2 * tw - pad_w + kj;
+                        if (cf == 0 || ih < 0 || ih >= q.H || iw < 0 || iw >= q.W) continue;
+                        const auto xi =
+                            static_cast<size_t>(((n * q.C + grp * Cg + ci) * q.H + ih) * q.W + iw);
+                        const auto wi = static_cast<size_t>(((o * Cg + ci) * 3 + ti) * 3 + tj);
+                        const double ax = std::abs(xv[xi]), aw = std::abs(wv[wi]);
+                        r.y_abs[yi] += cf * aw * ax;
+                        r.gx_abs[xi] += cf * aw * g;
+                        r.gw_abs[wi] += cf * g * ax;
+                      }
+            }
+}
+
 /// CHECKs |got - ref| <= gamma(n) * abs_sum elementwise, gamma(n) = n u / (1 - n u): the bound
 /// on the rounding error of any order of summing n rounded products (u: unit roundoff of the
 /// dtype), so it holds for every blocking of the GEMMs.
@@ -155,6 +230,71 @@ void check_bound(const Tensor& got, const std::vector<double>& ref,
   CHECK(bad == 0);
 }
 
+/// Runs the convolution q (random data, f64 then f32) with bias, backward with a random
+/// grad_out, and checks y, grad_x and grad_w against the definition in double: the rounding
+/// bound of any summation order, or Winograd's bound where the library takes that path.
+void check_geometry(const Geo& q) {
+  CAPTURE(q.H);
+  CAPTURE(q.W);
+  CAPTURE(q.kh);
+  CAPTURE(q.N);
+  const int64_t th = q.dh * (q.kh - 1), tw = q.dw * (q.kw - 1);
+  const int64_t pad_h = q.same ? th / 2 : q.ph, pad_w = q.same ? tw / 2 : q.pw;
+  const int64_t pad_h_all = q.same ? th : 2 * q.ph, pad_w_all = q.same ? tw : 2 * q.pw;
+  const int64_t Ho = (q.H + pad_h_all - th - 1) / q.sh + 1;
+  const int64_t Wo = (q.W + pad_w_all - tw - 1) / q.sw + 1;
+  Tensor x64 = randn({q.N, q.C, q.H, q.W}, TensorOptions{.dtype = DType::f64});
+  Tensor w64 = randn({q.O, q.C / q.G, q.kh, q.kw}, TensorOptions{.dtype = DType::f64});
+  Tensor b64 = randn({q.O}, TensorOptions{.dtype = DType::f64});
+  Tensor gy64 = randn({q.N, q.O, Ho, Wo}, TensorOptions{.dtype = DType::f64});
+  for (DType dt : {DType::f64, DType::f32}) {
+    const std::string dtype = dtype_name(dt);
+    CAPTURE(dtype);
+    // inputs in dt; the reference from exactly those values
+    Tensor x = x64.to(dt).detach(), w = w64.to(dt).detach(), b = b64.to(dt).detach();
+    Tensor gy = gy64.to(dt);
+    const std::vector<double> xv = x.to(DType::f64).to_vector<double>(),
+                              wv = w.to(DType::f64).to_vector<double>(),
+                              bv = b.to(DType::f64).to_vector<double>(),
+                              gyv = gy.to(DType::f64).to_vector<double>();
+    Reference r = direct_conv(q, pad_h, pad_w, Ho, Wo, xv, wv, bv, gyv);
+    const bool winograd = takes_winograd(q);
+    if (winograd) winograd_abs_sums(q, pad_h, pad_w, Ho, Wo, xv, wv, bv, gyv, r);
+    x.requires_grad_();
+    w.requires_grad_();
+    b.requires_grad_();
+    Tensor y = q.same ? conv2d(x, w, b, 1, "same", {q.dh, q.dw}, q.G)
+                      : conv2d(x, w, b, {q.sh, q.sw}, {q.ph, q.pw}, {q.dh, q.dw}, q.G);
+    REQUIRE(y.sizes() == Shape{q.N, q.O, Ho, Wo});
+    y.backward(gy);
+    const double u = dt == DType::f64 ? 0x1p-53 : 0x1p-24;
+    if (winograd) {
+      // Roundings any term goes through: the GEMM's sum (C/g, O/g, or N * tiles terms, and one
+      // more per chunk of images), its product, and the transforms, at most 16: y: B^T d B 2, G g
+      // G^T 4 (the halvings are exact), A^T M A 4, bias 1; grad_x: A gy A^T 1, G g G^T 4, B dV
+      // B^T 4, the overlap of 4 tiles 4; grad_w: A gy A^T 1, B^T d B 2, G^T dU G 4.
+      const int64_t tiles = ((Ho + 1) / 2) * ((Wo + 1) / 2);
+      check_bound(y, r.y, r.y_abs, q.C / q.G + 16, u, "y (Winograd)");
+      check_bound(x.grad(), r.gx, r.gx_abs, q.O / q.G + 16, u, "grad_x (Winograd)");
+      check_bound(w.grad(), r.gw, r.gw_abs, q.N * (tiles + 1) + 16, u, "grad_w (Winograd)");
+    } else {
+      const int64_t taps = q.kh * q.kw;
+      // terms per value (+1: the rounding of each product)
+      check_bound(y, r.y, r.y_abs, q.C / q.G * taps + 2, u, "y");
+      check_bound(x.grad(), r.gx, r.gx_abs, q.O / q.G * taps + 1, u, "grad_x");
+      check_bound(w.grad(), r.gw, r.gw_abs, q.N * Ho * Wo + 1, u, "grad_w");
+    }
+    // grad_b[o]: the sum of grad_out over images and positions
+    std::vector<double> gb(static_cast<size_t>(q.O), 0.0), gb_abs = gb;
+    for (size_t k = 0; k < gyv.size(); ++k) {
+      const auto o = static_cast<size_t>(static_cast<int64_t>(k) / (Ho * Wo) % q.O);
+      gb[o] += gyv[k];
+      gb_abs[o] += std::abs(gyv[k]);
+    }
+    check_bound(b.grad(), gb, gb_abs, q.N * Ho * Wo, u, "grad_b");
+  }
+}
+
 }  // namespace
 
 TEST_CASE("conv: f64 and f32 match the definition, outputs and both gradients, on every path") {
@@ -163,6 +303,7 @@ TEST_CASE("conv: f64 and f32 match the definition, outputs and both gradients, o
   // read straight from the input, stride-1 grad_input as a convolution of grad_out (groups,
   // dilation, the asymmetric padding of "same" with an even kernel), and the col2im route
   // (stride 2 with the vectorised strided rows, a 1x1 convolution padded beyond its kernel).
+  // The 3x3 stride-1 ones (2nd, 6th) take the Winograd path (tested at its edges below).
   const Geo geos[] = {
       {2, 4, 6, 7, 6, 2, 3, 2, 2, 1, 1, 2, 1, 2},        // several images, col2im (stride 2)
       {2, 3, 24, 23, 4, 1, 3, 3, 1, 1, 1, 1, 1, 1},      // one image per GEMM, transposed grad
@@ -176,44 +317,61 @@ TEST_CASE("conv: f64 and f32 match the definition, outputs and both gradients, o
       {2, 3, 20, 40, 4, 1, 3, 3, 2, 2, 1, 1, 1, 1},      // ResNet downsampling: stride 2, pad 1
   };
   manual_seed(12);
+  for (const Geo& q : geos) check_geometry(q);
+}
+
+TEST_CASE("conv: the Winograd path matches the definition at tile edges, f64 and f32") {
+  // 3x3 stride-1 convolutions: sizes that are and are not multiples of the 2x2 output tile,
+  // down to a 1x1 output; padding 0, 1, 2 and different per dim; batch 1 and several;
+  // channel counts that are not multiples of 8 (transform loops with vector remainders);
+  // groups and depthwise; several images per GEMM chunk with a last, smaller chunk (7x7 with
+  // 16 tiles: 32 images per chunk) and one image per chunk over several chunks (48 x 46:
+  // 552 tiles, grad_w summed over chunks).
+  const Geo geos[] = {
+      // N, C,  H,  W,  O, G, kh,kw,sh,sw,ph,pw,dh,dw
+      {1, 3, 1, 1, 2, 1, 3, 3, 1, 1, 1, 1, 1, 1},     // 1x1 input, 1x1 output
+      {2, 3, 2, 2, 5, 1, 3, 3, 1, 1, 1, 1, 1, 1},     // 2x2
+      {2, 5, 3, 3, 3, 1, 3, 3, 1, 1, 0, 0, 1, 1},     // 3x3 unpadded: one output
+      {3, 5, 5, 7, 9, 1, 3, 3, 1, 1, 0, 0, 1, 1},     // 5x7 -> 3x5 (odd both ways)
+      {2, 9, 5, 7, 4, 1, 3, 3, 1, 1, 1, 1, 1, 1},     // 5x7 -> 5x7
+      {1, 4, 5, 7, 3, 1, 3, 3, 1, 1, 2, 2, 1, 1},     // padding 2: output larger than input
+      {2, 3, 6, 8, 4, 1, 3, 3, 1, 1, 0, 2, 1, 1},     // padding (0, 2), even sizes
+      {2, 6, 9, 6, 10, 2, 3, 3, 1, 1, 1, 0, 1, 1},    // groups 2, padding (1, 0)
+      {2, 4, 7, 5, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1},     // depthwise
+      {35, 17, 7, 7, 11, 1, 3, 3, 1, 1, 1, 1, 1, 1},  // 7x7: chunks of 32 images + 3
+      {2, 2, 48, 46, 3, 1, 3, 3, 1, 1, 1, 1, 1, 1},   // 552 tiles: one image per chunk
+  };
+  manual_seed(13);
   for (const Geo& q : geos) {
-    CAPTURE(q.H);
-    CAPTURE(q.W);
-    CAPTURE(q.kh);
-    CAPTURE(q.N);
-    const int64_t th = q.dh * (q.kh - 1), tw = q.dw * (q.kw - 1);
-    const int64_t pad_h = q.same ? th / 2 : q.ph, pad_w = q.same ? tw / 2 : q.pw;
-    const int64_t pad_h_all = q.same ? th : 2 * q.ph, pad_w_all = q.same ? tw : 2 * q.pw;
-    const int64_t Ho = (q.H + pad_h_all - th - 1) / q.sh + 1;
-    const int64_t Wo = (q.W + pad_w_all - tw - 1) / q.sw + 1;
-    Tensor x64 = randn({q.N, q.C, q.H, q.W}, TensorOptions{.dtype = DType::f64});
-    Tensor w64 = randn({q.O, q.C / q.G, q.kh, q.kw}, TensorOptions{.dtype = DType::f64});
-    Tensor b64 = randn({q.O}, TensorOptions{.dtype = DType::f64});
-    Tensor gy64 = randn({q.N, q.O, Ho, Wo}, TensorOptions{.dtype = DType::f64});
-    for (DType dt : {DType::f64, DType::f32}) {
-      const std::string dtype = dtype_name(dt);
-      CAPTURE(dtype);
-      // inputs in dt; the reference from exactly those values
-      Tensor x = x64.to(dt).detach(), w = w64.to(dt).detach(), b = b64.to(dt).detach();
-      Tensor gy = gy64.to(dt);
-      const Reference r =
-          direct_conv(q, pad_h, pad_w, Ho, Wo, x.to(DType::f64).to_vector<double>(),
-                      w.to(DType::f64).to_vector<double>(), b.to(DType::f64).to_vector<double>(),
-                      gy.to(DType::f64).to_vector<double>());
-      x.requires_grad_();
-      w.requires_grad_();
-      b.requires_grad_();
-      Tensor y = q.same ? conv2d(x, w, b, 1, "same", {q.dh, q.dw}, q.G)
-                        : conv2d(x, w, b, {q.sh, q.sw}, {q.ph, q.pw}, {q.dh, q.dw}, q.G);
-      REQUIRE(y.sizes() == Shape{q.N, q.O, Ho, Wo});
+    REQUIRE(takes_winograd(q));
+    check_geometry(q);
+  }
+}
+
+TEST_CASE("conv: outputs and gradients give the same bits with 1 or 2 threads") {
+  // The Winograd path (3x3 stride 1), the im2col path with grad_input as a convolution (5x5),
+  // and col2im (stride 2), at sizes large enough for the loops and GEMMs to split.
+  struct Case {
+    int64_t C, O, hw, k, stride;
+  };
+  manual_seed(14);
+  for (Case c : {Case{16, 24, 20, 3, 1}, Case{16, 24, 20, 5, 1}, Case{16, 24, 20, 3, 2}}) {
+    CAPTURE(c.k);
+    CAPTURE(c.stride);
+    Tensor x = randn({4, c.C, c.hw, c.hw}), w = randn({c.O, c.C, c.k, c.k}), b = randn({c.O});
+    Tensor gy = randn({4, c.O, (c.hw - 1) / c.stride + 1, (c.hw - 1) / c.stride + 1});
+    const int saved = get_num_threads();
+    std::vector<Tensor> runs[2];
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      Tensor xl = x.detach().requires_grad_(), wl = w.detach().requires_grad_();
+      Tensor bl = b.detach().requires_grad_();
+      Tensor y = conv2d(xl, wl, bl, c.stride, c.k / 2);
       y.backward(gy);
-      const double u = dt == DType::f64 ? 0x1p-53 : 0x1p-24;
-      const int64_t taps = q.kh * q.kw;
-      // terms per value (+1: the rounding of each product)
-      check_bound(y, r.y, r.y_abs, q.C / q.G * taps + 2, u, "y");
-      check_bound(x.grad(), r.gx, r.gx_abs, q.O / q.G * taps + 1, u, "grad_x");
-      check_bound(w.grad(), r.gw, r.gw_abs, q.N * Ho * Wo + 1, u, "grad_w");
+      runs[threads - 1] = {y.detach(), xl.grad(), wl.grad(), bl.grad()};
     }
+    set_num_threads(saved);
+    for (size_t i = 0; i < 4; ++i) CHECK(equal(runs[0][i], runs[1][i]));
   }
 }
 
