@@ -5,9 +5,10 @@
 
 namespace sl::cpu {
 
-/// Whether the Winograd path runs this convolution: 3x3 kernel, stride 1, dilation 1 (any
-/// padding, groups, batch and size) with C input and O output channels, when the transformed
-/// buffers of one image fit in 64M elements. The forward and the backward decide alike.
+/// Whether the Winograd path runs this convolution: 3x3 kernel, stride 1, dilation 1, one group
+/// (any padding, batch and size) with C input and O output channels, when the transformed
+/// buffers of one image fit in 64M elements. The forward and the backward decide alike. (The
+/// kernels handle groups; grouped convolutions are faster on im2col, see the .cpp.)
 bool winograd_applies(const Conv2dGeometry& g, int64_t C, int64_t O);
 
 /// out = conv2d(input, weight) + bias (Note [Conv layout]); f32 / f64, contiguous, bias may be

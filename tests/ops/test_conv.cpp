@@ -136,9 +136,10 @@ Reference direct_conv(const Geo& q, int64_t pad_h, int64_t pad_w, int64_t Ho, in
 }
 
 /// Whether the library runs this geometry through Winograd F(2x2, 3x3) (core/cpu/conv_winograd.h:
-/// 3x3, stride 1, dilation 1; every geometry in these tests is far below its size limit).
+/// 3x3, stride 1, dilation 1, one group; every geometry in these tests is far below its size
+/// limit).
 bool takes_winograd(const Geo& q) {
-  return q.kh == 3 && q.kw == 3 && q.sh == 1 && q.sw == 1 && q.dh == 1 && q.dw == 1;
+  return q.kh == 3 && q.kw == 3 && q.sh == 1 && q.sw == 1 && q.dh == 1 && q.dw == 1 && q.G == 1;
 }
 
 /// Winograd F(2x2, 3x3) computes y = A^T [(G g G^T) .* (B^T d B)] A per 2x2 output tile and its
@@ -324,7 +325,8 @@ TEST_CASE("conv: the Winograd path matches the definition at tile edges, f64 and
   // 3x3 stride-1 convolutions: sizes that are and are not multiples of the 2x2 output tile,
   // down to a 1x1 output; padding 0, 1, 2 and different per dim; batch 1 and several;
   // channel counts that are not multiples of 8 (transform loops with vector remainders);
-  // groups and depthwise; several images per GEMM chunk with a last, smaller chunk (7x7 with
+  // groups and depthwise (which stay on im2col, checked at the same edges); several images per
+  // GEMM chunk with a last, smaller chunk (7x7 with
   // 16 tiles: 32 images per chunk) and one image per chunk over several chunks (48 x 46:
   // 552 tiles, grad_w summed over chunks).
   const Geo geos[] = {
@@ -343,7 +345,7 @@ TEST_CASE("conv: the Winograd path matches the definition at tile edges, f64 and
   };
   manual_seed(13);
   for (const Geo& q : geos) {
-    REQUIRE(takes_winograd(q));
+    REQUIRE(takes_winograd(q) == (q.G == 1));
     check_geometry(q);
   }
 }
