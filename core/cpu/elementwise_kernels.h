@@ -4,7 +4,8 @@
 // its own copy.
 //
 // Each op is a scalar function on the compute type (float for f16/bf16); unary_loop/binary_loop
-// add the contiguous fast paths that the compiler vectorises.
+// add the contiguous fast paths that the compiler vectorises. Float gelu and gelu_tanh run
+// through unary_loop_fast_domain (Note [Gelu fast domain] in core/cpu/math.h).
 #pragma once
 
 #include <cmath>
@@ -111,6 +112,14 @@ void run_unary(const Tensor& out, const Tensor& in) {
   if constexpr (unary_op_needs_float(op) && !std::is_floating_point_v<C>) {
     detail::throw_error<DTypeError>(unary_op_name(op), ": expected a floating dtype, got ",
                                     dtype_name(dtype_v<T>));
+  } else if constexpr (op == UnaryOp::gelu && std::is_same_v<T, float>) {
+    unary_loop_fast_domain(
+        out, in, math::f32::kGeluFastMax, [](float v) { return math::f32::gelu(v); },
+        [](float v) { return math::f32::gelu_fast(v); });
+  } else if constexpr (op == UnaryOp::gelu_tanh && std::is_same_v<T, float>) {
+    unary_loop_fast_domain(
+        out, in, math::f32::kGeluTanhFastMax, [](float v) { return math::f32::gelu_tanh(v); },
+        [](float v) { return math::f32::gelu_tanh_fast(v); });
   } else if constexpr (op == UnaryOp::logical_not || op == UnaryOp::isnan || op == UnaryOp::isinf ||
                        op == UnaryOp::isfinite) {
     unary_loop<bool, T>(out, in, [](T v) -> bool { return unary_fn<op>(static_cast<C>(v)); });

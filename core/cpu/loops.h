@@ -6,9 +6,13 @@
 // across threads, and calls inner(ptrs, byte_strides, n) for runs along the innermost dim. The
 // helpers `unary_loop`/`binary_loop`/`ternary_loop` wrap a scalar lambda and add the
 // fast paths the compiler vectorises: all operands contiguous, or an input broadcast as a scalar.
+// `unary_loop_fast_domain` adds blocks that skip to a cheaper form of a float function when the
+// whole block lies in that form's domain (Note [Gelu fast domain] in core/cpu/math.h).
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdint>
 
 #include "core/cpu/isa.h"
@@ -86,6 +90,48 @@ void unary_loop(const Tensor& out, const Tensor& a, const F& f) {
         *reinterpret_cast<Out*>(p[0] + i * s[0]) = f(*reinterpret_cast<const In*>(p[1] + i * s[1]));
       }
     }
+  });
+}
+
+/// out[i] = f(a[i]) for float tensors, where f has a cheaper form `fast` on |x| <= fast_max
+/// (Note [Gelu fast domain] in core/cpu/math.h): f must equal fast bit for bit there. Contiguous
+/// runs go in blocks of kFastDomainBlock; a block whose elements all lie in the domain (NaN never
+/// does) runs through fast only, any other block and the remainder through f.
+inline constexpr int64_t kFastDomainBlock = 16;
+template <class F, class Fast>
+void unary_loop_fast_domain(const Tensor& out, const Tensor& a, float fast_max, const F& f,
+                            const Fast& fast) {
+  const uint32_t max_bits = std::bit_cast<uint32_t>(fast_max);
+  auto L = make_layout<2>({&out, &a});
+  for_each_strided<2>(L, [&](char** p, const int64_t* s, int64_t n) {
+    float* o = reinterpret_cast<float*>(p[0]);
+    const float* x = reinterpret_cast<const float*>(p[1]);
+    if (s[0] != sizeof(float) || s[1] != sizeof(float)) {
+      for (int64_t i = 0; i < n; ++i) {
+        *reinterpret_cast<float*>(p[0] + i * s[0]) =
+            f(*reinterpret_cast<const float*>(p[1] + i * s[1]));
+      }
+      return;
+    }
+    int64_t i = 0;
+    for (; i + kFastDomainBlock <= n; i += kFastDomainBlock) {
+      // the largest |x| of the block, as bits (NaN above inf above fast_max); not unrolled, so
+      // that it is vectorised as a loop (fully unrolled first, it would stay scalar)
+      uint32_t top = 0;
+#pragma GCC unroll 1
+      for (int64_t j = 0; j < kFastDomainBlock; ++j) {
+        top = std::max(top, std::bit_cast<uint32_t>(x[i + j]) & 0x7fffffffu);
+      }
+      // ivdep: out is the input itself or does not overlap it, so no element feeds another
+      if (top <= max_bits) {
+#pragma GCC ivdep
+        for (int64_t j = 0; j < kFastDomainBlock; ++j) o[i + j] = fast(x[i + j]);
+      } else {
+#pragma GCC ivdep
+        for (int64_t j = 0; j < kFastDomainBlock; ++j) o[i + j] = f(x[i + j]);
+      }
+    }
+    for (; i < n; ++i) o[i] = f(x[i]);
   });
 }
 

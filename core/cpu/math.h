@@ -10,7 +10,9 @@
 // result (tails included: erfc and x^2 are computed so that no cancellation or rounding of x^2
 // is amplified; gradients in ulps of their larger term where they cross zero). The same bits
 // come out of the vector loop, its epilogue and scalar code (no data-dependent branches; FMA
-// contraction is the same in each), so results do not depend on the thread split. Double keeps
+// contraction is the same in each; the one branch, the gelu kernels' choice of form per block in
+// Note [Gelu fast domain], picks between forms that agree element by element), so results do
+// not depend on the thread split. Double keeps
 // the C library's functions (it is the reference precision, and f64 kernels are rarely hot).
 #pragma once
 
@@ -123,6 +125,40 @@ inline void square_split(float x, float& hi, float& lo) {
 #endif
 }
 
+/// a * b as hi + lo, exactly (no overflow or underflow assumed): with FMA, lo is the rounding
+/// error of hi = a * b; without, Dekker's product of a and b split into 12 + 12 significant bits.
+inline void two_prod(float a, float b, float& hi, float& lo) {
+  hi = a * b;
+#ifdef __FMA__
+  lo = std::fma(a, b, -hi);
+#else
+  const float ah = from_bits(to_bits(a) & 0xfffff000u), al = a - ah;
+  const float bh = from_bits(to_bits(b) & 0xfffff000u), bl = b - bh;
+  lo = (((ah * bh - hi) + ah * bl) + al * bh) + al * bl;
+#endif
+}
+
+/// exp(-(hi + lo)) for hi in [0, 87] and |lo| small next to 1 (as exp_reduced's b): the fast
+/// forms of Note [Gelu fast domain], no clamps. n = round(-hi / ln 2) is taken from hi alone
+/// (|r| stays below ln2 / 2 + |lo|), and 2^n is added to the exponent bits of exp(r) straight
+/// from the rounding constant's low bits (the result is a normal float).
+inline float exp_neg_normal(float hi, float lo) {
+  const float shifted = hi * -1.44269504088896341f + 12582912.0f;  // 1.5 * 2^23 + n
+  const float n = shifted - 12582912.0f;
+  float r = -hi - n * 0.693359375f;  // exact: n has <= 7 bits, the constant 9
+  r = r - n * -2.12194440e-4f;
+  r = r - lo;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float y = p * (r * r) + r + 1.0f;
+  // + n << 23: the bits of 1.5 * 2^23 shift out
+  return from_bits(to_bits(y) + (to_bits(shifted) << 23));
+}
+
 /// 1 / (1 + e^-x) for x >= 0 and e^x / (1 + e^x) below, so that the result never overflows
 /// to 0 where it is a tiny positive number.
 inline float sigmoid(float x) {
@@ -225,13 +261,54 @@ inline NormalTail normal_tail(float a) {
   return p;
 }
 
-/// x Phi(x): x (1 - T) for x > 0, x T otherwise, evaluated as ((x R) gauss_s) 2^-64 so that a
-/// tiny result is rounded once. -inf gives NaN, as in PyTorch (-inf * 0).
-inline float gelu(float x) {
+/// x Phi(x) for every x: x (1 - T) for x > 0, x T otherwise, evaluated as ((x R) gauss_s) 2^-64
+/// so that a tiny result is rounded once. -inf gives NaN, as in PyTorch (-inf * 0).
+inline float gelu_any(float x) {
   const NormalTail p = normal_tail(abs(x));
   const float pos = x * (1.0f - (p.r * p.gauss_s) * kTwoPowM64);
   const float neg = ((x * p.r) * p.gauss_s) * kTwoPowM64;
   return x > 0.0f ? pos : neg;
+}
+
+// Note [Gelu fast domain]
+// Nearly all inputs of gelu are small (|x| < 5 for all but ~6e-7 of normally distributed values),
+// and there the general forms above and below carry clamps, 2^64 scalings and wide polynomials
+// they do not need. gelu_fast and gelu_tanh_fast are shorter forms, valid (same error bounds)
+// for |x| <= kGeluFastMax and |x| <= kGeluTanhFastMax; gelu and gelu_tanh select between the
+// fast and general forms per element, so each x always gives the same bits. The float kernels
+// (core/cpu/elementwise_kernels.h, unary_loop_fast_domain in core/cpu/loops.h) run whole blocks
+// through the fast form when every element of the block is in its domain (NaN never is), and
+// the selecting form otherwise, so that the common case costs only the fast form.
+inline constexpr float kGeluFastMax = 5.0f;
+inline constexpr float kGeluTanhFastMax = 4.5f;
+
+/// x Phi(x) for |x| <= kGeluFastMax: T(a) = exp(-a^2 / 2) R(a) as in normal_tail, exp without
+/// clamps (a^2 / 2 <= 12.5), and R by 9 coefficients in u = t - 0.59, t = 1 / (1 + a / sqrt 8)
+/// (fitted on a in [0, 5] by tools/fit_math_f32.py; relative error 2^-27.4 before rounding).
+inline float gelu_fast(float x) {
+  const float a = abs(x);
+  float hi, lo;
+  two_prod(0.5f * a, a, hi, lo);  // a^2 / 2 (0.5 a is exact but for subnormal a, where
+                                  // a^2 / 2 is far below anything that matters)
+  const float g = exp_neg_normal(hi, lo);
+  const float u = (-2.085964978e-01f * a + 4.099999964e-01f) / (1.0f + 0.35355339059327376f * a);
+  float r = -2.675715952e-02f;
+  r = r * u + 5.293942939e-02f;
+  r = r * u + 1.198801247e-02f;
+  r = r * u - 1.159220282e-01f;
+  r = r * u - 2.224571671e-02f;
+  r = r * u + 3.173435741e-01f;
+  r = r * u + 5.692299628e-01f;
+  r = r * u + 5.219091548e-01f;
+  r = r * u + 1.702910147e-01f;
+  const float xt = x * (g * r);  // x T(a)
+  // x T for x <= 0, x (1 - T) above: selected on the sign bit (an integer compare; -0 gives -0)
+  return static_cast<int32_t>(to_bits(x)) < 0 ? xt : x - xt;
+}
+
+/// x Phi(x): gelu_fast where |x| <= kGeluFastMax (NaN is not), gelu_any elsewhere.
+inline float gelu(float x) {
+  return abs(x) <= kGeluFastMax ? gelu_fast(x) : gelu_any(x);
 }
 
 /// Phi(x) + x phi(x), phi(x) = exp(-x^2 / 2) / sqrt(2 pi) = gauss / sqrt(2 pi):
@@ -271,11 +348,37 @@ inline GeluTanhParts gelu_tanh_parts(float x) {
   return p;
 }
 
-/// z has the sign of x. -inf gives NaN, as in PyTorch (-inf * 0).
-inline float gelu_tanh(float x) {
+/// z has the sign of x, for every x. -inf gives NaN, as in PyTorch (-inf * 0).
+inline float gelu_tanh_any(float x) {
   const GeluTanhParts p = gelu_tanh_parts(x);
   const float neg = ((x * p.e_s) * p.s) * kTwoPowM64;
   return x >= 0.0f ? x * p.s : neg;
+}
+
+/// gelu_tanh for |x| <= kGeluTanhFastMax (Note [Gelu fast domain]), all in float: with a = |x|,
+/// |z| = a (K + Kc a^2) = a w + a w_err, where w = K + Kc a^2 rounded and w_err its error (K and
+/// Kc carried as float + correction; the sum is a Fast2Sum, exact since Kc a^2 <= K for
+/// a <= 4.72). a w is split exactly into hi + lo, so exp(-|z|) sees |z| to ~2^-40 relative (as
+/// the double z of gelu_tanh_parts); |z| <= 14.8, so exp needs no clamps.
+inline float gelu_tanh_fast(float x) {
+  constexpr float kK = 1.5957691669e+00f, kKLo = -4.5340680543e-08f;   // 2 sqrt(2 / pi)
+  constexpr float kKc = 7.1354813874e-02f, kKcLo = 2.3988324660e-09f;  // 0.044715 K
+  const float a = abs(x);
+  float s, s_lo, p, p_lo;
+  square_split(a, s, s_lo);
+  two_prod(kKc, s, p, p_lo);
+  const float w = kK + p;
+  const float w_err = ((kK - w) + p) + (p_lo + (kKc * s_lo + (kKcLo * s + kKLo)));
+  float z, z_lo;
+  two_prod(a, w, z, z_lo);
+  const float e = exp_neg_normal(z, z_lo + a * w_err);  // exp(-|z|)
+  const float xs = x * (1.0f / (1.0f + e));             // x sigmoid(|z|)
+  return static_cast<int32_t>(to_bits(x)) < 0 ? xs * e : xs;
+}
+
+/// gelu_tanh_fast where |x| <= kGeluTanhFastMax (NaN is not), gelu_tanh_any elsewhere.
+inline float gelu_tanh(float x) {
+  return abs(x) <= kGeluTanhFastMax ? gelu_tanh_fast(x) : gelu_tanh_any(x);
 }
 
 /// d/dx x sigmoid(z) = sigmoid(z) + x sigmoid'(z) dz/dx.

@@ -13,11 +13,13 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "core/cpu/isa.h"
+#include "core/cpu/math.h"
 #include "core/ops/elementwise.h"
 #include "support/testing.h"
 
@@ -55,6 +57,7 @@ std::vector<float> sweep_values() {
       0.0f,      kFltMin,    1.0f,
       0.5f,      0.625f,                  // tanh: polynomial below 0.625
       0.75f,     1.0606602f,              // erf: polynomial below 0.75; gelu: |x| / sqrt 2 < 0.75
+      4.5f,      5.0f,                    // gelu_tanh, gelu: end of the fast forms
       10.0f,     14.142136f, 15.0f,       // erf, gelu: erfc clamped (its result underflows)
       60.0f,     88.72284f,  89.0f,       // tanh clamp, exp overflow, exp clamp
       87.33655f, 103.27893f, 103.97208f,  // exp of minus these: subnormal, last subnormal, 0
@@ -180,15 +183,86 @@ TEST_CASE("cpu math f32: gelu (erf and tanh forms) within 8 ulp, tails included"
   INFO(isa());
   const Tensor& x = sweep_inputs();
   Worst w = worst_error(x, unary(UnaryOp::gelu, x), [](double v) { return v * phi(v); });
-  CHECK_MESSAGE(w.ulps <= 8.0, w.str());  // measured 5.44 / 5.44
+  CHECK_MESSAGE(w.ulps <= 8.0, w.str());  // measured 3.80 / 4.17
   Worst wt = worst_error(x, unary(UnaryOp::gelu_tanh, x),
                          [](double v) { return v * sigmoid_ref(gelu_tanh_z(v)); });
-  CHECK_MESSAGE(wt.ulps <= 8.0, wt.str());  // measured 2.81 / 2.81
+  CHECK_MESSAGE(wt.ulps <= 8.0, wt.str());  // measured 2.90 / 2.90
   // -20 Phi(-20) ~ -5e-88 rounds to (-)0; +inf stays inf
   std::vector<float> g =
       unary(UnaryOp::gelu, sl::from_vector<float>({-20.0f, kInf})).to_vector<float>();
   CHECK(g[0] == 0.0f);
   CHECK(g[1] == kInf);
+}
+
+// Note [Gelu fast domain]: a block of the kernel loop runs through the fast form only when all of
+// its elements are in the fast domain, which the sweep above (neighbours far apart) rarely gives.
+// These inputs are sorted by magnitude, so nearly every block is all-fast: every 1031st float
+// from 0 through the end of the domain, each sign, subnormals included.
+std::vector<float> fast_domain_values(float fast_max) {
+  std::vector<float> v;
+  for (float sign : {1.0f, -1.0f}) {
+    for (uint32_t b = 0; b <= std::bit_cast<uint32_t>(fast_max); b += 1031) {
+      v.push_back(sign * std::bit_cast<float>(b));
+    }
+    v.push_back(sign * fast_max);
+    v.push_back(sign * std::nextafter(fast_max, 0.0f));
+  }
+  return v;
+}
+
+TEST_CASE("cpu math f32: gelu fast forms within 8 ulp over their whole domain") {
+  INFO(isa());
+  const Tensor x = sl::from_vector(fast_domain_values(sl::cpu::math::f32::kGeluFastMax));
+  Worst w = worst_error(x, unary(UnaryOp::gelu, x), [](double v) { return v * phi(v); });
+  CHECK_MESSAGE(w.ulps <= 8.0, w.str());  // measured 3.90 / 3.95
+  const Tensor xt = sl::from_vector(fast_domain_values(sl::cpu::math::f32::kGeluTanhFastMax));
+  Worst wt = worst_error(xt, unary(UnaryOp::gelu_tanh, xt),
+                         [](double v) { return v * sigmoid_ref(gelu_tanh_z(v)); });
+  CHECK_MESSAGE(wt.ulps <= 8.0, wt.str());  // measured 3.19 / 3.19
+}
+
+// Each x gives the same bits whether its block ran through the fast form or, because one
+// element of the block is outside the domain (just beyond it, large, +-inf or NaN), through the
+// selecting form: the values are computed once in all-fast blocks, then again with every 16th
+// element replaced by an outsider (16 = kFastDomainBlock; the offsets put outsiders at every
+// position of a block).
+TEST_CASE("cpu math f32: gelu gives the same bits in fast and mixed blocks") {
+  INFO(isa());
+  for (UnaryOp op : {UnaryOp::gelu, UnaryOp::gelu_tanh}) {
+    const float fast_max = op == UnaryOp::gelu ? sl::cpu::math::f32::kGeluFastMax
+                                               : sl::cpu::math::f32::kGeluTanhFastMax;
+    CAPTURE(sl::unary_op_name(op));
+    const std::vector<float> v = fast_domain_values(fast_max);
+    const std::vector<float> ref = unary(op, sl::from_vector(v)).to_vector<float>();
+    const float outsiders[] = {std::nextafter(fast_max, kInf),
+                               -std::nextafter(fast_max, kInf),
+                               -30.0f,
+                               1e20f,
+                               kInf,
+                               -kInf,
+                               std::numeric_limits<float>::quiet_NaN()};
+    for (size_t offset = 0; offset < 16; offset += 3) {
+      std::vector<float> mixed = v;
+      for (size_t i = offset, k = 0; i < mixed.size(); i += 16, ++k) {
+        mixed[i] = outsiders[k % std::size(outsiders)];
+      }
+      const std::vector<float> got = unary(op, sl::from_vector(mixed)).to_vector<float>();
+      size_t differ = 0;
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (mixed[i] == v[i] && std::memcmp(&got[i], &ref[i], sizeof(float)) != 0) ++differ;
+      }
+      CHECK_MESSAGE(differ == 0, "offset ", offset);
+      // and the outsiders themselves: gelu(+-inf) = +inf / NaN, NaN stays NaN
+      for (size_t i = offset, k = 0; i < mixed.size(); i += 16, ++k) {
+        const float o = outsiders[k % std::size(outsiders)];
+        if (std::isnan(o) || o == -kInf) {
+          CHECK(std::isnan(got[i]));
+        } else if (o == kInf) {
+          CHECK(got[i] == kInf);
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("cpu math f32: odd functions keep the sign of zero, NaN propagates") {
