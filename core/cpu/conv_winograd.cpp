@@ -444,6 +444,22 @@ int64_t plane_grain(int64_t elems) {
   return std::max<int64_t>(1, 8192 / std::max<int64_t>(1, elems));
 }
 
+/// V [16][C, L] of the chunk of images n0 .. n0 + nb - 1 (L = nb * tiles, image n0 + i at
+/// columns [i * tiles, (i + 1) * tiles)), one input plane per task.
+template <class T>
+void transform_chunk_inputs(const T* x, const WinoDims& d, int64_t n0, int64_t nb, T* pv,
+                            int64_t sv) {
+  const int64_t L = nb * d.tiles;
+  parallel_for(0, nb * d.C, plane_grain(16 * d.tiles), [&](int64_t r0, int64_t r1) {
+    std::vector<T> buf(static_cast<size_t>(8 * (d.TW + 1)));
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t i = r / d.C, c = r % d.C;
+      input_transform(x + ((n0 + i) * d.C + c) * d.H * d.W, d, pv + c * L + i * d.tiles, sv,
+                      buf.data());
+    }
+  });
+}
+
 }  // namespace
 
 bool winograd_applies(const Conv2dGeometry& g, int64_t C, int64_t O) {
@@ -479,14 +495,7 @@ void winograd_conv2d_forward(const Tensor& out, const Tensor& input, const Tenso
   T* pm = m.data_ptr<T>();
   for (int64_t n0 = 0; n0 < d.N; n0 += d.nb) {
     const int64_t nb = std::min(d.nb, d.N - n0), L = nb * d.tiles;
-    parallel_for(0, nb * d.C, plane_grain(16 * d.tiles), [&](int64_t r0, int64_t r1) {
-      std::vector<T> buf(static_cast<size_t>(8 * (d.TW + 1)));
-      for (int64_t r = r0; r < r1; ++r) {
-        const int64_t i = r / d.C, c = r % d.C;
-        input_transform(x + ((n0 + i) * d.C + c) * d.H * d.W, d, pv + c * L + i * d.tiles, sv,
-                        buf.data());
-      }
-    });
+    transform_chunk_inputs(x, d, n0, nb, pv, sv);
     for_each_product(d.G, [&](int64_t p, int64_t grp) {
       gemm(mat(m, p * sm + grp * d.Og * L, d.Og, L, false),
            mat(u, p * su + grp * d.Og * d.Cg, d.Og, d.Cg, false),
@@ -535,14 +544,7 @@ void winograd_conv2d_backward(const Tensor& grad_input, const Tensor& grad_weigh
       }
     });
     if (want_gw) {
-      parallel_for(0, nb * d.C, plane_grain(16 * d.tiles), [&](int64_t r0, int64_t r1) {
-        std::vector<T> buf(static_cast<size_t>(8 * (d.TW + 1)));
-        for (int64_t r = r0; r < r1; ++r) {
-          const int64_t i = r / d.C, c = r % d.C;
-          input_transform(x + ((n0 + i) * d.C + c) * d.H * d.W, d, pv + c * L + i * d.tiles, sv,
-                          buf.data());
-        }
-      });
+      transform_chunk_inputs(x, d, n0, nb, pv, sv);
       // dU[p] (+)= dM[p] @ V[p]^T, the chunks summed in order
       for_each_product(d.G, [&](int64_t p, int64_t grp) {
         gemm(mat(du, p * su + grp * d.Og * d.Cg, d.Og, d.Cg, false),

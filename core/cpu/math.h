@@ -43,6 +43,18 @@ inline float abs(float x) {
   return from_bits(to_bits(x) & 0x7fffffffu);
 }
 
+/// exp(r) for |r| <= ln2 / 2 (plus a small rounding excess) by Cephes' degree-6 polynomial:
+/// 1 + r + r^2 p(r). The reduction step of exp_reduced and exp_neg_normal.
+inline float exp_poly(float r) {
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  return p * (r * r) + r + 1.0f;
+}
+
 /// exp(a + b) = y * 2^n, where a is exact and |b| is small next to 1 (b carries the rounding
 /// error of a product, see square_split), for finite a + b in [-120, 88]: returns y and sets n
 /// (an integer-valued float). Cephes-style: n = round((a + b) / ln 2), r = a - n ln2 (two-part
@@ -54,13 +66,7 @@ inline float exp_reduced(float a, float b, float& n) {
   float r = a - n * 0.693359375f;  // exact: n has <= 9 bits, the constant 9
   r = r - n * -2.12194440e-4f;
   r = r + b;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  return p * (r * r) + r + 1.0f;
+  return exp_poly(r);
 }
 
 /// exp(a + b) as exp_reduced describes, for finite a + b in [-120, 88], no clamping or NaN
@@ -148,13 +154,7 @@ inline float exp_neg_normal(float hi, float lo) {
   float r = -hi - n * 0.693359375f;  // exact: n has <= 7 bits, the constant 9
   r = r - n * -2.12194440e-4f;
   r = r - lo;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float y = p * (r * r) + r + 1.0f;
+  const float y = exp_poly(r);
   // + n << 23: the bits of 1.5 * 2^23 shift out
   return from_bits(to_bits(y) + (to_bits(shifted) << 23));
 }
