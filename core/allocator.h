@@ -1,8 +1,8 @@
 // Per-device memory allocators with live/peak accounting.
 //
 // Every byte a Tensor owns comes from the allocator of its device, so memory use is reported the
-// same way on CPU and GPU: live bytes, peak bytes (resettable), reserved bytes (held by a cache,
-// equal to live on CPU), and allocation counts. ZeRO's savings are measured with these numbers.
+// same way on CPU and GPU: live bytes, peak bytes (resettable), reserved bytes (held from the
+// system, caches included), and allocation counts. ZeRO's savings are measured with these numbers.
 #pragma once
 
 #include <atomic>
@@ -59,8 +59,9 @@ Allocator& get_allocator(Device d);
 MemoryStats memory_stats(Device d = kCPU);
 /// Sets peak_bytes to the current live_bytes for `d`.
 void reset_peak_memory_stats(Device d = kCPU);
-/// Frees cached, unused blocks of `d`: the CUDA caching allocator's, the CPU small-block cache
-/// (Note [CPU small-block cache], core/allocator.cpp).
+/// Frees cached, unused blocks of `d`: the CUDA caching allocator's, the CPU small- and
+/// large-block caches (Notes [CPU small-block cache] and [CPU large-block cache],
+/// core/allocator.cpp).
 void empty_cache(Device d = kCPU);
 
 // Note [Pinned host memory]

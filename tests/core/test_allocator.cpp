@@ -88,3 +88,73 @@ TEST_CASE("cpu allocator: the cache is bounded and blocks may be freed on anothe
   CHECK(memory_stats().reserved_bytes == s0.reserved_bytes);
 }
 
+// Note [CPU large-block cache]
+TEST_CASE("cpu allocator: large blocks are rounded to eight classes per power of two") {
+  empty_cache();
+  const MemoryStats s0 = memory_stats();
+  // (asked, block): 2^17 is a class of its own; one byte more takes the next eighth (2^14 more);
+  // 300000 lies in [2^18, 2^19), so it is rounded up to a multiple of 2^15 (10 * 32768)
+  const std::pair<int64_t, int64_t> cases[] = {
+      {131072, 131072}, {131073, 131072 + 16384}, {300000, 10 * 32768}, {1 << 20, 1 << 20}};
+  for (const auto& [asked, block] : cases) {
+    {
+      Tensor t = bytes(asked);
+      CHECK(addr(t) % 64 == 0);
+      const MemoryStats s1 = memory_stats();
+      CHECK(s1.live_bytes - s0.live_bytes == asked);
+      CHECK_MESSAGE(s1.reserved_bytes - s0.reserved_bytes == block, "asked ", asked);
+    }
+    // freed: still reserved while cached, never live
+    const MemoryStats s2 = memory_stats();
+    CHECK(s2.live_bytes == s0.live_bytes);
+    CHECK(s2.reserved_bytes - s0.reserved_bytes == (kCacheOn ? block : 0));
+    empty_cache();
+    CHECK(memory_stats().reserved_bytes == s0.reserved_bytes);
+  }
+  // 4097 bytes up to 128 KiB are neither cached nor rounded beyond 64 bytes
+  { Tensor t = bytes(100000); }
+  CHECK(memory_stats().reserved_bytes == s0.reserved_bytes);
+}
+
+TEST_CASE("cpu allocator: a freed large block is reused by the next request of its class") {
+  empty_cache();
+  uintptr_t first;
+  {
+    Tensor a = bytes(3 << 20);
+    a.fill_(7);  // touch the pages
+    first = addr(a);
+  }
+  Tensor b = bytes((3 << 20) - 1000);  // same class (3 MiB is a multiple of 2^18)
+  if (kCacheOn) CHECK(addr(b) == first);
+  Tensor c = bytes(3 << 20);  // the list of that class is empty again: a new block
+  CHECK(addr(c) != addr(b));
+  // a different class never takes it
+  uintptr_t freed;
+  {
+    Tensor d = bytes(5 << 20);
+    freed = addr(d);
+  }
+  Tensor e = bytes(6 << 20);
+  CHECK(addr(e) != freed);
+}
+
+TEST_CASE("cpu allocator: the large cache is bounded, and a refused request empties it first") {
+  empty_cache();
+  const MemoryStats s0 = memory_stats();
+  {
+    // 24 blocks of 64 MiB (1.5 GiB) freed at once, on another thread: at most 1 GiB stays
+    std::vector<Tensor> many;
+    for (int i = 0; i < 24; ++i) many.push_back(bytes(int64_t{64} << 20));
+    std::thread([m = std::move(many)]() mutable { m.clear(); }).join();
+  }
+  const MemoryStats s1 = memory_stats();
+  CHECK(s1.live_bytes == s0.live_bytes);
+  CHECK(s1.reserved_bytes - s0.reserved_bytes == (kCacheOn ? (int64_t{1} << 30) : 0));
+  // the system cannot give 2^50 bytes: the cache is freed, the retry fails, and the error names
+  // the size
+  CHECK_THROWS_WITH_AS(bytes(int64_t{1} << 50),
+                       doctest::Contains("could not allocate 1125899906842624 bytes"),
+                       OutOfMemoryError);
+  CHECK(memory_stats().reserved_bytes == s0.reserved_bytes);
+  CHECK(memory_stats().live_bytes == s0.live_bytes);
+}
