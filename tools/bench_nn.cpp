@@ -124,7 +124,7 @@ std::vector<Case> cases() {
   // nn::MultiheadAttention module, weights not returned (as PyTorch's need_weights=False).
   for (auto [e, heads] : {std::pair<int64_t, int64_t>{256, 4}, {512, 8}, {768, 12}}) {
     std::string name = "mha b16 L128 E" + std::to_string(e) + " h" + std::to_string(heads);
-    cs.push_back({name, 3, [e, heads] {
+    cs.push_back({name, 7, [e, heads] {
                     auto m = std::make_shared<nn::MultiheadAttention>(e, heads, 0.0, true, true);
                     Tensor x = randn({16, 128, e}).requires_grad_();
                     return module_fwd_bwd(m, x, [m, x] {
@@ -136,7 +136,7 @@ std::vector<Case> cases() {
   }
   // One BERT-base encoder layer (post-LN, GELU, E 768, 12 heads, feed-forward 3072), batch 8,
   // sequence 128, dropout 0 (so both sides time the same arithmetic), training mode.
-  cs.push_back({"encoder b8 L128 E768 h12 ff3072", 3, [] {
+  cs.push_back({"encoder b8 L128 E768 h12 ff3072", 7, [] {
                   auto m = std::make_shared<nn::TransformerEncoderLayer>(
                       768, 12,
                       nn::TransformerEncoderLayerOptions{.dim_feedforward = 3072,

@@ -47,14 +47,14 @@ def cases():
             m = nn.MultiheadAttention(e, heads, batch_first=True)
             x = torch.randn(16, 128, e, requires_grad=True)
             return module_iteration(m, lambda: m(x, x, x, need_weights=False)[0], x)
-        cs.append((f"mha b16 L128 E{e} h{heads}", 3, setup))
+        cs.append((f"mha b16 L128 E{e} h{heads}", 7, setup))
 
     def encoder_setup():
         m = nn.TransformerEncoderLayer(768, 12, dim_feedforward=3072, dropout=0.0,
                                        activation="gelu", batch_first=True)
         x = torch.randn(8, 128, 768, requires_grad=True)
         return module_iteration(m, lambda: m(x), x)
-    cs.append(("encoder b8 L128 E768 h12 ff3072", 3, encoder_setup))
+    cs.append(("encoder b8 L128 E768 h12 ff3072", 7, encoder_setup))
 
     def adamw_setup():
         p = torch.randn(10_000_000, requires_grad=True)
