@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/cpu/conv_shape.h"
 #include "core/cpu/conv_winograd.h"
 #include "core/cpu/loops.h"
 #include "core/ops/conv.h"
@@ -197,19 +198,12 @@ void copy_rows(const T* src, int64_t src_ld, T* dst, int64_t dst_ld, int64_t row
 }
 
 /// Shapes shared by the forward and backward loops.
-struct ConvDims {
-  int64_t N, C, H, W, O, G, Cg, Og, HWo, K, HW;
+struct ConvDims : ConvShape {
+  int64_t HWo, K, HW;
   bool direct;  ///< 1x1, stride 1, no padding: the input plane is the patch matrix
   int64_t nb;   ///< images per GEMM
   ConvDims(const Tensor& input, const Tensor& weight, const Conv2dGeometry& g)
-      : N(input.size(0)),
-        C(input.size(1)),
-        H(input.size(2)),
-        W(input.size(3)),
-        O(weight.size(0)),
-        G(g.groups),
-        Cg(C / G),
-        Og(O / G),
+      : ConvShape(input, weight, g),
         HWo(g.out_h * g.out_w),
         K(Cg * g.kh * g.kw),
         HW(H * W),

@@ -29,6 +29,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/cpu/conv_shape.h"
 #include "core/ops/copy.h"
 #include "core/ops/matmul.h"
 #include "core/ops/view.h"
@@ -44,17 +45,10 @@ namespace sl::cpu {
 namespace {
 
 /// Shapes of one Winograd convolution.
-struct WinoDims {
-  int64_t N, C, H, W, O, G, Cg, Og, Ho, Wo, TH, TW, tiles, pt, pl, nb;
+struct WinoDims : ConvShape {
+  int64_t Ho, Wo, TH, TW, tiles, pt, pl, nb;
   WinoDims(const Tensor& input, const Tensor& weight, const Conv2dGeometry& g)
-      : N(input.size(0)),
-        C(input.size(1)),
-        H(input.size(2)),
-        W(input.size(3)),
-        O(weight.size(0)),
-        G(g.groups),
-        Cg(C / G),
-        Og(O / G),
+      : ConvShape(input, weight, g),
         Ho(g.out_h),
         Wo(g.out_w),
         TH((Ho + 1) / 2),
