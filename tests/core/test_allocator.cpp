@@ -138,6 +138,44 @@ TEST_CASE("cpu allocator: a freed large block is reused by the next request of i
   CHECK(addr(e) != freed);
 }
 
+TEST_CASE("cpu allocator: a full large cache makes room by freeing its least recently freed") {
+  empty_cache();
+  const MemoryStats s0 = memory_stats();
+  const int64_t MiB = int64_t{1} << 20;
+  std::vector<uintptr_t> old_blocks;
+  {
+    // 16 blocks of 64 MiB fill the 1 GiB cache when freed
+    std::vector<Tensor> fill;
+    for (int i = 0; i < 16; ++i) fill.push_back(bytes(64 * MiB));
+    for (Tensor& t : fill) {
+      old_blocks.push_back(addr(t));
+      t = Tensor();  // freed here, in this order
+    }
+  }
+  CHECK(memory_stats().reserved_bytes - s0.reserved_bytes == (kCacheOn ? 1024 * MiB : 0));
+  uintptr_t newer;
+  {
+    // a 96 MiB block (its own class: 3 * 2^25) freed into the full cache evicts the two oldest
+    Tensor t = bytes(96 * MiB);
+    newer = addr(t);
+  }
+  CHECK(memory_stats().reserved_bytes - s0.reserved_bytes ==
+        (kCacheOn ? (1024 - 128 + 96) * MiB : 0));
+  Tensor again = bytes(96 * MiB);  // the new class is served from the cache
+  if (kCacheOn) CHECK(addr(again) == newer);
+  // 14 blocks of 64 MiB are left, the most recently freed first
+  std::vector<Tensor> back;
+  for (int i = 0; i < 14; ++i) back.push_back(bytes(64 * MiB));
+  if (kCacheOn) {
+    for (int i = 0; i < 14; ++i) CHECK(addr(back[static_cast<size_t>(i)]) == old_blocks[15 - i]);
+  }
+  CHECK(memory_stats().reserved_bytes - s0.reserved_bytes == (14 * 64 + 96) * MiB);
+  back.clear();
+  again = Tensor();
+  empty_cache();
+  CHECK(memory_stats().reserved_bytes == s0.reserved_bytes);
+}
+
 TEST_CASE("cpu allocator: the large cache is bounded, and a refused request empties it first") {
   empty_cache();
   const MemoryStats s0 = memory_stats();
