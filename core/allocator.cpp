@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <vector>
 
@@ -166,7 +167,11 @@ class CpuAllocator final : public Allocator {
     if (kCacheBytesPerClass == 0) return false;
     std::lock_guard<std::mutex> lock(mu_);
     if (free_[c].size() >= kCacheBytesPerClass / (kMinBlock << c)) return false;
-    free_[c].push_back(p);
+    try {
+      free_[c].push_back(p);
+    } catch (const std::bad_alloc&) {  // deallocate must not throw: free p instead
+      return false;
+    }
     return true;
   }
   void* pop_large(size_t block) {
@@ -186,8 +191,18 @@ class CpuAllocator final : public Allocator {
   bool push_large(size_t block, void* p) {
     if (block > kLargeCacheBytes) return false;
     std::lock_guard<std::mutex> lock(mu_);
-    large_lru_.push_back({p, block});
-    large_by_size_.emplace(block, std::prev(large_lru_.end()));
+    // deallocate must not throw: where the lists cannot grow, p is freed instead
+    try {
+      large_lru_.push_back({p, block});
+    } catch (const std::bad_alloc&) {
+      return false;
+    }
+    try {
+      large_by_size_.emplace(block, std::prev(large_lru_.end()));
+    } catch (const std::bad_alloc&) {
+      large_lru_.pop_back();
+      return false;
+    }
     large_cached_ += block;
     while (large_cached_ > kLargeCacheBytes) {
       const CachedBlock oldest = large_lru_.front();
