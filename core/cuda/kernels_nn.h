@@ -11,21 +11,25 @@
 
 namespace sl::cuda {
 
-// ---- norm family (norm.cu): float32 / float64 only (the ops layer computes 16-bit inputs in
-// float32); all tensors contiguous; null weight / bias / outputs mean "absent" ---------------
-void launch_layer_norm_forward(DType dt, const void* x, const void* w, const void* b, void* y,
-                               void* mean, void* rstd, int64_t M, int64_t D, double eps,
+// ---- norm family (norm.cu): all tensors contiguous; null weight / bias / outputs mean "absent".
+// dt, the dtype of x, y, dy, dx: float32, float64, or 16-bit (float16 / bfloat16, computed in
+// float). The saved statistics (mean, rstd, save_mean, save_invstd) have the compute dtype: dt for
+// float32 / float64, float32 for a 16-bit dt. pdt, the dtype of weight, bias, running_mean,
+// running_var and their gradients: dt, or float32 beside a 16-bit dt (mixed precision; DTypeError
+// otherwise). ---------------------------------------------------------------------------------
+void launch_layer_norm_forward(DType dt, DType pdt, const void* x, const void* w, const void* b,
+                               void* y, void* mean, void* rstd, int64_t M, int64_t D, double eps,
                                cudaStream_t s);
-void launch_layer_norm_backward(DType dt, void* dx, void* dw, void* db, const void* dy,
+void launch_layer_norm_backward(DType dt, DType pdt, void* dx, void* dw, void* db, const void* dy,
                                 const void* x, const void* mean, const void* rstd, const void* w,
                                 int64_t M, int64_t D, cudaStream_t s);
 /// x [N, C, S]; running_mean / running_var may be null (then not updated; required when
 /// !training).
-void launch_batch_norm_forward(DType dt, void* y, void* save_mean, void* save_invstd, const void* x,
-                               const void* w, const void* b, void* running_mean, void* running_var,
-                               bool training, double momentum, double eps, int64_t N, int64_t C,
-                               int64_t S, cudaStream_t s);
-void launch_batch_norm_backward(DType dt, void* dx, void* dw, void* db, const void* dy,
+void launch_batch_norm_forward(DType dt, DType pdt, void* y, void* save_mean, void* save_invstd,
+                               const void* x, const void* w, const void* b, void* running_mean,
+                               void* running_var, bool training, double momentum, double eps,
+                               int64_t N, int64_t C, int64_t S, cudaStream_t s);
+void launch_batch_norm_backward(DType dt, DType pdt, void* dx, void* dw, void* db, const void* dy,
                                 const void* x, const void* w, const void* save_mean,
                                 const void* save_invstd, bool training, int64_t N, int64_t C,
                                 int64_t S, cudaStream_t s);

@@ -14,20 +14,51 @@ void* mut_ptr_or_null(const Tensor& t) {
   return t.defined() ? t.data_ptr() : nullptr;
 }
 
+/// The dtype the defined tensors among `params` share (the kernels take one parameter dtype);
+/// the input's dtype when none is defined. Throws DTypeError naming op when two differ.
+DType params_dtype(const char* op, const Tensor& input,
+                   std::initializer_list<const Tensor*> params) {
+  const Tensor* first = nullptr;
+  for (const Tensor* p : params) {
+    if (!p->defined()) continue;
+    if (first == nullptr) first = p;
+    SL_CHECK_DTYPE(p->dtype() == first->dtype(), op,
+                   ": weight, bias and running statistics must share one dtype, got ",
+                   dtype_name(first->dtype()), " and ", dtype_name(p->dtype()));
+  }
+  return first != nullptr ? first->dtype() : input.dtype();
+}
+
+/// The saved statistics' dtype must be the compute dtype of the input (kernels_nn.h).
+void check_stats_dtype(const char* op, const Tensor& input, const Tensor& stat) {
+  const DType dt = input.dtype();
+  const DType want = dt == DType::f16 || dt == DType::bf16 ? DType::f32 : dt;
+  SL_CHECK_DTYPE(stat.dtype() == want, op, ": saved statistics of dtype ", dtype_name(stat.dtype()),
+                 " for an input of dtype ", dtype_name(dt), " (expected ", dtype_name(want), ")");
+}
+
 void layer_norm_forward_cuda(const Tensor& out, const Tensor& mean, const Tensor& rstd,
                              const Tensor& input, const Tensor& weight, const Tensor& bias,
                              double eps) {
+  const char* op = "layer_norm";
+  const DType pdt = params_dtype(op, input, {&weight, &bias});
+  check_stats_dtype(op, input, mean);
+  check_stats_dtype(op, input, rstd);
   DeviceGuard g(input.device());
-  launch_layer_norm_forward(input.dtype(), input.data_ptr(), ptr_or_null(weight), ptr_or_null(bias),
-                            out.data_ptr(), mean.data_ptr(), rstd.data_ptr(), input.size(0),
-                            input.size(1), eps, compute_stream(input.device()));
+  launch_layer_norm_forward(input.dtype(), pdt, input.data_ptr(), ptr_or_null(weight),
+                            ptr_or_null(bias), out.data_ptr(), mean.data_ptr(), rstd.data_ptr(),
+                            input.size(0), input.size(1), eps, compute_stream(input.device()));
 }
 
 void layer_norm_backward_cuda(const Tensor& grad_input, const Tensor& grad_weight,
                               const Tensor& grad_bias, const Tensor& grad_out, const Tensor& input,
                               const Tensor& mean, const Tensor& rstd, const Tensor& weight) {
+  const char* op = "layer_norm_backward";
+  const DType pdt = params_dtype(op, input, {&weight, &grad_weight, &grad_bias});
+  check_stats_dtype(op, input, mean);
+  check_stats_dtype(op, input, rstd);
   DeviceGuard g(input.device());
-  launch_layer_norm_backward(input.dtype(), mut_ptr_or_null(grad_input),
+  launch_layer_norm_backward(input.dtype(), pdt, mut_ptr_or_null(grad_input),
                              mut_ptr_or_null(grad_weight), mut_ptr_or_null(grad_bias),
                              grad_out.data_ptr(), input.data_ptr(), mean.data_ptr(),
                              rstd.data_ptr(), ptr_or_null(weight), input.size(0), input.size(1),
@@ -40,8 +71,12 @@ void batch_norm_forward_cuda(const Tensor& out, const Tensor& save_mean, const T
                              double momentum, double eps) {
   SL_CHECK(training || (running_mean.defined() && running_var.defined()),
            "batch_norm: evaluation needs running_mean and running_var");
+  const char* op = "batch_norm";
+  const DType pdt = params_dtype(op, input, {&weight, &bias, &running_mean, &running_var});
+  check_stats_dtype(op, input, save_mean);
+  check_stats_dtype(op, input, save_invstd);
   DeviceGuard g(input.device());
-  launch_batch_norm_forward(input.dtype(), out.data_ptr(), save_mean.data_ptr(),
+  launch_batch_norm_forward(input.dtype(), pdt, out.data_ptr(), save_mean.data_ptr(),
                             save_invstd.data_ptr(), input.data_ptr(), ptr_or_null(weight),
                             ptr_or_null(bias), mut_ptr_or_null(running_mean),
                             mut_ptr_or_null(running_var), training, momentum, eps, input.size(0),
@@ -52,8 +87,12 @@ void batch_norm_backward_cuda(const Tensor& grad_input, const Tensor& grad_weigh
                               const Tensor& grad_bias, const Tensor& grad_out, const Tensor& input,
                               const Tensor& weight, const Tensor& save_mean,
                               const Tensor& save_invstd, bool training) {
+  const char* op = "batch_norm_backward";
+  const DType pdt = params_dtype(op, input, {&weight, &grad_weight, &grad_bias});
+  check_stats_dtype(op, input, save_mean);
+  check_stats_dtype(op, input, save_invstd);
   DeviceGuard g(input.device());
-  launch_batch_norm_backward(input.dtype(), mut_ptr_or_null(grad_input),
+  launch_batch_norm_backward(input.dtype(), pdt, mut_ptr_or_null(grad_input),
                              mut_ptr_or_null(grad_weight), mut_ptr_or_null(grad_bias),
                              grad_out.data_ptr(), input.data_ptr(), ptr_or_null(weight),
                              save_mean.data_ptr(), save_invstd.data_ptr(), training, input.size(0),

@@ -26,9 +26,33 @@ namespace ops {
 
 namespace {
 
-/// The dtype kernels compute in: f32 / f64 as given, float32 for the 16-bit floats.
+/// The dtype kernels compute in: f32 / f64 as given, float32 for the 16-bit floats. The saved
+/// statistics have it on every device.
 DType compute_dtype(DType t) {
   return t == DType::f64 ? DType::f64 : DType::f32;
+}
+
+/// Where the kernels take 16-bit inputs as they are (CUDA: 16-bit storage, arithmetic in float):
+/// then the input and output keep the input's dtype. Elsewhere (the CPU kernels take float32 /
+/// float64 only) a 16-bit input is computed in float32 and the results cast back.
+bool takes_16bit(const Tensor& input) {
+  const DType dt = input.dtype();
+  return (dt == DType::f16 || dt == DType::bf16) && input.device().kind == DeviceKind::cuda;
+}
+
+/// The dtypes a norm kernel runs with for `input`: x (input, output and their gradients) and
+/// params (weight, bias, running statistics and their gradients; the kernels take one).
+struct NormDTypes {
+  DType x, params;
+};
+NormDTypes norm_dtypes(const Tensor& input, std::initializer_list<const Tensor*> params) {
+  const DType ct = compute_dtype(input.dtype());
+  if (!takes_16bit(input)) return {ct, ct};
+  // 16-bit parameters beside a 16-bit input stay as they are; any other mix runs in float32.
+  for (const Tensor* p : params) {
+    if (p->defined() && p->dtype() != input.dtype()) return {input.dtype(), DType::f32};
+  }
+  return {input.dtype(), input.dtype()};
 }
 
 /// t contiguous in dtype ct (undefined stays undefined).
@@ -73,18 +97,19 @@ NormForward layer_norm_forward(const Tensor& input, const Shape& normalized_shap
   check_param(op, "weight", weight, normalized_shape);
   check_param(op, "bias", bias, normalized_shape);
   const DType ct = compute_dtype(input.dtype());
+  const NormDTypes kt = norm_dtypes(input, {&weight, &bias});
   const int64_t D = shape_numel(normalized_shape);
   const int64_t M = D == 0 ? 0 : input.numel() / D;
-  Tensor x = prep(input, ct);
+  Tensor x = prep(input, kt.x);
   NormForward r;
-  r.out = empty(input.sizes(), ct, input.device());
+  r.out = empty(input.sizes(), kt.x, input.device());
   Shape stat_shape(input.sizes().begin(), input.sizes().end() - k);
   r.mean = empty(stat_shape, ct, input.device());
   r.rstd = empty(stat_shape, ct, input.device());
   if (M > 0 && D > 0) {
     layer_norm_forward_kernel(input.device().kind, view(r.out, {M, D}), view(r.mean, {M}),
-                              view(r.rstd, {M}), view(x, {M, D}), prep(weight, ct), prep(bias, ct),
-                              eps);
+                              view(r.rstd, {M}), view(x, {M, D}), prep(weight, kt.params),
+                              prep(bias, kt.params), eps);
   }
   r.out = cast(r.out, input.dtype());
   return r;
@@ -93,20 +118,20 @@ NormForward layer_norm_forward(const Tensor& input, const Shape& normalized_shap
 std::array<Tensor, 3> layer_norm_backward(const Tensor& grad_out, const Tensor& input,
                                           const NormForward& saved, const Tensor& weight,
                                           std::array<bool, 3> needs) {
-  const DType ct = saved.mean.dtype();
+  const NormDTypes kt = norm_dtypes(input, {&weight});
   const int64_t M = saved.mean.numel();
   const int64_t D = M == 0 ? 0 : input.numel() / M;
   std::array<Tensor, 3> r;
-  Tensor gi = needs[0] ? empty(input.sizes(), ct, input.device()) : Tensor();
+  Tensor gi = needs[0] ? empty(input.sizes(), kt.x, input.device()) : Tensor();
   Shape ps(input.sizes().end() - (input.dim() - saved.mean.dim()), input.sizes().end());
-  Tensor gw = needs[1] ? empty(ps, ct, input.device()) : Tensor();
-  Tensor gb = needs[2] ? empty(ps, ct, input.device()) : Tensor();
+  Tensor gw = needs[1] ? empty(ps, kt.params, input.device()) : Tensor();
+  Tensor gb = needs[2] ? empty(ps, kt.params, input.device()) : Tensor();
   if (M > 0 && D > 0) {
     layer_norm_backward_kernel(input.device().kind, gi.defined() ? view(gi, {M, D}) : gi,
                                gw.defined() ? view(gw, {D}) : gw, gb.defined() ? view(gb, {D}) : gb,
-                               view(prep(grad_out, ct), {M, D}), view(prep(input, ct), {M, D}),
+                               view(prep(grad_out, kt.x), {M, D}), view(prep(input, kt.x), {M, D}),
                                view(saved.mean, {M}), view(saved.rstd, {M}),
-                               weight.defined() ? view(prep(weight, ct), {D}) : weight);
+                               weight.defined() ? view(prep(weight, kt.params), {D}) : weight);
   } else {
     for (Tensor* t : {&gi, &gw, &gb}) {
       if (t->defined()) fill_(*t, 0);
@@ -144,22 +169,23 @@ NormForward batch_norm_forward(const Tensor& input, const Tensor& running_mean,
            ": expected more than 1 value per channel when training, got input of shape ",
            shape_str(input.sizes()));
   const DType ct = compute_dtype(input.dtype());
-  Tensor x = prep(input, ct);
+  const NormDTypes kt = norm_dtypes(input, {&weight, &bias, &running_mean, &running_var});
+  Tensor x = prep(input, kt.x);
   NormForward r;
-  r.out = empty(input.sizes(), ct, input.device());
+  r.out = empty(input.sizes(), kt.x, input.device());
   r.mean = empty({C}, ct, input.device());
   r.rstd = empty({C}, ct, input.device());
   // The kernel updates running stats in place: hand it the tensors themselves when they are
-  // contiguous in the compute dtype, else temporaries copied back afterwards.
+  // contiguous in the kernel's parameter dtype, else temporaries copied back afterwards.
   auto direct = [&](const Tensor& t) {
-    return !t.defined() || (t.dtype() == ct && t.is_contiguous());
+    return !t.defined() || (t.dtype() == kt.params && t.is_contiguous());
   };
-  Tensor rm = direct(running_mean) ? running_mean : prep(running_mean, ct);
-  Tensor rv = direct(running_var) ? running_var : prep(running_var, ct);
+  Tensor rm = direct(running_mean) ? running_mean : prep(running_mean, kt.params);
+  Tensor rv = direct(running_var) ? running_var : prep(running_var, kt.params);
   if (input.numel() > 0) {
     batch_norm_forward_kernel(input.device().kind, view(r.out, {N, C, S}), r.mean, r.rstd,
-                              view(x, {N, C, S}), prep(weight, ct), prep(bias, ct), rm, rv,
-                              training, momentum, eps);
+                              view(x, {N, C, S}), prep(weight, kt.params), prep(bias, kt.params),
+                              rm, rv, training, momentum, eps);
   }
   if (training && running_mean.defined()) {
     if (rm.is_same(running_mean))
@@ -178,16 +204,16 @@ NormForward batch_norm_forward(const Tensor& input, const Tensor& running_mean,
 std::array<Tensor, 3> batch_norm_backward(const Tensor& grad_out, const Tensor& input,
                                           const NormForward& saved, const Tensor& weight,
                                           bool training, std::array<bool, 3> needs) {
-  const DType ct = saved.mean.dtype();
+  const NormDTypes kt = norm_dtypes(input, {&weight});
   const int64_t N = input.size(0), C = input.size(1), S = tail_numel(input, 2);
-  Tensor gi = needs[0] ? empty(input.sizes(), ct, input.device()) : Tensor();
-  Tensor gw = needs[1] ? empty({C}, ct, input.device()) : Tensor();
-  Tensor gb = needs[2] ? empty({C}, ct, input.device()) : Tensor();
+  Tensor gi = needs[0] ? empty(input.sizes(), kt.x, input.device()) : Tensor();
+  Tensor gw = needs[1] ? empty({C}, kt.params, input.device()) : Tensor();
+  Tensor gb = needs[2] ? empty({C}, kt.params, input.device()) : Tensor();
   if (input.numel() > 0) {
     batch_norm_backward_kernel(input.device().kind, gi.defined() ? view(gi, {N, C, S}) : gi, gw, gb,
-                               view(prep(grad_out, ct), {N, C, S}),
-                               view(prep(input, ct), {N, C, S}), prep(weight, ct), saved.mean,
-                               saved.rstd, training);
+                               view(prep(grad_out, kt.x), {N, C, S}),
+                               view(prep(input, kt.x), {N, C, S}), prep(weight, kt.params),
+                               saved.mean, saved.rstd, training);
   } else {
     for (Tensor* t : {&gw, &gb}) {
       if (t->defined()) fill_(*t, 0);

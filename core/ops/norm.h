@@ -4,8 +4,13 @@
 // Note [Norm statistics]
 // Means and variances are accumulated in double on the CPU (two passes over the data), and
 // normalisation uses rstd = 1 / sqrt(var + eps) with the biased variance, as PyTorch. The saved
-// statistics (mean, rstd / invstd) have the compute dtype (float32 for 16-bit inputs) and are
-// what the backward kernels take, so no statistic is recomputed there.
+// statistics (mean, rstd / invstd) have the compute dtype (float32 for 16-bit inputs, on every
+// device) and are what the backward kernels take, so no statistic is recomputed there.
+//
+// Kernel dtypes: the CPU kernels take one dtype throughout (float32 or float64; the ops layer
+// computes 16-bit inputs in float32 and casts back). The CUDA kernels also take 16-bit inputs
+// as they are (arithmetic in float), with float32 statistics, and parameters (weight, bias,
+// running statistics, their gradients) in the input's dtype or in float32 (mixed precision).
 #pragma once
 
 #include <array>
@@ -17,7 +22,8 @@
 namespace sl {
 
 /// Row-wise layer norm of a contiguous input [M, D]: out = (x - mean) * rstd * weight + bias,
-/// writing mean [M] and rstd [M]. weight / bias are [D] or undefined. One dtype throughout.
+/// writing mean [M] and rstd [M]. weight / bias are [D] or undefined. Dtypes as Note [Norm
+/// statistics] says per device.
 SL_DECLARE_KERNEL(layer_norm_forward_kernel,
                   void(const Tensor& out, const Tensor& mean, const Tensor& rstd,
                        const Tensor& input, const Tensor& weight, const Tensor& bias, double eps));

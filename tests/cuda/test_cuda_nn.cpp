@@ -2,7 +2,9 @@
 // layer norm, batch norm, dropout, conv, pooling, attention softmax, LSTM / GRU. float64 runs
 // show the kernels compute the same functions (tolerances at double rounding); float32 runs
 // use tolerances a few hundred float ulps wide (reductions and products accumulate in different
-// orders).
+// orders). float16 / bfloat16 runs of the norm family compare the CUDA kernels' native 16-bit
+// path with the CPU's float32 computation of the same 16-bit values (tol16).
+#include "core/ops/norm.h"
 #include "cuda_testing.h"
 
 using namespace sl;
@@ -13,6 +15,18 @@ namespace {
 /// (rtol, atol) per dtype for the nn parity cases (see the file comment).
 std::pair<double, double> tol(DType dt) {
   return dt == DType::f64 ? std::pair{1e-10, 1e-10} : std::pair{2e-4, 2e-4};
+}
+/// (rtol, atol) for the 16-bit cases. Both devices compute in float from the same 16-bit values
+/// (the CPU after casting them to float32, the CUDA kernels natively) and round each result to
+/// 16 bits once, so results differ only where float values that differ by the order of sums (or
+/// by the few float ulps between CUDA's and glibc's expf) straddle a 16-bit rounding boundary:
+/// one 16-bit ulp, at most 2^-7 = 7.8e-3 relative for bf16 (8 significant bits) and
+/// 2^-10 = 9.8e-4 for f16 (11 bits). rtol is two ulps (bf16 1.6e-2, f16 2e-3), since a gradient
+/// that reads a 16-bit forward output (attention's probabilities) can inherit one ulp from it;
+/// atol (bf16 1e-3, f16 1e-4) covers results near zero, where the float differences of
+/// cancelling O(1) terms are absolute rather than relative.
+std::pair<double, double> tol16(DType dt) {
+  return dt == DType::bf16 ? std::pair{1.6e-2, 1e-3} : std::pair{2e-3, 1e-4};
 }
 Tensor rnd(const Shape& s, DType dt, bool grad = true) {
   Tensor t = randn(s, {.dtype = dt});
@@ -38,9 +52,35 @@ TEST_CASE("cuda parity: layer_norm forward and backward") {
     check_gpu_parity([](const TensorList& t) { return layer_norm(t[0], {16}); },
                      {rnd({300, 16}, dt)}, rt, at);
   }
-  // 16-bit inputs are computed in float32 by the ops layer on both devices
-  check_gpu_parity([](const TensorList& t) { return layer_norm(t[0].to(DType::bf16), {64}); },
-                   {rnd({8, 64}, DType::f32)}, 1e-2, 1e-2);
+  // 16-bit inputs: the CUDA kernels read and write them natively, the CPU computes in float32
+  for (DType dt : {DType::f16, DType::bf16}) {
+    CAPTURE(dt);
+    auto [rt, at] = tol16(dt);
+    // weight and bias in the input's dtype; in float32 (mixed precision) with D > 1024; none
+    check_gpu_parity([](const TensorList& t) { return layer_norm(t[0], {37}, t[1], t[2]); },
+                     {rnd({6, 5, 37}, dt), rnd({37}, dt), rnd({37}, dt)}, rt, at);
+    check_gpu_parity(
+        [](const TensorList& t) {
+          return layer_norm(t[0], {2, 700}, t[1], t[2]);
+        },
+        {rnd({3, 2, 700}, dt), rnd({2, 700}, DType::f32), rnd({2, 700}, DType::f32)}, rt, at);
+    check_gpu_parity([](const TensorList& t) { return layer_norm(t[0], {16}); },
+                     {rnd({300, 16}, dt)}, rt, at);
+    // through a float32 leaf (the cast's backward meets the 16-bit gradient)
+    check_gpu_parity([dt](const TensorList& t) { return layer_norm(t[0].to(dt), {64}); },
+                     {rnd({8, 64}, DType::f32)}, rt, at);
+    // the saved statistics are float32 on both devices, and agree to float rounding (both are
+    // double sums of the same 16-bit values, in different orders)
+    Tensor x = randn({5, 40}, {.dtype = dt});
+    ops::NormForward fc = ops::layer_norm_forward(x, {40}, Tensor(), Tensor(), 1e-5);
+    ops::NormForward fg = ops::layer_norm_forward(x.to(kGPU), {40}, Tensor(), Tensor(), 1e-5);
+    CHECK(fg.out.dtype() == dt);
+    CHECK(fg.mean.dtype() == DType::f32);
+    CHECK(fg.rstd.dtype() == DType::f32);
+    CHECK(fc.mean.dtype() == DType::f32);
+    SL_CHECK_CLOSE(fg.mean.cpu(), fc.mean, 1e-6, 1e-7);
+    SL_CHECK_CLOSE(fg.rstd.cpu(), fc.rstd, 1e-6, 1e-7);
+  }
 }
 
 TEST_CASE("cuda parity: batch_norm training, running statistics, evaluation") {
@@ -67,6 +107,39 @@ TEST_CASE("cuda parity: batch_norm training, running statistics, evaluation") {
         },
         {rnd({4, 5, 6}, dt), rnd({5}, dt)}, rt, at);
     // many channels, long batch: several chunks per channel
+    check_gpu_parity(
+        [](const TensorList& t) {
+          return batch_norm(t[0], Tensor(), Tensor(), Tensor(), Tensor(), true);
+        },
+        {rnd({300, 3, 40}, dt)}, rt, at);
+  }
+  // 16-bit inputs (native on CUDA, float32 on the CPU), with weight, bias and running
+  // statistics in the input's dtype, or in float32 (mixed precision)
+  for (DType dt : {DType::f16, DType::bf16}) {
+    for (DType pdt : {dt, DType::f32}) {
+      CAPTURE(dt);
+      CAPTURE(pdt);
+      auto [rt, at] = tol16(dt);
+      Tensor rm = randn({5}, {.dtype = pdt}), rv = rand({5}, {.dtype = pdt}) + 0.5;
+      Tensor grm = rm.to(kGPU), grv = rv.to(kGPU);
+      Tensor crm = rm.clone(), crv = rv.clone();
+      check_gpu_parity(
+          [&](const TensorList& t) {
+            bool gpu = t[0].is_cuda();
+            return batch_norm(t[0], gpu ? grm : crm, gpu ? grv : crv, t[1], t[2], true, 0.1, 1e-5);
+          },
+          {rnd({8, 5, 7, 3}, dt), rnd({5}, pdt), rnd({5}, pdt)}, rt, at);
+      CHECK(grm.dtype() == pdt);
+      SL_CHECK_CLOSE(grm.cpu(), crm, rt, at);
+      SL_CHECK_CLOSE(grv.cpu(), crv, rt, at);
+      check_gpu_parity(
+          [&](const TensorList& t) {
+            bool gpu = t[0].is_cuda();
+            return batch_norm(t[0], gpu ? grm : crm, gpu ? grv : crv, t[1], Tensor(), false);
+          },
+          {rnd({4, 5, 6}, dt), rnd({5}, pdt)}, rt, at);
+    }
+    auto [rt, at] = tol16(dt);
     check_gpu_parity(
         [](const TensorList& t) {
           return batch_norm(t[0], Tensor(), Tensor(), Tensor(), Tensor(), true);
