@@ -45,7 +45,8 @@ void launch_dropout_backward(DType dt, void* grad_in, const void* grad_out, cons
 
 namespace sl::cuda {
 
-// ---- pool family (pool.cu): float32 / float64, contiguous [P, H, W] planes ----------------------
+// ---- pool family (pool.cu): float32, float64, float16, bfloat16 (16-bit computed in float),
+// contiguous [P, H, W] planes ---------------------------------------------------------------
 /// The fields of sl::Pool2dGeometry (core/ops/pool.h), copied so kernels need not include it.
 struct PoolGeom {
   int64_t kh, kw, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, out_h, out_w;
@@ -55,7 +56,8 @@ struct PoolGeom {
 void launch_max_pool2d_forward(DType dt, void* out, int64_t* indices, const void* x, int64_t P,
                                int64_t H, int64_t W, const PoolGeom& g, cudaStream_t s);
 /// grad_input (zeroed here) += grad_out at indices (atomic adds: where windows overlap, the
-/// order of the few additions into one input element is not fixed).
+/// order of the few additions into one input element is not fixed). 16-bit gradients are summed
+/// in a float32 scratch buffer and rounded into grad_input once.
 void launch_max_pool2d_backward(DType dt, void* grad_in, const void* grad_out,
                                 const int64_t* indices, int64_t P, int64_t HW, int64_t HWo,
                                 cudaStream_t s);

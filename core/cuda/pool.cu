@@ -2,10 +2,18 @@
 // thread per output element forward; backward of the average pools gathers, for each input
 // element, the windows that contain it (a fixed order, so deterministic); max-pool backward
 // scatters through the saved indices with atomic adds.
+// Element types: float32, float64, and 16-bit storage (float16 / bfloat16) whose arithmetic is
+// done in float (comp_t): maxima are compared in float, window sums and gathered gradients are
+// accumulated in float and rounded to 16 bits once. Max-pool backward of a 16-bit gradient
+// scatters into a float32 scratch buffer (atomic adds in float, so overlapping windows lose no
+// precision to 16-bit partial sums), then rounds it into grad_input in one pass: the values
+// equal those of the float32 kernel followed by a cast.
 #include <cmath>
 
+#include "core/cuda/float_kernels.cuh"
 #include "core/cuda/kernels_nn.h"
 #include "core/cuda/loops.cuh"
+#include "core/cuda/reduce.cuh"
 
 namespace sl::cuda {
 namespace {
@@ -13,6 +21,7 @@ namespace {
 template <class T>
 __global__ void max_pool_fwd_kernel(T* y, int64_t* ind, const T* x, int64_t P, int64_t H, int64_t W,
                                     PoolGeom g) {
+  using C = comp_t<T>;
   const int64_t total = P * g.out_h * g.out_w;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
@@ -20,7 +29,7 @@ __global__ void max_pool_fwd_kernel(T* y, int64_t* ind, const T* x, int64_t P, i
     const int64_t ow = t % g.out_w, oh = (t / g.out_w) % g.out_h, p = t / (g.out_w * g.out_h);
     const T* xp = x + p * H * W;
     const int64_t h0 = oh * g.stride_h - g.pad_h, w0 = ow * g.stride_w - g.pad_w;
-    T best = -INFINITY;
+    C best = -INFINITY;
     int64_t best_i = -1;
     for (int64_t i = 0; i < g.kh; ++i) {
       const int64_t h = h0 + i * g.dilation_h;
@@ -28,28 +37,35 @@ __global__ void max_pool_fwd_kernel(T* y, int64_t* ind, const T* x, int64_t P, i
       for (int64_t j = 0; j < g.kw; ++j) {
         const int64_t w = w0 + j * g.dilation_w;
         if (w < 0 || w >= W) continue;
-        const T v = xp[h * W + w];
+        const C v = to_comp(xp[h * W + w]);
         if (best_i < 0 || v > best || v != v) {
           best = v;
           best_i = h * W + w;
         }
       }
     }
-    y[t] = best;
+    y[t] = convert<T>(best);
     ind[t] = best_i;
   }
 }
 
+/// gi (in the compute type: float for a 16-bit T) += go at the indices.
 template <class T>
-__global__ void max_pool_bwd_kernel(T* gi, const T* go, const int64_t* ind, int64_t P, int64_t HW,
-                                    int64_t HWo) {
+__global__ void max_pool_bwd_kernel(comp_t<T>* gi, const T* go, const int64_t* ind, int64_t P,
+                                    int64_t HW, int64_t HWo) {
   const int64_t total = P * HWo;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
        t += step) {
     const int64_t i = ind[t];
-    if (i >= 0) atomicAdd(gi + (t / HWo) * HW + i, go[t]);
+    if (i >= 0) atomicAdd(gi + (t / HWo) * HW + i, to_comp(go[t]));
   }
+}
+
+/// out[i] = in[i] rounded to T.
+template <class T>
+__global__ void round_to_kernel(T* out, const float* in, int64_t n) {
+  grid_stride(n, [&](int64_t i) { out[i] = convert<T>(in[i]); });
 }
 
 struct AvgWindow {
@@ -73,6 +89,7 @@ __device__ __forceinline__ AvgWindow avg_window(int64_t oh, int64_t ow, int64_t 
 
 template <class T>
 __global__ void avg_pool_fwd_kernel(T* y, const T* x, int64_t P, int64_t H, int64_t W, PoolGeom g) {
+  using C = comp_t<T>;
   const int64_t total = P * g.out_h * g.out_w;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
@@ -80,11 +97,11 @@ __global__ void avg_pool_fwd_kernel(T* y, const T* x, int64_t P, int64_t H, int6
     const int64_t ow = t % g.out_w, oh = (t / g.out_w) % g.out_h, p = t / (g.out_w * g.out_h);
     const T* xp = x + p * H * W;
     const AvgWindow a = avg_window(oh, ow, H, W, g);
-    T s = 0;
+    C s = 0;
     for (int64_t h = a.hs; h < a.he; ++h) {
-      for (int64_t w = a.ws; w < a.we; ++w) s += xp[h * W + w];
+      for (int64_t w = a.ws; w < a.we; ++w) s += to_comp(xp[h * W + w]);
     }
-    y[t] = a.divisor > 0 ? s / static_cast<T>(a.divisor) : T(0);
+    y[t] = convert<T>(a.divisor > 0 ? s / static_cast<C>(a.divisor) : C(0));
   }
 }
 
@@ -101,6 +118,7 @@ __device__ __forceinline__ void window_range(int64_t h, int64_t k, int64_t strid
 template <class T>
 __global__ void avg_pool_bwd_kernel(T* gi, const T* go, int64_t P, int64_t H, int64_t W,
                                     PoolGeom g) {
+  using C = comp_t<T>;
   const int64_t total = P * H * W;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
@@ -109,15 +127,15 @@ __global__ void avg_pool_bwd_kernel(T* gi, const T* go, int64_t P, int64_t H, in
     int64_t oh0, oh1, ow0, ow1;
     window_range(h, g.kh, g.stride_h, g.pad_h, g.out_h, oh0, oh1);
     window_range(w, g.kw, g.stride_w, g.pad_w, g.out_w, ow0, ow1);
-    T s = 0;
+    C s = 0;
     for (int64_t oh = oh0; oh <= oh1; ++oh) {
       for (int64_t ow = ow0; ow <= ow1; ++ow) {
         const AvgWindow a = avg_window(oh, ow, H, W, g);
         if (a.divisor <= 0 || h < a.hs || h >= a.he || w < a.ws || w >= a.we) continue;
-        s += go[(p * g.out_h + oh) * g.out_w + ow] / static_cast<T>(a.divisor);
+        s += to_comp(go[(p * g.out_h + oh) * g.out_w + ow]) / static_cast<C>(a.divisor);
       }
     }
-    gi[t] = s;
+    gi[t] = convert<T>(s);
   }
 }
 
@@ -131,6 +149,7 @@ __device__ __forceinline__ int64_t adaptive_end(int64_t o, int64_t in, int64_t o
 template <class T>
 __global__ void adaptive_fwd_kernel(T* y, const T* x, int64_t P, int64_t H, int64_t W, int64_t Ho,
                                     int64_t Wo) {
+  using C = comp_t<T>;
   const int64_t total = P * Ho * Wo;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
@@ -139,23 +158,24 @@ __global__ void adaptive_fwd_kernel(T* y, const T* x, int64_t P, int64_t H, int6
     const int64_t hs = adaptive_start(oh, H, Ho), he = adaptive_end(oh, H, Ho);
     const int64_t ws = adaptive_start(ow, W, Wo), we = adaptive_end(ow, W, Wo);
     const T* xp = x + p * H * W;
-    T s = 0;
+    C s = 0;
     for (int64_t h = hs; h < he; ++h) {
-      for (int64_t w = ws; w < we; ++w) s += xp[h * W + w];
+      for (int64_t w = ws; w < we; ++w) s += to_comp(xp[h * W + w]);
     }
-    y[t] = s / static_cast<T>((he - hs) * (we - ws));
+    y[t] = convert<T>(s / static_cast<C>((he - hs) * (we - ws)));
   }
 }
 
 template <class T>
 __global__ void adaptive_bwd_kernel(T* gi, const T* go, int64_t P, int64_t H, int64_t W, int64_t Ho,
                                     int64_t Wo) {
+  using C = comp_t<T>;
   const int64_t total = P * H * W;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
        t += step) {
     const int64_t w = t % W, h = (t / W) % H, p = t / (W * H);
-    T s = 0;
+    C s = 0;
     // output rows oh whose window [start, end) contains h: scan the few candidates
     for (int64_t oh = (h * Ho) / H; oh < Ho && adaptive_start(oh, H, Ho) <= h; ++oh) {
       const int64_t hs = adaptive_start(oh, H, Ho), he = adaptive_end(oh, H, Ho);
@@ -163,26 +183,19 @@ __global__ void adaptive_bwd_kernel(T* gi, const T* go, int64_t P, int64_t H, in
       for (int64_t ow = (w * Wo) / W; ow < Wo && adaptive_start(ow, W, Wo) <= w; ++ow) {
         const int64_t ws = adaptive_start(ow, W, Wo), we = adaptive_end(ow, W, Wo);
         if (w < ws || w >= we) continue;
-        s += go[(p * Ho + oh) * Wo + ow] / static_cast<T>((he - hs) * (we - ws));
+        s += to_comp(go[(p * Ho + oh) * Wo + ow]) / static_cast<C>((he - hs) * (we - ws));
       }
     }
-    gi[t] = s;
+    gi[t] = convert<T>(s);
   }
-}
-
-template <class F>
-void float_or_double(DType dt, const char* op, F&& f) {
-  if (dt == DType::f32) return f(float{});
-  if (dt == DType::f64) return f(double{});
-  ::sl::detail::throw_error<DTypeError>(op, ": unsupported dtype ", dtype_name(dt));
 }
 
 }  // namespace
 
 void launch_max_pool2d_forward(DType dt, void* out, int64_t* indices, const void* x, int64_t P,
                                int64_t H, int64_t W, const PoolGeom& g, cudaStream_t s) {
-  float_or_double(dt, "max_pool2d", [&](auto z) {
-    using T = decltype(z);
+  visit_float(dt, "max_pool2d", [&](auto tag) {
+    using T = typename decltype(tag)::type;
     max_pool_fwd_kernel<T><<<grid_for(P * g.out_h * g.out_w), kBlockThreads, 0, s>>>(
         static_cast<T*>(out), indices, static_cast<const T*>(x), P, H, W, g);
     CUDA_CHECK_LAUNCH();
@@ -192,19 +205,30 @@ void launch_max_pool2d_forward(DType dt, void* out, int64_t* indices, const void
 void launch_max_pool2d_backward(DType dt, void* grad_in, const void* grad_out,
                                 const int64_t* indices, int64_t P, int64_t HW, int64_t HWo,
                                 cudaStream_t s) {
-  float_or_double(dt, "max_pool2d_backward", [&](auto z) {
-    using T = decltype(z);
-    CUDA_CHECK(cudaMemsetAsync(grad_in, 0, static_cast<size_t>(P * HW) * sizeof(T), s));
-    max_pool_bwd_kernel<T><<<grid_for(P * HWo), kBlockThreads, 0, s>>>(
-        static_cast<T*>(grad_in), static_cast<const T*>(grad_out), indices, P, HW, HWo);
-    CUDA_CHECK_LAUNCH();
+  visit_float(dt, "max_pool2d_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_half_v<T>) {
+      DeviceScratch acc(static_cast<size_t>(P * HW) * sizeof(float));
+      CUDA_CHECK(cudaMemsetAsync(acc.as<float>(), 0, static_cast<size_t>(P * HW) * sizeof(float), s));
+      max_pool_bwd_kernel<T><<<grid_for(P * HWo), kBlockThreads, 0, s>>>(
+          acc.as<float>(), static_cast<const T*>(grad_out), indices, P, HW, HWo);
+      CUDA_CHECK_LAUNCH();
+      round_to_kernel<T><<<grid_for(P * HW), kBlockThreads, 0, s>>>(static_cast<T*>(grad_in),
+                                                                     acc.as<float>(), P * HW);
+      CUDA_CHECK_LAUNCH();
+    } else {
+      CUDA_CHECK(cudaMemsetAsync(grad_in, 0, static_cast<size_t>(P * HW) * sizeof(T), s));
+      max_pool_bwd_kernel<T><<<grid_for(P * HWo), kBlockThreads, 0, s>>>(
+          static_cast<T*>(grad_in), static_cast<const T*>(grad_out), indices, P, HW, HWo);
+      CUDA_CHECK_LAUNCH();
+    }
   });
 }
 
 void launch_avg_pool2d_forward(DType dt, void* out, const void* x, int64_t P, int64_t H, int64_t W,
                                const PoolGeom& g, cudaStream_t s) {
-  float_or_double(dt, "avg_pool2d", [&](auto z) {
-    using T = decltype(z);
+  visit_float(dt, "avg_pool2d", [&](auto tag) {
+    using T = typename decltype(tag)::type;
     avg_pool_fwd_kernel<T><<<grid_for(P * g.out_h * g.out_w), kBlockThreads, 0, s>>>(
         static_cast<T*>(out), static_cast<const T*>(x), P, H, W, g);
     CUDA_CHECK_LAUNCH();
@@ -213,8 +237,8 @@ void launch_avg_pool2d_forward(DType dt, void* out, const void* x, int64_t P, in
 
 void launch_avg_pool2d_backward(DType dt, void* grad_in, const void* grad_out, int64_t P, int64_t H,
                                 int64_t W, const PoolGeom& g, cudaStream_t s) {
-  float_or_double(dt, "avg_pool2d_backward", [&](auto z) {
-    using T = decltype(z);
+  visit_float(dt, "avg_pool2d_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
     avg_pool_bwd_kernel<T><<<grid_for(P * H * W), kBlockThreads, 0, s>>>(
         static_cast<T*>(grad_in), static_cast<const T*>(grad_out), P, H, W, g);
     CUDA_CHECK_LAUNCH();
@@ -223,8 +247,8 @@ void launch_avg_pool2d_backward(DType dt, void* grad_in, const void* grad_out, i
 
 void launch_adaptive_avg_pool2d_forward(DType dt, void* out, const void* x, int64_t P, int64_t H,
                                         int64_t W, int64_t Ho, int64_t Wo, cudaStream_t s) {
-  float_or_double(dt, "adaptive_avg_pool2d", [&](auto z) {
-    using T = decltype(z);
+  visit_float(dt, "adaptive_avg_pool2d", [&](auto tag) {
+    using T = typename decltype(tag)::type;
     adaptive_fwd_kernel<T><<<grid_for(P * Ho * Wo), kBlockThreads, 0, s>>>(
         static_cast<T*>(out), static_cast<const T*>(x), P, H, W, Ho, Wo);
     CUDA_CHECK_LAUNCH();
@@ -234,8 +258,8 @@ void launch_adaptive_avg_pool2d_forward(DType dt, void* out, const void* x, int6
 void launch_adaptive_avg_pool2d_backward(DType dt, void* grad_in, const void* grad_out, int64_t P,
                                          int64_t H, int64_t W, int64_t Ho, int64_t Wo,
                                          cudaStream_t s) {
-  float_or_double(dt, "adaptive_avg_pool2d_backward", [&](auto z) {
-    using T = decltype(z);
+  visit_float(dt, "adaptive_avg_pool2d_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
     adaptive_bwd_kernel<T><<<grid_for(P * H * W), kBlockThreads, 0, s>>>(
         static_cast<T*>(grad_in), static_cast<const T*>(grad_out), P, H, W, Ho, Wo);
     CUDA_CHECK_LAUNCH();

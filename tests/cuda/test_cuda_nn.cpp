@@ -2,8 +2,8 @@
 // layer norm, batch norm, dropout, conv, pooling, attention softmax, LSTM / GRU. float64 runs
 // show the kernels compute the same functions (tolerances at double rounding); float32 runs
 // use tolerances a few hundred float ulps wide (reductions and products accumulate in different
-// orders). float16 / bfloat16 runs of the norm family compare the CUDA kernels' native 16-bit
-// path with the CPU's float32 computation of the same 16-bit values (tol16).
+// orders). float16 / bfloat16 runs of the norm and pool families compare the CUDA kernels'
+// native 16-bit path with the CPU's float32 computation of the same 16-bit values (tol16).
 #include "core/ops/norm.h"
 #include "cuda_testing.h"
 
@@ -191,9 +191,11 @@ TEST_CASE("cuda parity: conv2d / conv1d through cuDNN") {
 TEST_CASE("cuda parity: max, average and adaptive pooling") {
   SL_REQUIRE_CUDA("pool parity");
   manual_seed(14);
-  for (DType dt : {DType::f64, DType::f32}) {
+  // 16-bit: native on CUDA (max-pool backward sums overlapping windows in a float32 scratch),
+  // float32 on the CPU
+  for (DType dt : {DType::f64, DType::f32, DType::f16, DType::bf16}) {
     CAPTURE(dt);
-    auto [rt, at] = tol(dt);
+    auto [rt, at] = dt == DType::f16 || dt == DType::bf16 ? tol16(dt) : tol(dt);
     check_gpu_parity([](const TensorList& t) { return max_pool2d(t[0], 3, 2, 1); },
                      {rnd({2, 3, 11, 10}, dt)}, rt, at);
     check_gpu_parity(
