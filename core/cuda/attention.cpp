@@ -8,14 +8,12 @@ namespace {
 
 void attention_softmax_forward_cuda(const Tensor& probs, const Tensor& scores, const Tensor& mask,
                                     bool is_causal, double scale) {
-  SL_CHECK_DTYPE(!mask.defined() || mask.dtype() == DType::b8 || mask.dtype() == scores.dtype(),
-                 "attention_softmax: mask must be bool or ", dtype_name(scores.dtype()), ", got ",
-                 dtype_name(mask.dtype()));
   DeviceGuard g(scores.device());
   const bool has_mask = mask.defined();
+  // the kernel checks the mask's dtype (bool, the scores', or float32 beside 16-bit scores)
   launch_attention_softmax_forward(
       scores.dtype(), probs.data_ptr(), scores.data_ptr(), has_mask ? mask.data_ptr() : nullptr,
-      has_mask && mask.dtype() == DType::b8, scores.size(0), scores.size(1), scores.size(2),
+      has_mask ? mask.dtype() : DType::b8, scores.size(0), scores.size(1), scores.size(2),
       scores.size(3), has_mask ? mask.stride(0) : 0, has_mask ? mask.stride(1) : 0,
       has_mask ? mask.stride(2) : 0, has_mask ? mask.stride(3) : 0, is_causal, scale,
       compute_stream(scores.device()));

@@ -75,13 +75,14 @@ void launch_adaptive_avg_pool2d_backward(DType dt, void* grad_in, const void* gr
 
 namespace sl::cuda {
 
-// ---- attention family (attention.cu): float32 / float64
-// ------------------------------------------
+// ---- attention family (attention.cu): float32, float64, float16, bfloat16 (16-bit storage,
+// computed in float) ------------------------------------------------------------------------
 /// probs = softmax(scale * scores (+ mask)) over the last dim of contiguous [rows = A*B*L, S]
-/// (Note [Attention masks]); mask null, or bool (mask_is_bool) or the scores' dtype, addressed
-/// with element strides (ma, mb, ml, ms) over [A, B, L, S].
+/// (Note [Attention masks]); mask null, or of dtype mask_dt: bool, the scores' dtype, or float32
+/// beside 16-bit scores (DTypeError otherwise), addressed with element strides (ma, mb, ml, ms)
+/// over [A, B, L, S].
 void launch_attention_softmax_forward(DType dt, void* probs, const void* scores, const void* mask,
-                                      bool mask_is_bool, int64_t A, int64_t B, int64_t L, int64_t S,
+                                      DType mask_dt, int64_t A, int64_t B, int64_t L, int64_t S,
                                       int64_t ma, int64_t mb, int64_t ml, int64_t ms, bool causal,
                                       double scale, cudaStream_t s);
 /// grad_scores = scale * probs * (grad_probs - rowsum(grad_probs * probs)).

@@ -20,6 +20,13 @@ bool is_reduced_float(DType t) {
   return t == DType::f16 || t == DType::bf16;
 }
 
+/// True when t is 16-bit and on the CPU, whose kernels take float32 / float64 only: then the op
+/// runs in float32 and casts back. The CUDA kernels take 16-bit tensors as they are (arithmetic
+/// in float).
+bool via_float32(const Tensor& t) {
+  return is_reduced_float(t.dtype()) && t.device().kind == DeviceKind::cpu;
+}
+
 /// [A, B, L, S] view sizes for a tensor of sizes [..., L, S]: B is the last batch dim, A the
 /// product of the others.
 Shape four_d(const Shape& s) {
@@ -58,7 +65,7 @@ Tensor attention_softmax_forward(const Tensor& scores, const Tensor& mask, bool 
   SL_CHECK_DTYPE(is_floating(scores.dtype()), op, ": expected floating scores, got ",
                  dtype_name(scores.dtype()));
   check_attention_mask(op, scores.sizes(), scores.device(), mask);
-  if (is_reduced_float(scores.dtype())) {
+  if (via_float32(scores)) {
     Tensor m = mask.defined() && !is_bool(mask.dtype()) ? cast(mask, DType::f32) : mask;
     return cast(attention_softmax_forward(cast(scores, DType::f32), m, is_causal, scale),
                 scores.dtype());
@@ -69,7 +76,11 @@ Tensor attention_softmax_forward(const Tensor& scores, const Tensor& mask, bool 
   Shape s4 = four_d(s.sizes());
   Tensor m;
   if (mask.defined()) {
-    m = is_bool(mask.dtype()) ? mask : cast(mask, s.dtype());
+    // an additive mask in the scores' dtype; beside 16-bit scores one of another dtype is cast to
+    // float32, as the CPU computes it, not rounded to 16 bits
+    const DType mt =
+        is_reduced_float(s.dtype()) && mask.dtype() != s.dtype() ? DType::f32 : s.dtype();
+    m = is_bool(mask.dtype()) ? mask : cast(mask, mt);
     m = reshape(expand(m, s.sizes()), s4);  // a view unless the batch dims cannot be merged
   }
   attention_softmax_forward_kernel(s.device().kind, view(probs, s4), view(s, s4), m, is_causal,
@@ -78,7 +89,7 @@ Tensor attention_softmax_forward(const Tensor& scores, const Tensor& mask, bool 
 }
 
 Tensor attention_softmax_backward(const Tensor& grad_probs, const Tensor& probs, double scale) {
-  if (is_reduced_float(probs.dtype())) {
+  if (via_float32(probs)) {
     return cast(
         attention_softmax_backward(cast(grad_probs, DType::f32), cast(probs, DType::f32), scale),
         probs.dtype());

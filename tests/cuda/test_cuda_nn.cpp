@@ -2,8 +2,9 @@
 // layer norm, batch norm, dropout, conv, pooling, attention softmax, LSTM / GRU. float64 runs
 // show the kernels compute the same functions (tolerances at double rounding); float32 runs
 // use tolerances a few hundred float ulps wide (reductions and products accumulate in different
-// orders). float16 / bfloat16 runs of the norm and pool families compare the CUDA kernels'
-// native 16-bit path with the CPU's float32 computation of the same 16-bit values (tol16).
+// orders). float16 / bfloat16 runs of the norm, pool and attention-softmax families compare the
+// CUDA kernels' native 16-bit path with the CPU's float32 computation of the same 16-bit values
+// (tol16).
 #include "core/ops/norm.h"
 #include "cuda_testing.h"
 
@@ -212,6 +213,38 @@ TEST_CASE("cuda parity: max, average and adaptive pooling") {
           return adaptive_avg_pool2d(t[0], {3, 5});
         },
         {rnd({2, 3, 7, 11}, dt)}, rt, at);
+  }
+}
+
+TEST_CASE("cuda parity: attention softmax in float16 / bfloat16 with masks") {
+  SL_REQUIRE_CUDA("attention 16-bit parity");
+  manual_seed(17);
+  // native on CUDA (max, exponentials and sums in float), float32 on the CPU
+  for (DType dt : {DType::f16, DType::bf16}) {
+    CAPTURE(dt);
+    auto [rt, at] = tol16(dt);
+    Tensor bool_mask = rand({5, 7}).gt(0.3);
+    bool_mask.select(0, 2).fill_(false);  // a fully masked row: NaN on both devices
+    check_gpu_parity(
+        [&](const TensorList& t) {
+          return attention_softmax(t[0], bool_mask.to(t[0].device()), false, 0.5);
+        },
+        {rnd({2, 3, 5, 7}, dt, false)}, rt, at);
+    // an additive float32 mask beside 16-bit scores stays float32 (S > 1024: a block per row)
+    Tensor f32_mask = randn({1, 1, 6, 1300});
+    check_gpu_parity(
+        [&](const TensorList& t) { return attention_softmax(t[0], f32_mask.to(t[0].device())); },
+        {rnd({2, 2, 6, 1300}, dt)}, rt, at);
+    // an additive mask in the scores' dtype, broadcast over the batch dims
+    Tensor mask16 = randn({9, 12}, {.dtype = dt});
+    check_gpu_parity(
+        [&](const TensorList& t) {
+          return attention_softmax(t[0], mask16.to(t[0].device()), false, 0.7);
+        },
+        {rnd({2, 3, 9, 12}, dt)}, rt, at);
+    check_gpu_parity(
+        [](const TensorList& t) { return attention_softmax(t[0], Tensor(), true, 0.3); },
+        {rnd({3, 9, 12}, dt)}, rt, at);
   }
 }
 
