@@ -30,12 +30,10 @@ struct StridedLayout {
 /// The coalesced layout of operands that all have ops[0]'s sizes (inputs already expanded, so
 /// broadcast dims have stride 0): size-1 dims dropped, dims contiguous for every operand merged,
 /// innermost first; one dim of size 1 for a one-element tensor. Throws ShapeError
-/// "<who>: D dims exceed the supported 25" for more dims than kMaxLayoutDims. Layout is
-/// StridedLayout<N> or a struct with the same members and at least kMaxLayoutDims dims (the CUDA
-/// kernels' own, core/cuda/kernels.h).
-template <int N, class TensorT, class Layout = StridedLayout<N>>
-Layout make_strided_layout(const std::array<const TensorT*, N>& ops, const char* who) {
-  Layout L;
+/// "<who>: D dims exceed the supported 25" for more dims than kMaxLayoutDims.
+template <int N, class TensorT>
+StridedLayout<N> make_strided_layout(const std::array<const TensorT*, N>& ops, const char* who) {
+  StridedLayout<N> L;
   const auto& sizes = ops[0]->sizes();
   SL_CHECK_SHAPE(static_cast<int>(sizes.size()) <= kMaxLayoutDims, who, ": ", sizes.size(),
                  " dims exceed the supported ", kMaxLayoutDims);

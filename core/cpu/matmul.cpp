@@ -2,7 +2,9 @@
 // 16-bit floats are widened to f32, multiplied, and rounded back.
 #include <Eigen/Core>
 #include <algorithm>
+#include <cstring>
 #include <thread>
+#include <vector>
 
 #include "sl_config.h"  // SL_HAVE_CBLAS: without it the BLAS path silently compiles out
 
@@ -19,13 +21,30 @@ namespace sl::cpu {
 namespace {
 
 #if SL_HAVE_CBLAS
+// Note [One call for row bands]
+// OpenBLAS's sums depend on where a product's bounds fall relative to its micro-kernel's register
+// tiles. On the development machine (Zen 3, Debian's OpenBLAS 0.3.21, single-threaded), cutting
+// a product into row bands that start at multiples of 24 rows changed no bit in 384 products (12
+// shapes from 130 x 70 x 1000 to 2048^3 and 4100 x 100 x 5000, float and double, every
+// transpose, 2 to 7 bands); at multiples of 8 rows, 136 of the 192 float ones changed, and
+// column bands changed them wherever they started (48 to 384 columns). So row bands start at
+// multiples of kRowBandAlign (24: a multiple of every register-tile height OpenBLAS's x86 sgemm
+// and dgemm kernels use), and where the bands would run one after the other anyway (one thread,
+// or inside another parallel loop) a single call computes them all: the same bits, without
+// packing the shared operand once per band, which cost 0-3% of a transformer-sized GEMM at 1
+// thread and 11% of 256 x 256 x 2048. Each process first checks that the join is exact for its
+// BLAS and dtype (row_bands_join_exactly) and otherwise keeps the separate calls.
+
+/// Row bands start at multiples of this many rows (Note [One call for row bands]).
+constexpr int64_t kRowBandAlign = 24;
+
 /// The output tiles of one BLAS product (Note [Deterministic BLAS tiles]): [tm, tn] blocks.
 struct TileGrid {
   int64_t tm, tn;
 };
 
 /// Splits the output rows (or, for fewer than 64 rows per band, the larger output dim) into one
-/// band per hardware thread (bands rounded up to 64), or
+/// band per hardware thread (row bands rounded up to kRowBandAlign, column bands to 64), or
 /// nothing for small products and batches with at least that many matrices. Each band repacks the
 /// operand it shares with the others (all of B for a band of rows), so bands are as few and as
 /// large as the machine's parallelism allows: fixed 512-row bands ran 2048 x 768 x 3072 at 91%
@@ -38,9 +57,54 @@ TileGrid blas_tiles(int64_t batch, int64_t M, int64_t N, int64_t K) {
       std::clamp<int64_t>(static_cast<int64_t>(std::thread::hardware_concurrency()), 1, 256);
   const bool small = M * N * K <= (int64_t{1} << 18);
   if (small || bands == 1 || batch >= bands) return {M, N};
-  auto band = [](int64_t n) { return ((n + bands - 1) / bands + 63) / 64 * 64; };
+  auto band = [](int64_t n, int64_t align) {
+    return ((n + bands - 1) / bands + align - 1) / align * align;
+  };
   // rows when every band keeps at least 64 of them (contiguous output rows), else columns
-  return M >= 64 * bands || M >= N ? TileGrid{band(M), N} : TileGrid{M, band(N)};
+  return M >= 64 * bands || M >= N ? TileGrid{band(M, kRowBandAlign), N} : TileGrid{M, band(N, 64)};
+}
+
+/// Smallest row band (rows x N x K multiply-adds) that one call may replace (Note [One call for
+/// row bands]): OpenBLAS builds may route small products to other kernels (SkylakeX's
+/// small-matrix kernels take up to about 2^20), whose sums need not match the large kernels'.
+constexpr int64_t kMinJoinedBand = int64_t{1} << 22;
+
+/// Whether one call over all rows gives, bit for bit, what separate calls on row bands that
+/// start at multiples of kRowBandAlign give, for T on this machine's BLAS (Note [One call for
+/// row bands]). Checked once per process on products with bands just above kMinJoinedBand.
+template <class T>
+bool row_bands_join_exactly() {
+  static const bool exact = [] {
+    const int M = 2 * 96, N = 96, K = 480;  // two 96-row bands of 4.4M multiply-adds
+    std::vector<T> a(static_cast<size_t>(M) * K), b(static_cast<size_t>(K) * N);
+    uint32_t state = 12345u;  // any fixed values in [-1, 1)
+    auto next = [&state] {
+      state = state * 1664525u + 1013904223u;
+      return static_cast<T>(static_cast<int32_t>(state >> 8) - (1 << 23)) / static_cast<T>(1 << 23);
+    };
+    for (T& v : a) v = next();
+    for (T& v : b) v = next();
+    std::vector<T> whole(static_cast<size_t>(M) * N), banded(whole.size());
+    for (int t = 0; t < 4; ++t) {
+      const bool ta = (t & 1) != 0, tb = (t & 2) != 0;
+      const int lda = ta ? M : K, ldb = tb ? K : N;
+      auto gemm = [&](int m0, int m, T* c) {
+        const T* pa = a.data() + (ta ? m0 : static_cast<size_t>(m0) * lda);
+        const auto TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
+        if constexpr (std::is_same_v<T, float>) {
+          cblas_sgemm(CblasRowMajor, TA, TB, m, N, K, 1.0f, pa, lda, b.data(), ldb, 0.0f, c, N);
+        } else {
+          cblas_dgemm(CblasRowMajor, TA, TB, m, N, K, 1.0, pa, lda, b.data(), ldb, 0.0, c, N);
+        }
+      };
+      gemm(0, M, whole.data());
+      gemm(0, M / 2, banded.data());
+      gemm(M / 2, M / 2, banded.data() + static_cast<size_t>(M / 2) * N);
+      if (std::memcmp(whole.data(), banded.data(), whole.size() * sizeof(T)) != 0) return false;
+    }
+    return true;
+  }();
+  return exact;
 }
 #endif
 
@@ -77,7 +141,12 @@ void bmm_typed(const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha
       // different thread count, so the BLAS runs single-threaded (core/parallel.cpp) on a grid
       // of output tiles fixed by the shape alone, which our pool runs in parallel. Each output
       // element is computed by the same call whatever the thread count.
-      const auto [tm, tn] = blas_tiles(B, M, N, K);
+      auto [tm, tn] = blas_tiles(B, M, N, K);
+      // Note [One call for row bands]: bands that would run one after the other become one call
+      if (tm < M && tn == N && (get_num_threads() == 1 || detail::in_parallel_region())) {
+        const int64_t last_band = M % tm == 0 ? tm : M % tm;  // the smallest
+        if (last_band * N * K >= kMinJoinedBand && row_bands_join_exactly<T>()) tm = M;
+      }
       const int64_t mt = M == 0 ? 1 : (M + tm - 1) / tm, nt = N == 0 ? 1 : (N + tn - 1) / tn;
       auto ta = la.trans ? CblasTrans : CblasNoTrans;
       auto tb = lb.trans ? CblasTrans : CblasNoTrans;

@@ -15,21 +15,15 @@
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "core/layout.h"
 
 namespace sl::cuda {
 
-inline constexpr int kMaxDims = 25;
+/// Most dims of an elementwise kernel's operands: the CPU loops' bound.
+inline constexpr int kMaxDims = kMaxLayoutDims;
 
-/// Operands of an elementwise kernel: all have the same (coalesced) sizes; dim 0 innermost;
-/// strides in bytes (0 for broadcast dims). Operand 0 is the output.
-template <int N>
-struct StridedLayout {
-  int ndim = 1;
-  int64_t numel = 0;
-  int64_t sizes[kMaxDims];
-  int64_t strides[N][kMaxDims];
-  char* base[N];
-};
+/// The CPU loops' coalesced layout (core/layout.h): kernels index operands through it.
+using ::sl::StridedLayout;
 
 enum class UnaryCode : uint8_t {
   neg,

@@ -1,6 +1,5 @@
 // Builds the StridedLayout of CUDA elementwise kernels from Tensors (internal header; host glue
-// only), with the CPU loops' coalescing (core/layout.h). The kernels' StridedLayout (kernels.h)
-// has the same members as core/layout.h's.
+// only), with the CPU loops' coalescing: the kernels take core/layout.h's StridedLayout.
 #pragma once
 
 #include <array>
@@ -12,11 +11,10 @@
 namespace sl::cuda {
 
 /// The coalesced layout (core/layout.h, as the CPU loops build it) of operands that all have
-/// ops[0]'s sizes (inputs already expanded). Throws ShapeError beyond kMaxDims dims.
+/// ops[0]'s sizes (inputs already expanded). Throws ShapeError beyond kMaxLayoutDims dims.
 template <int N>
 StridedLayout<N> make_layout(const std::array<const Tensor*, N>& ops) {
-  static_assert(kMaxDims >= kMaxLayoutDims, "make_strided_layout fills kMaxLayoutDims dims");
-  return make_strided_layout<N, Tensor, StridedLayout<N>>(ops, "cuda kernel");
+  return make_strided_layout<N, Tensor>(ops, "cuda kernel");
 }
 
 /// The scalar as kernels see it.

@@ -8,13 +8,9 @@
 
 using namespace sl;
 
-namespace {
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kCacheOn = false;  // the cache holds nothing under AddressSanitizer
-#else
-constexpr bool kCacheOn = true;
-#endif
+using sl::testing::kCacheOn;
 
+namespace {
 uintptr_t addr(const Tensor& t) {
   return reinterpret_cast<uintptr_t>(t.data_ptr());
 }

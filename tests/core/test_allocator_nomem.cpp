@@ -10,13 +10,10 @@
 #include "core/allocator.h"
 #include "support/testing.h"
 
+using sl::testing::kCacheOn;
+
 namespace {
 thread_local bool fail_next_new = false;
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kCacheOn = false;  // the caches hold nothing under AddressSanitizer
-#else
-constexpr bool kCacheOn = true;
-#endif
 }  // namespace
 
 void* operator new(std::size_t n) {

@@ -21,6 +21,14 @@ void report_skip(const std::string& what, const std::string& why);
 /// mismatches.
 std::string compare(const Tensor& a, const Tensor& b, double rtol, double atol);
 
+/// Whether the CPU allocator keeps freed blocks for reuse: it does not under AddressSanitizer
+/// (Note [CPU large-block cache] in core/allocator.cpp), so that ASan sees every use after free.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kCacheOn = false;
+#else
+inline constexpr bool kCacheOn = true;
+#endif
+
 }  // namespace sl::testing
 
 /// CHECK that two tensors agree; the failure message lists the mismatching elements.
