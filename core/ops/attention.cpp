@@ -20,13 +20,6 @@ bool is_reduced_float(DType t) {
   return t == DType::f16 || t == DType::bf16;
 }
 
-/// True when t is 16-bit and on the CPU, whose kernels take float32 / float64 only: then the op
-/// runs in float32 and casts back. The CUDA kernels take 16-bit tensors as they are (arithmetic
-/// in float).
-bool via_float32(const Tensor& t) {
-  return is_reduced_float(t.dtype()) && t.device().kind == DeviceKind::cpu;
-}
-
 /// [A, B, L, S] view sizes for a tensor of sizes [..., L, S]: B is the last batch dim, A the
 /// product of the others.
 Shape four_d(const Shape& s) {
@@ -65,7 +58,7 @@ Tensor attention_softmax_forward(const Tensor& scores, const Tensor& mask, bool 
   SL_CHECK_DTYPE(is_floating(scores.dtype()), op, ": expected floating scores, got ",
                  dtype_name(scores.dtype()));
   check_attention_mask(op, scores.sizes(), scores.device(), mask);
-  if (via_float32(scores)) {
+  if (cpu_16bit_via_float32(scores)) {
     Tensor m = mask.defined() && !is_bool(mask.dtype()) ? cast(mask, DType::f32) : mask;
     return cast(attention_softmax_forward(cast(scores, DType::f32), m, is_causal, scale),
                 scores.dtype());
@@ -89,7 +82,7 @@ Tensor attention_softmax_forward(const Tensor& scores, const Tensor& mask, bool 
 }
 
 Tensor attention_softmax_backward(const Tensor& grad_probs, const Tensor& probs, double scale) {
-  if (via_float32(probs)) {
+  if (cpu_16bit_via_float32(probs)) {
     return cast(
         attention_softmax_backward(cast(grad_probs, DType::f32), cast(probs, DType::f32), scale),
         probs.dtype());

@@ -74,6 +74,11 @@ Tensor contiguous(const Tensor& t, bool force_copy) {
   return out;
 }
 
+bool cpu_16bit_via_float32(const Tensor& t) {
+  return (t.dtype() == DType::f16 || t.dtype() == DType::bf16) &&
+         t.device().kind == DeviceKind::cpu;
+}
+
 Tensor cast(const Tensor& t, DType dtype, bool force_copy) {
   if (t.dtype() == dtype && !force_copy) return t;
   Tensor out = empty_like(t, dtype);

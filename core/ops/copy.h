@@ -29,6 +29,11 @@ void fill_(const Tensor& dst, Scalar value);
 Tensor contiguous(const Tensor& t, bool force_copy = false);
 /// t converted to dtype (t itself when equal and !force_copy). Not differentiable.
 Tensor cast(const Tensor& t, DType dtype, bool force_copy = false);
+/// True for a float16 / bfloat16 tensor on the CPU. The CPU kernels of the norm, pool and
+/// attention families take float32 / float64 only, so their ops compute such a tensor in float32
+/// and cast the results back; their CUDA kernels take 16-bit tensors as they are (arithmetic in
+/// float).
+bool cpu_16bit_via_float32(const Tensor& t);
 /// t on device (t itself when already there and !force_copy). Not differentiable.
 Tensor to_device(const Tensor& t, Device device, bool force_copy = false);
 /// A 0-d tensor holding value with the given dtype on device.

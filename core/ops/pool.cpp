@@ -21,17 +21,6 @@ namespace ops {
 
 namespace {
 
-bool is_reduced_float(DType t) {
-  return t == DType::f16 || t == DType::bf16;
-}
-
-/// True when t is 16-bit and on the CPU, whose kernels take float32 / float64 only: then the op
-/// runs in float32 and casts back. The CUDA kernels take 16-bit tensors as they are (arithmetic
-/// in float).
-bool via_float32(const Tensor& t) {
-  return is_reduced_float(t.dtype()) && t.device().kind == DeviceKind::cpu;
-}
-
 void check_pool_input(const char* op, const Tensor& input) {
   check_defined(op, input);
   SL_CHECK_SHAPE(input.dim() == 3 || input.dim() == 4, op,
@@ -111,7 +100,7 @@ Pool2dGeometry pool2d_geometry(const char* op, const Tensor& input, ExpandingArr
 }
 
 std::pair<Tensor, Tensor> max_pool2d_forward(const Tensor& input, const Pool2dGeometry& g) {
-  if (via_float32(input)) {
+  if (cpu_16bit_via_float32(input)) {
     auto r = max_pool2d_forward(cast(input, DType::f32), g);
     return {cast(r.first, input.dtype()), r.second};
   }
@@ -126,7 +115,7 @@ std::pair<Tensor, Tensor> max_pool2d_forward(const Tensor& input, const Pool2dGe
 
 Tensor max_pool2d_backward(const Tensor& grad_out, const Tensor& indices,
                            const Shape& input_sizes) {
-  if (via_float32(grad_out)) {
+  if (cpu_16bit_via_float32(grad_out)) {
     return cast(max_pool2d_backward(cast(grad_out, DType::f32), indices, input_sizes),
                 grad_out.dtype());
   }
@@ -139,7 +128,7 @@ Tensor max_pool2d_backward(const Tensor& grad_out, const Tensor& indices,
 }
 
 Tensor avg_pool2d_forward(const Tensor& input, const Pool2dGeometry& g) {
-  if (via_float32(input)) {
+  if (cpu_16bit_via_float32(input)) {
     return cast(avg_pool2d_forward(cast(input, DType::f32), g), input.dtype());
   }
   Tensor out = empty(with_spatial(input.sizes(), g.out_h, g.out_w), input.dtype(), input.device());
@@ -151,7 +140,7 @@ Tensor avg_pool2d_forward(const Tensor& input, const Pool2dGeometry& g) {
 
 Tensor avg_pool2d_backward(const Tensor& grad_out, const Shape& input_sizes,
                            const Pool2dGeometry& g) {
-  if (via_float32(grad_out)) {
+  if (cpu_16bit_via_float32(grad_out)) {
     return cast(avg_pool2d_backward(cast(grad_out, DType::f32), input_sizes, g), grad_out.dtype());
   }
   Tensor gi = empty(input_sizes, grad_out.dtype(), grad_out.device());
@@ -167,7 +156,7 @@ Tensor adaptive_avg_pool2d_forward(const Tensor& input, ExpandingArray<2> output
   SL_CHECK_SHAPE(output_size[0] > 0 && output_size[1] > 0,
                  "adaptive_avg_pool2d: output_size must be positive, got ",
                  shape_str({output_size[0], output_size[1]}));
-  if (via_float32(input)) {
+  if (cpu_16bit_via_float32(input)) {
     return cast(adaptive_avg_pool2d_forward(cast(input, DType::f32), output_size), input.dtype());
   }
   Tensor out = empty(with_spatial(input.sizes(), output_size[0], output_size[1]), input.dtype(),
@@ -179,7 +168,7 @@ Tensor adaptive_avg_pool2d_forward(const Tensor& input, ExpandingArray<2> output
 }
 
 Tensor adaptive_avg_pool2d_backward(const Tensor& grad_out, const Shape& input_sizes) {
-  if (via_float32(grad_out)) {
+  if (cpu_16bit_via_float32(grad_out)) {
     return cast(adaptive_avg_pool2d_backward(cast(grad_out, DType::f32), input_sizes),
                 grad_out.dtype());
   }
