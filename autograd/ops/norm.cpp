@@ -16,12 +16,13 @@ Tensor layer_norm(const Tensor& input_in, const Shape& normalized_shape, const T
   Tensor out = f.out;
   if (needs_grad(input, weight, bias)) {
     record("NativeLayerNormBackward", {input, weight, bias}, {&out},
-           [sx = SavedTensor(input), sw = SavedTensor(weight), mean = f.mean,
-            rstd = f.rstd](const BackwardCtx& c) -> variable_list {
+           [sx = SavedTensor(input), sw = SavedTensor(weight), mean = f.mean, rstd = f.rstd,
+            bdt = bias.defined() ? bias.dtype()
+                                 : input.dtype()](const BackwardCtx& c) -> variable_list {
              const char* name = "NativeLayerNormBackward";
-             auto r =
-                 ops::layer_norm_backward(c.grad(), sx.unpack(name), {Tensor(), mean, rstd},
-                                          sw.unpack(name), {c.needs(0), c.needs(1), c.needs(2)});
+             auto r = ops::layer_norm_backward(c.grad(), sx.unpack(name), {Tensor(), mean, rstd},
+                                               sw.unpack(name), bdt,
+                                               {c.needs(0), c.needs(1), c.needs(2)});
              return {r[0], r[1], r[2]};
            });
   }
@@ -40,10 +41,11 @@ Tensor batch_norm(const Tensor& input_in, const Tensor& running_mean, const Tens
   if (needs_grad(input, weight, bias)) {
     record("NativeBatchNormBackward", {input, weight, bias}, {&out},
            [sx = SavedTensor(input), sw = SavedTensor(weight), mean = f.mean, rstd = f.rstd,
+            bdt = bias.defined() ? bias.dtype() : input.dtype(),
             training](const BackwardCtx& c) -> variable_list {
              const char* name = "NativeBatchNormBackward";
              auto r = ops::batch_norm_backward(c.grad(), sx.unpack(name), {Tensor(), mean, rstd},
-                                               sw.unpack(name), training,
+                                               sw.unpack(name), bdt, training,
                                                {c.needs(0), c.needs(1), c.needs(2)});
              return {r[0], r[1], r[2]};
            });

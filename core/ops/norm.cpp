@@ -32,27 +32,27 @@ DType compute_dtype(DType t) {
   return t == DType::f64 ? DType::f64 : DType::f32;
 }
 
-/// Where the kernels take 16-bit inputs as they are (CUDA: 16-bit storage, arithmetic in float):
-/// then the input and output keep the input's dtype. Elsewhere (the CPU kernels take float32 /
-/// float64 only) a 16-bit input is computed in float32 and the results cast back.
-bool takes_16bit(const Tensor& input) {
-  const DType dt = input.dtype();
-  return (dt == DType::f16 || dt == DType::bf16) && input.device().kind == DeviceKind::cuda;
-}
-
 /// The dtypes a norm kernel runs with for `input`: x (input, output and their gradients) and
-/// params (weight, bias, running statistics and their gradients; the kernels take one).
+/// params (weight, bias, running statistics and their gradients; the kernels take one), given
+/// the dtypes of the parameters (an absent one counts as the input's dtype: param_dtype).
 struct NormDTypes {
   DType x, params;
 };
-NormDTypes norm_dtypes(const Tensor& input, std::initializer_list<const Tensor*> params) {
+NormDTypes norm_dtypes(const Tensor& input, std::initializer_list<DType> param_dtypes) {
   const DType ct = compute_dtype(input.dtype());
-  if (!takes_16bit(input)) return {ct, ct};
+  // 16-bit inputs stay 16-bit where the kernels take them (cpu_16bit_via_float32)
+  const bool half = input.dtype() == DType::f16 || input.dtype() == DType::bf16;
+  if (!half || cpu_16bit_via_float32(input)) return {ct, ct};
   // 16-bit parameters beside a 16-bit input stay as they are; any other mix runs in float32.
-  for (const Tensor* p : params) {
-    if (p->defined() && p->dtype() != input.dtype()) return {input.dtype(), DType::f32};
+  for (DType p : param_dtypes) {
+    if (p != input.dtype()) return {input.dtype(), DType::f32};
   }
   return {input.dtype(), input.dtype()};
+}
+
+/// The dtype of parameter p for norm_dtypes: its own, or the input's when p is absent.
+DType param_dtype(const Tensor& p, const Tensor& input) {
+  return p.defined() ? p.dtype() : input.dtype();
 }
 
 /// t contiguous in dtype ct (undefined stays undefined).
@@ -97,7 +97,7 @@ NormForward layer_norm_forward(const Tensor& input, const Shape& normalized_shap
   check_param(op, "weight", weight, normalized_shape);
   check_param(op, "bias", bias, normalized_shape);
   const DType ct = compute_dtype(input.dtype());
-  const NormDTypes kt = norm_dtypes(input, {&weight, &bias});
+  const NormDTypes kt = norm_dtypes(input, {param_dtype(weight, input), param_dtype(bias, input)});
   const int64_t D = shape_numel(normalized_shape);
   const int64_t M = D == 0 ? 0 : input.numel() / D;
   Tensor x = prep(input, kt.x);
@@ -117,8 +117,8 @@ NormForward layer_norm_forward(const Tensor& input, const Shape& normalized_shap
 
 std::array<Tensor, 3> layer_norm_backward(const Tensor& grad_out, const Tensor& input,
                                           const NormForward& saved, const Tensor& weight,
-                                          std::array<bool, 3> needs) {
-  const NormDTypes kt = norm_dtypes(input, {&weight});
+                                          DType bias_dtype, std::array<bool, 3> needs) {
+  const NormDTypes kt = norm_dtypes(input, {param_dtype(weight, input), bias_dtype});
   const int64_t M = saved.mean.numel();
   const int64_t D = M == 0 ? 0 : input.numel() / M;
   std::array<Tensor, 3> r;
@@ -139,7 +139,7 @@ std::array<Tensor, 3> layer_norm_backward(const Tensor& grad_out, const Tensor& 
   }
   if (gi.defined()) r[0] = cast(gi, input.dtype());
   if (gw.defined()) r[1] = cast(gw, weight.dtype());
-  if (gb.defined()) r[2] = cast(gb, input.dtype());
+  if (gb.defined()) r[2] = cast(gb, bias_dtype);
   return r;
 }
 
@@ -169,7 +169,9 @@ NormForward batch_norm_forward(const Tensor& input, const Tensor& running_mean,
            ": expected more than 1 value per channel when training, got input of shape ",
            shape_str(input.sizes()));
   const DType ct = compute_dtype(input.dtype());
-  const NormDTypes kt = norm_dtypes(input, {&weight, &bias, &running_mean, &running_var});
+  const NormDTypes kt =
+      norm_dtypes(input, {param_dtype(weight, input), param_dtype(bias, input),
+                          param_dtype(running_mean, input), param_dtype(running_var, input)});
   Tensor x = prep(input, kt.x);
   NormForward r;
   r.out = empty(input.sizes(), kt.x, input.device());
@@ -203,8 +205,9 @@ NormForward batch_norm_forward(const Tensor& input, const Tensor& running_mean,
 
 std::array<Tensor, 3> batch_norm_backward(const Tensor& grad_out, const Tensor& input,
                                           const NormForward& saved, const Tensor& weight,
-                                          bool training, std::array<bool, 3> needs) {
-  const NormDTypes kt = norm_dtypes(input, {&weight});
+                                          DType bias_dtype, bool training,
+                                          std::array<bool, 3> needs) {
+  const NormDTypes kt = norm_dtypes(input, {param_dtype(weight, input), bias_dtype});
   const int64_t N = input.size(0), C = input.size(1), S = tail_numel(input, 2);
   Tensor gi = needs[0] ? empty(input.sizes(), kt.x, input.device()) : Tensor();
   Tensor gw = needs[1] ? empty({C}, kt.params, input.device()) : Tensor();
@@ -222,7 +225,7 @@ std::array<Tensor, 3> batch_norm_backward(const Tensor& grad_out, const Tensor& 
   std::array<Tensor, 3> r;
   if (gi.defined()) r[0] = cast(gi, input.dtype());
   if (gw.defined()) r[1] = cast(gw, weight.dtype());
-  if (gb.defined()) r[2] = cast(gb, input.dtype());
+  if (gb.defined()) r[2] = cast(gb, bias_dtype);
   return r;
 }
 

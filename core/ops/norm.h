@@ -63,10 +63,11 @@ struct NormForward {
 /// (eps < 0 or empty normalized_shape), DTypeError, DeviceError.
 NormForward layer_norm_forward(const Tensor& input, const Shape& normalized_shape,
                                const Tensor& weight, const Tensor& bias, double eps);
-/// {grad_input, grad_weight, grad_bias}, each only when its flag is set.
+/// {grad_input, grad_weight, grad_bias}, each only when its flag is set; grad_bias in
+/// bias_dtype (the bias's dtype: float32 beside a 16-bit input in mixed precision).
 std::array<Tensor, 3> layer_norm_backward(const Tensor& grad_out, const Tensor& input,
                                           const NormForward& saved, const Tensor& weight,
-                                          std::array<bool, 3> needs);
+                                          DType bias_dtype, std::array<bool, 3> needs);
 
 /// Validates and runs batch norm on input [N, C, *] (at least 2 dims). Updates running_mean /
 /// running_var in place when training and they are defined. Throws ShapeError (parameter
@@ -77,7 +78,8 @@ NormForward batch_norm_forward(const Tensor& input, const Tensor& running_mean,
                                bool training, double momentum, double eps);
 std::array<Tensor, 3> batch_norm_backward(const Tensor& grad_out, const Tensor& input,
                                           const NormForward& saved, const Tensor& weight,
-                                          bool training, std::array<bool, 3> needs);
+                                          DType bias_dtype, bool training,
+                                          std::array<bool, 3> needs);
 
 }  // namespace ops
 }  // namespace sl

@@ -194,6 +194,36 @@ TEST_CASE("norm: float64 and 16-bit inputs") {
   SL_CHECK_CLOSE(yh, layer_norm(xh.to(DType::f32), {8}).to(DType::bf16), 0, 0);
 }
 
+TEST_CASE("norm: float32 parameters beside a 16-bit input get float32 gradients, unrounded") {
+  // Mixed precision: the weight and bias gradients are sums over many rows, computed in float;
+  // they must reach the float32 parameters without passing through the input's 16 bits. The
+  // references are float64 sums of the same values; rtol 1e-5 allows float32 accumulation of
+  // 64 terms and is far below bfloat16's 2^-8 = 3.9e-3 rounding step.
+  manual_seed(29);
+  Tensor x = randn({64, 8}).to(DType::bf16);
+  Tensor g = randn({64, 8}).to(DType::bf16);  // the upstream gradient, in the output's dtype
+  Tensor w = randn({8}).requires_grad_(), b = randn({8}).requires_grad_();
+  Tensor y = layer_norm(x, {8}, w, b);
+  CHECK(y.dtype() == DType::bf16);
+  y.backward(g);
+  Tensor g64 = g.to(DType::f64), x64 = x.to(DType::f64);
+  Tensor xhat = (x64 - x64.mean({1}, true)) / (x64.var({1}, 0, true) + 1e-5).sqrt();
+  REQUIRE(b.grad().dtype() == DType::f32);
+  REQUIRE(w.grad().dtype() == DType::f32);
+  SL_CHECK_CLOSE(b.grad().to(DType::f64), g64.sum({0}), 1e-5, 1e-6);
+  SL_CHECK_CLOSE(w.grad().to(DType::f64), (g64 * xhat).sum({0}), 1e-5, 1e-5);
+
+  // batch norm [N, C, S] = [16, 3, 4]: per-channel sums over 64 values
+  Tensor xb = randn({16, 3, 4}).to(DType::bf16);
+  Tensor gb = randn({16, 3, 4}).to(DType::bf16);
+  Tensor wb = randn({3}).requires_grad_(), bb = randn({3}).requires_grad_();
+  Tensor yb = batch_norm(xb, Tensor(), Tensor(), wb, bb, true, 0.1, 1e-5);
+  CHECK(yb.dtype() == DType::bf16);
+  yb.backward(gb);
+  REQUIRE(bb.grad().dtype() == DType::f32);
+  SL_CHECK_CLOSE(bb.grad().to(DType::f64), gb.to(DType::f64).sum({0, 2}), 1e-5, 1e-6);
+}
+
 TEST_CASE("norm: error paths") {
   Tensor x = randn({2, 3, 4});
   SL_CHECK_THROWS(layer_norm(x, {3}), ShapeError, "does not end with normalized_shape [3]");
