@@ -186,7 +186,8 @@ void launch_attention_softmax_backward(DType dt, void* grad_scores, const void* 
     const T* p = static_cast<const T*>(probs);
     const comp_t<T> sc = static_cast<comp_t<T>>(scale);
     if (S <= 1024) {
-      softmax_bwd_kernel<32, T><<<row_blocks(rows, 32), kBlockThreads, 0, s>>>(gs, g, p, rows, S, sc);
+      softmax_bwd_kernel<32, T>
+          <<<row_blocks(rows, 32), kBlockThreads, 0, s>>>(gs, g, p, rows, S, sc);
     } else {
       softmax_bwd_kernel<kBlockThreads, T>
           <<<row_blocks(rows, kBlockThreads), kBlockThreads, 0, s>>>(gs, g, p, rows, S, sc);

@@ -313,7 +313,6 @@ void visit_float_params(DType dt, DType pdt, const char* op, F&& f) {
 
 }  // namespace
 
-
 void launch_layer_norm_forward(DType dt, DType pdt, const void* x, const void* w, const void* b,
                                void* y, void* mean, void* rstd, int64_t M, int64_t D, double eps,
                                cudaStream_t s) {

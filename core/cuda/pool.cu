@@ -209,12 +209,13 @@ void launch_max_pool2d_backward(DType dt, void* grad_in, const void* grad_out,
     using T = typename decltype(tag)::type;
     if constexpr (is_half_v<T>) {
       DeviceScratch acc(static_cast<size_t>(P * HW) * sizeof(float));
-      CUDA_CHECK(cudaMemsetAsync(acc.as<float>(), 0, static_cast<size_t>(P * HW) * sizeof(float), s));
+      CUDA_CHECK(
+          cudaMemsetAsync(acc.as<float>(), 0, static_cast<size_t>(P * HW) * sizeof(float), s));
       max_pool_bwd_kernel<T><<<grid_for(P * HWo), kBlockThreads, 0, s>>>(
           acc.as<float>(), static_cast<const T*>(grad_out), indices, P, HW, HWo);
       CUDA_CHECK_LAUNCH();
       round_to_kernel<T><<<grid_for(P * HW), kBlockThreads, 0, s>>>(static_cast<T*>(grad_in),
-                                                                     acc.as<float>(), P * HW);
+                                                                    acc.as<float>(), P * HW);
       CUDA_CHECK_LAUNCH();
     } else {
       CUDA_CHECK(cudaMemsetAsync(grad_in, 0, static_cast<size_t>(P * HW) * sizeof(T), s));
