@@ -30,6 +30,19 @@
 
 namespace sl::testing {
 
+/// Decorator for a test case that needs a GPU from its first line:
+/// TEST_CASE("name" * sl::testing::needs_gpu()). Without a GPU doctest skips the case and counts
+/// it as skipped in its summary, not as passed. Evaluated once, when the binary registers its
+/// cases; the body still starts with SL_REQUIRE_CUDA, which guards runs that force skipped cases
+/// (doctest's --no-skip).
+inline doctest::skip needs_gpu() {
+#ifdef SL_CUDA_TESTS_ON_CPU
+  return doctest::skip(false);
+#else
+  return doctest::skip(!::sl::cuda::is_available());
+#endif
+}
+
 #ifdef SL_CUDA_TESTS_ON_CPU
 inline const Device kGPU{DeviceKind::cpu, 0};
 #else

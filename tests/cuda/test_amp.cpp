@@ -69,7 +69,7 @@ TEST_CASE("autocast: gradients reach float32 leaves in float32") {
   SL_CHECK_CLOSE(w.grad(), expect, 1e-2, 1e-2);
 }
 
-TEST_CASE("autocast: CUDA scope casts CUDA tensors only") {
+TEST_CASE("autocast: CUDA scope casts CUDA tensors only" * sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("autocast on CUDA");
   Tensor g = randn({8, 8}).to(sl::testing::kGPU);
   Tensor c = randn({8, 8});

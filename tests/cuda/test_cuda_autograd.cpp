@@ -17,7 +17,7 @@ Tensor net(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2
 
 }  // namespace
 
-TEST_CASE("cuda: backward of a small network matches the CPU") {
+TEST_CASE("cuda: backward of a small network matches the CPU" * sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("autograd parity");
   manual_seed(8);
   for (DType dt : {DType::f32, DType::f64}) {
@@ -46,7 +46,7 @@ TEST_CASE("cuda: backward of a small network matches the CPU") {
   }
 }
 
-TEST_CASE("cuda: 100 SGD steps do not grow GPU memory") {
+TEST_CASE("cuda: 100 SGD steps do not grow GPU memory" * sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("memory across training steps");
   manual_seed(9);
   Tensor x = randn({64, 32}).to(kGPU), target = randn({64, 4}).to(kGPU);

@@ -58,7 +58,8 @@ Tensor values_with_ties(const Shape& s, DType dt) {
 
 }  // namespace
 
-TEST_CASE("cuda parity: softmax and log_softmax along every dim, rows short and long") {
+TEST_CASE("cuda parity: softmax and log_softmax along every dim, rows short and long" *
+          sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("softmax parity");
   manual_seed(31);
   for (DType dt : kFloat) {
@@ -85,7 +86,8 @@ TEST_CASE("cuda parity: softmax and log_softmax along every dim, rows short and 
   SL_CHECK_CLOSE(log_softmax(x.to(kGPU), 1).cpu(), log_softmax(x, 1), 1e-5, 1e-7);
 }
 
-TEST_CASE("cuda parity: index_select, index_add, gather, scatter, scatter_add") {
+TEST_CASE("cuda parity: index_select, index_add, gather, scatter, scatter_add" *
+          sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("index parity");
   manual_seed(32);
   Tensor idx = from_vector<int64_t>({4, 0, 4, 2, 4, 1});  // repeats: accumulation order matters
@@ -128,7 +130,8 @@ TEST_CASE("cuda parity: index_select, index_add, gather, scatter, scatter_add") 
                  0, 0);
 }
 
-TEST_CASE("cuda parity: embedding (padding_idx), one_hot, masked_select across tiles") {
+TEST_CASE("cuda parity: embedding (padding_idx), one_hot, masked_select across tiles" *
+          sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("embedding / one_hot / masked_select parity");
   manual_seed(33);
   Tensor ids = randint(0, 10, {4, 7}, {.dtype = DType::i64});
@@ -158,7 +161,7 @@ TEST_CASE("cuda parity: embedding (padding_idx), one_hot, masked_select across t
   CHECK(masked_select(randn({100}).to(kGPU), none).numel() == 0);
 }
 
-TEST_CASE("cuda parity: cat, stack, pad, tril, triu, flip, repeat") {
+TEST_CASE("cuda parity: cat, stack, pad, tril, triu, flip, repeat" * sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("shape parity");
   manual_seed(34);
   for (DType dt : kAll) {
@@ -216,7 +219,8 @@ TEST_CASE("cuda parity: cat, stack, pad, tril, triu, flip, repeat") {
   }
 }
 
-TEST_CASE("cuda parity: sort, argsort, topk with ties, NaN and signed zeros") {
+TEST_CASE("cuda parity: sort, argsort, topk with ties, NaN and signed zeros" *
+          sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("sort parity");
   manual_seed(35);
   for (DType dt : kNoBool) {  // sort refuses bool

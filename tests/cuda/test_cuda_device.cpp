@@ -41,7 +41,8 @@ TEST_CASE("cuda: TF32 and checked-indexing switches") {
   cuda::set_checked_indexing(true);
 }
 
-TEST_CASE("cuda: allocator statistics follow tensors; empty_cache returns cached memory") {
+TEST_CASE("cuda: allocator statistics follow tensors; empty_cache returns cached memory" *
+          sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("allocator statistics");
   cuda::synchronize();
   empty_cache(kGPU);
@@ -63,7 +64,8 @@ TEST_CASE("cuda: allocator statistics follow tensors; empty_cache returns cached
   CHECK(memory_stats(kGPU).peak_bytes == memory_stats(kGPU).live_bytes);
 }
 
-TEST_CASE("cuda: an impossible allocation throws OutOfMemoryError with the sizes") {
+TEST_CASE("cuda: an impossible allocation throws OutOfMemoryError with the sizes" *
+          sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("out of memory");
   // 2^46 floats = 256 TiB: more than any GPU has.
   SL_CHECK_THROWS(empty({int64_t{1} << 46}, {.device = kGPU}), OutOfMemoryError,
@@ -73,7 +75,8 @@ TEST_CASE("cuda: an impossible allocation throws OutOfMemoryError with the sizes
   CHECK(t.sum().item<float>() == 4.0f);
 }
 
-TEST_CASE("cuda: host <-> device copies round-trip every dtype exactly") {
+TEST_CASE("cuda: host <-> device copies round-trip every dtype exactly" *
+          sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("host/device round trip");
   for (DType dt :
        {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i64, DType::i32, DType::b8}) {
@@ -95,7 +98,7 @@ TEST_CASE("cuda: host <-> device copies round-trip every dtype exactly") {
   }
 }
 
-TEST_CASE("cuda: dtype conversions on the device match the CPU's") {
+TEST_CASE("cuda: dtype conversions on the device match the CPU's" * sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("device dtype conversion");
   const DType all[] = {DType::f32, DType::f64, DType::f16, DType::bf16,
                        DType::i64, DType::i32, DType::b8};
@@ -120,7 +123,7 @@ TEST_CASE("cuda: dtype conversions on the device match the CPU's") {
   }
 }
 
-TEST_CASE("cuda: device-to-device copies, overlapping views, fill") {
+TEST_CASE("cuda: device-to-device copies, overlapping views, fill" * sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("device copies and fill");
   Tensor a = arange(24).to(DType::f32).view({4, 6}).to(kGPU);
   Tensor b = a.clone();

@@ -38,7 +38,8 @@ bool unary_accepts(UnaryOp op, DType dt) {
 
 }  // namespace
 
-TEST_CASE("cuda parity: every unary op, every dtype, contiguous and strided") {
+TEST_CASE("cuda parity: every unary op, every dtype, contiguous and strided" *
+          sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("unary parity");
   manual_seed(1);
   for (int o = 0; o < static_cast<int>(UnaryOp::count_); ++o) {
@@ -61,7 +62,8 @@ TEST_CASE("cuda parity: every unary op, every dtype, contiguous and strided") {
   }
 }
 
-TEST_CASE("cuda parity: special values (NaN, inf, signed zero) through unary ops") {
+TEST_CASE("cuda parity: special values (NaN, inf, signed zero) through unary ops" *
+          sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("unary special values");
   Tensor x = tensor({0.0, -0.0, 1.0 / 0.0, -1.0 / 0.0, 0.0 / 0.0, 2.5, -2.5, 0.5, 1.5},
                     {.dtype = DType::f64});
@@ -109,7 +111,8 @@ bool binary_accepts(BinaryOp op, DType dt) {
 
 }  // namespace
 
-TEST_CASE("cuda parity: every binary op, every dtype, with broadcasting") {
+TEST_CASE("cuda parity: every binary op, every dtype, with broadcasting" *
+          sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("binary parity");
   manual_seed(2);
   struct Shapes {
@@ -140,7 +143,8 @@ TEST_CASE("cuda parity: every binary op, every dtype, with broadcasting") {
   }
 }
 
-TEST_CASE("cuda parity: integer pow, fmod and remainder with negative operands") {
+TEST_CASE("cuda parity: integer pow, fmod and remainder with negative operands" *
+          sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("integer binary parity");
   Tensor a = from_vector<int64_t>({7, -7, 7, -7, 0, 3, -2, 1, -1, 5});
   Tensor b = from_vector<int64_t>({3, 3, -3, -3, 5, 0, 3, -4, -3, 2});
@@ -160,7 +164,7 @@ TEST_CASE("cuda parity: integer pow, fmod and remainder with negative operands")
   }
 }
 
-TEST_CASE("cuda parity: in-place ops, where, clamp, masked_fill") {
+TEST_CASE("cuda parity: in-place ops, where, clamp, masked_fill" * sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("in-place, where, clamp");
   manual_seed(3);
   for (DType dt : kAll) {
@@ -199,7 +203,7 @@ TEST_CASE("cuda parity: in-place ops, where, clamp, masked_fill") {
   CHECK(f.min().item<float>() > 0);
 }
 
-TEST_CASE("cuda: elementwise errors name the op") {
+TEST_CASE("cuda: elementwise errors name the op" * sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("elementwise errors");
   Tensor i = from_vector<int64_t>({1, 2}).to(kGPU);
   SL_CHECK_THROWS(ops::unary_(UnaryOp::exp, i), DTypeError,

@@ -32,7 +32,7 @@ sl::testing::Tol matmul_tol(DType dt, int64_t K) {
 
 }  // namespace
 
-TEST_CASE("cuda parity: mm / bmm / matmul for every dtype and layout") {
+TEST_CASE("cuda parity: mm / bmm / matmul for every dtype and layout" * sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("matmul parity");
   manual_seed(7);
   for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i64, DType::i32}) {
@@ -73,7 +73,8 @@ TEST_CASE("cuda parity: mm / bmm / matmul for every dtype and layout") {
   }
 }
 
-TEST_CASE("cuda parity: bmm_kernel with alpha and beta; empty inner dim") {
+TEST_CASE("cuda parity: bmm_kernel with alpha and beta; empty inner dim" *
+          sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("bmm alpha/beta");
   Tensor a = randn({2, 5, 4}), b = randn({2, 4, 3}), c = randn({2, 5, 3});
   Tensor gc = c.to(kGPU);
@@ -87,7 +88,7 @@ TEST_CASE("cuda parity: bmm_kernel with alpha and beta; empty inner dim") {
                   "mm: shapes [3, 2] and [3, 2] cannot be multiplied");
 }
 
-TEST_CASE("cuda: TF32 matmul is opt-in and close to float32") {
+TEST_CASE("cuda: TF32 matmul is opt-in and close to float32" * sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("TF32");
   Tensor a = randn({256, 512}), b = randn({512, 128});
   Tensor ref = ops::mm(a, b);
@@ -101,7 +102,8 @@ TEST_CASE("cuda: TF32 matmul is opt-in and close to float32") {
   SL_CHECK_CLOSE(full32, ref, 1e-5, 1e-5 * 512);
 }
 
-TEST_CASE("cuda parity: linear and addmm through the cuBLASLt bias epilogue") {
+TEST_CASE("cuda parity: linear and addmm through the cuBLASLt bias epilogue" *
+          sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("linear/addmm bias epilogue");
   manual_seed(11);
   for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
@@ -137,7 +139,7 @@ TEST_CASE("cuda parity: linear and addmm through the cuBLASLt bias epilogue") {
                      matmul_tol(DType::f64, 6));
 }
 
-TEST_CASE("cuda parity: linear forward and backward") {
+TEST_CASE("cuda parity: linear forward and backward" * sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("linear autograd");
   manual_seed(12);
   Tensor x = randn({3, 4, 16}).requires_grad_(), w = randn({8, 16}).requires_grad_();

@@ -36,7 +36,7 @@ Tensor rnd(const Shape& s, DType dt, bool grad = true) {
 }
 }  // namespace
 
-TEST_CASE("cuda parity: layer_norm forward and backward") {
+TEST_CASE("cuda parity: layer_norm forward and backward" * sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("layer_norm parity");
   manual_seed(11);
   // 16-bit inputs: the CUDA kernels read and write them natively, the CPU computes in float32
@@ -79,7 +79,8 @@ TEST_CASE("cuda parity: layer_norm forward and backward") {
   }
 }
 
-TEST_CASE("cuda parity: batch_norm training, running statistics, evaluation") {
+TEST_CASE("cuda parity: batch_norm training, running statistics, evaluation" *
+          sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("batch_norm parity");
   manual_seed(12);
   // 16-bit inputs: native on CUDA, float32 on the CPU; weight, bias and running statistics in
@@ -119,7 +120,7 @@ TEST_CASE("cuda parity: batch_norm training, running statistics, evaluation") {
   }
 }
 
-TEST_CASE("cuda parity: dropout keeps the same elements as the CPU") {
+TEST_CASE("cuda parity: dropout keeps the same elements as the CPU" * sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("dropout parity");
   for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
     CAPTURE(dt);
@@ -136,7 +137,7 @@ TEST_CASE("cuda parity: dropout keeps the same elements as the CPU") {
       {rnd({64, 9}, DType::f32)}, 0, 0);
 }
 
-TEST_CASE("cuda parity: conv2d / conv1d through cuDNN") {
+TEST_CASE("cuda parity: conv2d / conv1d through cuDNN" * sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("conv parity");
   if (!conv2d_forward_kernel.has(DeviceKind::cuda)) {
     sl::testing::report_skip("CUDA test: conv parity", "built without cuDNN");
@@ -159,7 +160,7 @@ TEST_CASE("cuda parity: conv2d / conv1d through cuDNN") {
   }
 }
 
-TEST_CASE("cuda parity: max, average and adaptive pooling") {
+TEST_CASE("cuda parity: max, average and adaptive pooling" * sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("pool parity");
   manual_seed(14);
   // 16-bit: native on CUDA (max-pool backward sums overlapping windows in a float32 scratch),
@@ -186,7 +187,8 @@ TEST_CASE("cuda parity: max, average and adaptive pooling") {
   }
 }
 
-TEST_CASE("cuda parity: attention softmax with masks, and scaled dot-product attention") {
+TEST_CASE("cuda parity: attention softmax with masks, and scaled dot-product attention" *
+          sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("attention parity");
   manual_seed(15);
   // 16-bit: native on CUDA (max, exponentials and sums in float), float32 on the CPU
@@ -227,7 +229,8 @@ TEST_CASE("cuda parity: attention softmax with masks, and scaled dot-product att
   }
 }
 
-TEST_CASE("cuda parity: LSTM and GRU with lengths, two layers, bidirectional") {
+TEST_CASE("cuda parity: LSTM and GRU with lengths, two layers, bidirectional" *
+          sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("rnn parity");
   manual_seed(16);
   for (DType dt : {DType::f64, DType::f32}) {

@@ -21,7 +21,8 @@ const PG kPairs[] = {{DType::f32, DType::f32}, {DType::f64, DType::f64},
                      {DType::f32, DType::f16}, {DType::f32, DType::bf16}};
 }  // namespace
 
-TEST_CASE("cuda parity: fused SGD and Adam/AdamW steps are bit-identical to the CPU") {
+TEST_CASE("cuda parity: fused SGD and Adam/AdamW steps are bit-identical to the CPU" *
+          sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("optimizer kernels");
   manual_seed(21);
   for (PG pg : kPairs) {
@@ -70,7 +71,8 @@ TEST_CASE("cuda parity: fused SGD and Adam/AdamW steps are bit-identical to the 
   }
 }
 
-TEST_CASE("cuda: unscale_check_ flags inf/NaN and scales; norm_partial matches the CPU") {
+TEST_CASE("cuda: unscale_check_ flags inf/NaN and scales; norm_partial matches the CPU" *
+          sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("unscale and norms");
   for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
     CAPTURE(dt);
@@ -100,7 +102,8 @@ TEST_CASE("cuda: unscale_check_ flags inf/NaN and scales; norm_partial matches t
   }
 }
 
-TEST_CASE("cuda: GradScaler skips the step with an injected inf and backs off, as on the CPU") {
+TEST_CASE("cuda: GradScaler skips the step with an injected inf and backs off, as on the CPU" *
+          sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("GradScaler on CUDA");
   for (Device dev : {kCPU, kGPU}) {
     CAPTURE(dev);

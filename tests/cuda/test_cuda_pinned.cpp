@@ -33,7 +33,8 @@ TEST_CASE("pin_memory: without a GPU it throws a DeviceError that says why") {
   empty_pinned_cache();  // no-op
 }
 
-TEST_CASE("pin_memory: pinned copies of CPU tensors round-trip through the GPU exactly") {
+TEST_CASE("pin_memory: pinned copies of CPU tensors round-trip through the GPU exactly" *
+          sl::testing::needs_gpu()) {
   if (!pinned_available("pinned round trip")) return;
   for (DType dt : {DType::f32, DType::f64, DType::bf16, DType::i64, DType::b8}) {
     CAPTURE(dt);
@@ -58,7 +59,8 @@ TEST_CASE("pin_memory: pinned copies of CPU tensors round-trip through the GPU e
                   "pin_memory: expected a CPU tensor");
 }
 
-TEST_CASE("pin_memory: freed pinned blocks are cached and reused (statistics)") {
+TEST_CASE("pin_memory: freed pinned blocks are cached and reused (statistics)" *
+          sl::testing::needs_gpu()) {
   if (!pinned_available("pinned block reuse")) return;
   cuda::synchronize();
   empty_pinned_cache();
@@ -77,7 +79,8 @@ TEST_CASE("pin_memory: freed pinned blocks are cached and reused (statistics)") 
   CHECK(pinned_memory_stats().reserved_bytes == s0.reserved_bytes);
 }
 
-TEST_CASE("pin_memory: a pinned source freed before its asynchronous copy ran is not reused") {
+TEST_CASE("pin_memory: a pinned source freed before its asynchronous copy ran is not reused" *
+          sl::testing::needs_gpu()) {
   if (!pinned_available("pinned source lifetime")) return;
   Tensor h = randn({1 << 16});
   Tensor d;
@@ -91,7 +94,8 @@ TEST_CASE("pin_memory: a pinned source freed before its asynchronous copy ran is
   SL_CHECK_CLOSE(other, full({1 << 16}, 7.0f), 0, 0);
 }
 
-TEST_CASE("pinned staging: large pageable copies go in chunks and reuse their buffers") {
+TEST_CASE("pinned staging: large pageable copies go in chunks and reuse their buffers" *
+          sl::testing::needs_gpu()) {
   if (!pinned_available("staged copies")) return;
   // 2.5 staging chunks of float32 in each direction (kStageChunkBytes is 4 MiB)
   const int64_t n = (int64_t{5} << 20) / 2;

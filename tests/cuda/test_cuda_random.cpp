@@ -5,7 +5,8 @@
 using namespace sl;
 using sl::testing::kGPU;
 
-TEST_CASE("cuda: rand/randn/randint/bernoulli give the CPU's numbers for the same seed") {
+TEST_CASE("cuda: rand/randn/randint/bernoulli give the CPU's numbers for the same seed" *
+          sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("random parity");
   for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
     CAPTURE(dt);

@@ -33,7 +33,8 @@ const Case kCases[] = {
 
 }  // namespace
 
-TEST_CASE("cuda parity: sum, mean, prod, var, norm, logsumexp, all, any") {
+TEST_CASE("cuda parity: sum, mean, prod, var, norm, logsumexp, all, any" *
+          sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("reduce parity");
   manual_seed(4);
   const ReduceOp ops_list[] = {ReduceOp::sum, ReduceOp::mean, ReduceOp::prod, ReduceOp::max,
@@ -90,7 +91,7 @@ TEST_CASE("cuda parity: sum, mean, prod, var, norm, logsumexp, all, any") {
   }
 }
 
-TEST_CASE("cuda parity: NaN propagates through max, min and sum") {
+TEST_CASE("cuda parity: NaN propagates through max, min and sum" * sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("reduce NaN");
   Tensor x = randn({8, 5000});
   x.select(0, 3).select(0, 4000).fill_(NAN);
@@ -103,7 +104,8 @@ TEST_CASE("cuda parity: NaN propagates through max, min and sum") {
   }
 }
 
-TEST_CASE("cuda parity: max/min with indices: first extremum, ties, NaN") {
+TEST_CASE("cuda parity: max/min with indices: first extremum, ties, NaN" *
+          sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("arg reductions");
   manual_seed(5);
   Tensor ties = tensor({1.0f, 3.0f, 3.0f, -2.0f, -2.0f, 0.0f, 3.0f}).view({1, 7});
@@ -134,7 +136,7 @@ TEST_CASE("cuda parity: max/min with indices: first extremum, ties, NaN") {
   }
 }
 
-TEST_CASE("cuda parity: cumsum along rows (tiled scan) and columns") {
+TEST_CASE("cuda parity: cumsum along rows (tiled scan) and columns" * sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("cumsum");
   manual_seed(6);
   for (DType dt :
@@ -150,7 +152,7 @@ TEST_CASE("cuda parity: cumsum along rows (tiled scan) and columns") {
   }
 }
 
-TEST_CASE("cuda: reductions are deterministic run to run") {
+TEST_CASE("cuda: reductions are deterministic run to run" * sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("reduce determinism");
   Tensor x = randn({3, 100000}).to(kGPU);
   Tensor a = ops::reduce(ReduceOp::sum, x, {1}, false).cpu();

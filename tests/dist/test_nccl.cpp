@@ -22,9 +22,14 @@ bool have_nccl_gpu() {
   return true;
 }
 
+/// Decorator: without NCCL or a GPU doctest skips the case (counted as skipped, not passed).
+doctest::skip needs_nccl_gpu() {
+  return doctest::skip(!nccl_available() || !cuda_is_available());
+}
+
 }  // namespace
 
-TEST_CASE("nccl: collectives on cuda tensors (one-rank group)") {
+TEST_CASE("nccl: collectives on cuda tensors (one-rank group)" * needs_nccl_gpu()) {
   if (!have_nccl_gpu()) return;
   auto pg = make_nccl_group(make_single_group(), Device("cuda:0"));
   CHECK(std::string(pg->backend()) == "nccl");
@@ -51,7 +56,7 @@ TEST_CASE("nccl: collectives on cuda tensors (one-rank group)") {
                   "the nccl process group works on cuda tensors");
 }
 
-TEST_CASE("nccl: zero2 on cuda equals zero2 on cpu (one rank)") {
+TEST_CASE("nccl: zero2 on cuda equals zero2 on cpu (one rank)" * needs_nccl_gpu()) {
   if (!have_nccl_gpu()) return;
   auto pg = make_nccl_group(make_single_group(), Device("cuda:0"));
   sl::testing::TrainConfig c{
