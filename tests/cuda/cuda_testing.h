@@ -31,15 +31,22 @@
 namespace sl::testing {
 
 /// Decorator for a test case that needs a GPU from its first line:
-/// TEST_CASE("name" * sl::testing::needs_gpu()). Without a GPU doctest skips the case and counts
-/// it as skipped in its summary, not as passed. Evaluated once, when the binary registers its
-/// cases; the body still starts with SL_REQUIRE_CUDA, which guards runs that force skipped cases
-/// (doctest's --no-skip).
+/// TEST_CASE("name" * sl::testing::needs_gpu()). The reason to skip: these cases compare CUDA
+/// kernels with the CPU, so without a visible GPU (or in a build without CUDA) there is nothing
+/// to run. doctest then skips the case and counts it as skipped in its summary, not as passed,
+/// and the binary prints that reason once. Evaluated when the binary registers its cases; the
+/// body still starts with SL_REQUIRE_CUDA, which guards runs that force skipped cases (doctest's
+/// --no-skip).
 inline doctest::skip needs_gpu() {
 #ifdef SL_CUDA_TESTS_ON_CPU
   return doctest::skip(false);
 #else
-  return doctest::skip(!::sl::cuda::is_available());
+  const bool skip = !::sl::cuda::is_available();
+  if (skip) {
+    report_skip("CUDA test cases that need a GPU (counted in doctest's \"skipped\")",
+                "no GPU visible (or built without CUDA)");
+  }
+  return doctest::skip(skip);
 #endif
 }
 

@@ -22,9 +22,10 @@ bool have_nccl_gpu() {
   return true;
 }
 
-/// Decorator: without NCCL or a GPU doctest skips the case (counted as skipped, not passed).
+/// Decorator: these cases run NCCL collectives on CUDA tensors, so without the NCCL backend or a
+/// GPU doctest skips them (counted as skipped, not passed) and the reason is printed once.
 doctest::skip needs_nccl_gpu() {
-  return doctest::skip(!nccl_available() || !cuda_is_available());
+  return doctest::skip(!have_nccl_gpu());
 }
 
 }  // namespace
