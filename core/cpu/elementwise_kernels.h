@@ -5,13 +5,15 @@
 //
 // Each op is a scalar function on the compute type (float for f16/bf16); unary_loop/binary_loop
 // add the contiguous fast paths that the compiler vectorises. Float gelu and gelu_tanh run
-// through unary_loop_fast_domain (Note [Gelu fast domain] in core/cpu/math.h).
+// through unary_loop_fast_domain (Note [Gelu fast domain] in core/cpu/math.h); the AVX2 build
+// computes gelu's all-fast blocks with the interleaved form of Note [Interleaved gelu].
 #pragma once
 
 #include <cmath>
 #include <type_traits>
 #include <utility>
 
+#include "core/cpu/gelu_avx2.h"
 #include "core/cpu/loops.h"
 #include "core/cpu/math.h"
 #include "core/ops/elementwise.h"
@@ -113,9 +115,17 @@ void run_unary(const Tensor& out, const Tensor& in) {
     detail::throw_error<DTypeError>(unary_op_name(op), ": expected a floating dtype, got ",
                                     dtype_name(dtype_v<T>));
   } else if constexpr (op == UnaryOp::gelu && std::is_same_v<T, float>) {
+#if defined(__AVX2__) && defined(__FMA__)
+    static_assert(kFastDomainBlock == 8 * math::f32::kGeluInterleave);
+    unary_loop_fast_domain(
+        out, in, math::f32::kGeluFastMax, [](float v) { return math::f32::gelu(v); },
+        [](float v) { return math::f32::gelu_fast(v); },
+        [](const float* x, float* o) { math::f32::gelu_fast_x32(x, o); });
+#else
     unary_loop_fast_domain(
         out, in, math::f32::kGeluFastMax, [](float v) { return math::f32::gelu(v); },
         [](float v) { return math::f32::gelu_fast(v); });
+#endif
   } else if constexpr (op == UnaryOp::gelu_tanh && std::is_same_v<T, float>) {
     unary_loop_fast_domain(
         out, in, math::f32::kGeluTanhFastMax, [](float v) { return math::f32::gelu_tanh(v); },

@@ -13,7 +13,9 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/cpu/isa.h"
 #include "core/error.h"
@@ -96,11 +98,13 @@ void unary_loop(const Tensor& out, const Tensor& a, const F& f) {
 /// out[i] = f(a[i]) for float tensors, where f has a cheaper form `fast` on |x| <= fast_max
 /// (Note [Gelu fast domain] in core/cpu/math.h): f must equal fast bit for bit there. Contiguous
 /// runs go in blocks of kFastDomainBlock; a block whose elements all lie in the domain (NaN never
-/// does) runs through fast only, any other block and the remainder through f.
-inline constexpr int64_t kFastDomainBlock = 16;
-template <class F, class Fast>
+/// does) runs through fast only, any other block and the remainder through f. fast_block, when
+/// given, computes such a block at once (fast_block(in, out) on kFastDomainBlock floats, e.g. the
+/// interleaved form of Note [Interleaved gelu]) and must equal fast bit for bit as well.
+inline constexpr int64_t kFastDomainBlock = 32;
+template <class F, class Fast, class FastBlock = std::nullptr_t>
 void unary_loop_fast_domain(const Tensor& out, const Tensor& a, float fast_max, const F& f,
-                            const Fast& fast) {
+                            const Fast& fast, const FastBlock& fast_block = nullptr) {
   const uint32_t max_bits = std::bit_cast<uint32_t>(fast_max);
   auto L = make_layout<2>({&out, &a});
   for_each_strided<2>(L, [&](char** p, const int64_t* s, int64_t n) {
@@ -124,8 +128,12 @@ void unary_loop_fast_domain(const Tensor& out, const Tensor& a, float fast_max, 
       }
       // ivdep: out is the input itself or does not overlap it, so no element feeds another
       if (top <= max_bits) {
+        if constexpr (!std::is_same_v<FastBlock, std::nullptr_t>) {
+          fast_block(x + i, o + i);
+        } else {
 #pragma GCC ivdep
-        for (int64_t j = 0; j < kFastDomainBlock; ++j) o[i + j] = fast(x[i + j]);
+          for (int64_t j = 0; j < kFastDomainBlock; ++j) o[i + j] = fast(x[i + j]);
+        }
       } else {
 #pragma GCC ivdep
         for (int64_t j = 0; j < kFastDomainBlock; ++j) o[i + j] = f(x[i + j]);

@@ -44,16 +44,24 @@ inline float abs(float x) {
 }
 
 /// exp(r) for |r| <= ln2 / 2 (plus a small rounding excess) by Cephes' degree-6 polynomial:
-/// 1 + r + r^2 p(r). The reduction step of exp_reduced and exp_neg_normal.
+/// 1 + r + r^2 p(r), p's coefficients in kExpPoly (highest degree first). The polynomial step of
+/// exp_reduced and exp_neg_normal.
+inline constexpr float kExpPoly[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                                      4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
 inline float exp_poly(float r) {
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
+  float p = kExpPoly[0];
+#pragma GCC unroll 8
+  for (int k = 1; k < 6; ++k) p = p * r + kExpPoly[k];
   return p * (r * r) + r + 1.0f;
 }
+
+/// The range reduction of exp: log2(e); 1.5 * 2^23, which rounds a float below 2^22 in magnitude
+/// to an integer when added and subtracted; ln 2 = kLn2Hi - kLn2Lo, kLn2Hi with 9 significant
+/// bits so that n * kLn2Hi is exact for |n| < 2^15.
+inline constexpr float kLog2e = 1.44269504088896341f;
+inline constexpr float kRoundShift = 12582912.0f;
+inline constexpr float kLn2Hi = 0.693359375f;
+inline constexpr float kLn2Lo = -2.12194440e-4f;
 
 /// exp(a + b) = y * 2^n, where a is exact and |b| is small next to 1 (b carries the rounding
 /// error of a product, see square_split), for finite a + b in [-120, 88]: returns y and sets n
@@ -62,9 +70,9 @@ inline float exp_poly(float r) {
 inline float exp_reduced(float a, float b, float& n) {
   const float x = a + b;
   // round to nearest integer with the 1.5 * 2^23 trick (no libm call)
-  n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  float r = a - n * 0.693359375f;  // exact: n has <= 9 bits, the constant 9
-  r = r - n * -2.12194440e-4f;
+  n = (x * kLog2e + kRoundShift) - kRoundShift;
+  float r = a - n * kLn2Hi;  // exact: n has <= 9 bits, kLn2Hi 9
+  r = r - n * kLn2Lo;
   r = r + b;
   return exp_poly(r);
 }
@@ -149,10 +157,10 @@ inline void two_prod(float a, float b, float& hi, float& lo) {
 /// (|r| stays below ln2 / 2 + |lo|), and 2^n is added to the exponent bits of exp(r) straight
 /// from the rounding constant's low bits (the result is a normal float).
 inline float exp_neg_normal(float hi, float lo) {
-  const float shifted = hi * -1.44269504088896341f + 12582912.0f;  // 1.5 * 2^23 + n
-  const float n = shifted - 12582912.0f;
-  float r = -hi - n * 0.693359375f;  // exact: n has <= 7 bits, the constant 9
-  r = r - n * -2.12194440e-4f;
+  const float shifted = hi * -kLog2e + kRoundShift;  // 1.5 * 2^23 + n
+  const float n = shifted - kRoundShift;
+  float r = -hi - n * kLn2Hi;  // exact: n has <= 7 bits, kLn2Hi 9
+  r = r - n * kLn2Lo;
   r = r - lo;
   const float y = exp_poly(r);
   // + n << 23: the bits of 1.5 * 2^23 shift out
@@ -285,22 +293,23 @@ inline constexpr float kGeluTanhFastMax = 4.5f;
 /// x Phi(x) for |x| <= kGeluFastMax: T(a) = exp(-a^2 / 2) R(a) as in normal_tail, exp without
 /// clamps (a^2 / 2 <= 12.5), and R by 9 coefficients in u = t - 0.59, t = 1 / (1 + a / sqrt 8)
 /// (fitted on a in [0, 5] by tools/fit_math_f32.py; relative error 2^-27.4 before rounding).
+/// (kGeluUNum[0] a + kGeluUNum[1]) / (1 + kGeluUDen a) = t - 0.59 in gelu_fast, and R's
+/// coefficients (highest degree first); shared with the AVX2 form in core/cpu/gelu_avx2.h.
+inline constexpr float kGeluUNum[2] = {-2.085964978e-01f, 4.099999964e-01f};
+inline constexpr float kGeluUDen = 0.35355339059327376f;  // 1 / sqrt 8
+inline constexpr float kGeluR[9] = {-2.675715952e-02f, 5.293942939e-02f,  1.198801247e-02f,
+                                    -1.159220282e-01f, -2.224571671e-02f, 3.173435741e-01f,
+                                    5.692299628e-01f,  5.219091548e-01f,  1.702910147e-01f};
 inline float gelu_fast(float x) {
   const float a = abs(x);
   float hi, lo;
   two_prod(0.5f * a, a, hi, lo);  // a^2 / 2 (0.5 a is exact but for subnormal a, where
                                   // a^2 / 2 is far below anything that matters)
   const float g = exp_neg_normal(hi, lo);
-  const float u = (-2.085964978e-01f * a + 4.099999964e-01f) / (1.0f + 0.35355339059327376f * a);
-  float r = -2.675715952e-02f;
-  r = r * u + 5.293942939e-02f;
-  r = r * u + 1.198801247e-02f;
-  r = r * u - 1.159220282e-01f;
-  r = r * u - 2.224571671e-02f;
-  r = r * u + 3.173435741e-01f;
-  r = r * u + 5.692299628e-01f;
-  r = r * u + 5.219091548e-01f;
-  r = r * u + 1.702910147e-01f;
+  const float u = (kGeluUNum[0] * a + kGeluUNum[1]) / (1.0f + kGeluUDen * a);
+  float r = kGeluR[0];
+#pragma GCC unroll 8
+  for (int k = 1; k < 9; ++k) r = r * u + kGeluR[k];
   const float xt = x * (g * r);  // x T(a)
   // x T for x <= 0, x (1 - T) above: selected on the sign bit (an integer compare; -0 gives -0)
   return static_cast<int32_t>(to_bits(x)) < 0 ? xt : x - xt;
