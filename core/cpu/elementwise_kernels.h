@@ -120,7 +120,7 @@ void run_unary(const Tensor& out, const Tensor& in) {
     unary_loop_fast_domain(
         out, in, math::f32::kGeluFastMax, [](float v) { return math::f32::gelu(v); },
         [](float v) { return math::f32::gelu_fast(v); },
-        [](const float* x, float* o) { math::f32::gelu_fast_x32(x, o); });
+        [](const float* x, float* o) { return math::f32::gelu_fast_x32(x, o); });
 #else
     unary_loop_fast_domain(
         out, in, math::f32::kGeluFastMax, [](float v) { return math::f32::gelu(v); },

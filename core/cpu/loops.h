@@ -99,8 +99,10 @@ void unary_loop(const Tensor& out, const Tensor& a, const F& f) {
 /// (Note [Gelu fast domain] in core/cpu/math.h): f must equal fast bit for bit there. Contiguous
 /// runs go in blocks of kFastDomainBlock; a block whose elements all lie in the domain (NaN never
 /// does) runs through fast only, any other block and the remainder through f. fast_block, when
-/// given, computes such a block at once (fast_block(in, out) on kFastDomainBlock floats, e.g. the
-/// interleaved form of Note [Interleaved gelu]) and must equal fast bit for bit as well.
+/// given, replaces both the domain check and fast: fast_block(in, out) on kFastDomainBlock floats
+/// (e.g. the interleaved form of Note [Interleaved gelu]) computes the block and returns true when
+/// all of it lies in the domain, and otherwise writes nothing and returns false (the block then
+/// runs through f); it must equal fast bit for bit.
 inline constexpr int64_t kFastDomainBlock = 32;
 template <class F, class Fast, class FastBlock = std::nullptr_t>
 void unary_loop_fast_domain(const Tensor& out, const Tensor& a, float fast_max, const F& f,
@@ -119,25 +121,25 @@ void unary_loop_fast_domain(const Tensor& out, const Tensor& a, float fast_max, 
     }
     int64_t i = 0;
     for (; i + kFastDomainBlock <= n; i += kFastDomainBlock) {
-      // the largest |x| of the block, as bits (NaN above inf above fast_max); not unrolled, so
-      // that it is vectorised as a loop (fully unrolled first, it would stay scalar)
-      uint32_t top = 0;
-#pragma GCC unroll 1
-      for (int64_t j = 0; j < kFastDomainBlock; ++j) {
-        top = std::max(top, std::bit_cast<uint32_t>(x[i + j]) & 0x7fffffffu);
-      }
       // ivdep: out is the input itself or does not overlap it, so no element feeds another
-      if (top <= max_bits) {
-        if constexpr (!std::is_same_v<FastBlock, std::nullptr_t>) {
-          fast_block(x + i, o + i);
-        } else {
+      if constexpr (!std::is_same_v<FastBlock, std::nullptr_t>) {
+        if (fast_block(x + i, o + i)) continue;
+      } else {
+        // the largest |x| of the block, as bits (NaN above inf above fast_max); not unrolled, so
+        // that it is vectorised as a loop (fully unrolled first, it would stay scalar)
+        uint32_t top = 0;
+#pragma GCC unroll 1
+        for (int64_t j = 0; j < kFastDomainBlock; ++j) {
+          top = std::max(top, std::bit_cast<uint32_t>(x[i + j]) & 0x7fffffffu);
+        }
+        if (top <= max_bits) {
 #pragma GCC ivdep
           for (int64_t j = 0; j < kFastDomainBlock; ++j) o[i + j] = fast(x[i + j]);
+          continue;
         }
-      } else {
-#pragma GCC ivdep
-        for (int64_t j = 0; j < kFastDomainBlock; ++j) o[i + j] = f(x[i + j]);
       }
+#pragma GCC ivdep
+      for (int64_t j = 0; j < kFastDomainBlock; ++j) o[i + j] = f(x[i + j]);
     }
     for (; i < n; ++i) o[i] = f(x[i]);
   });

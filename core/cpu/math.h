@@ -290,27 +290,50 @@ inline float gelu_any(float x) {
 inline constexpr float kGeluFastMax = 5.0f;
 inline constexpr float kGeluTanhFastMax = 4.5f;
 
+/// 2 exp(-(s + lo) / 2) for s in [0, 25] and |lo| small next to 1: exp_neg_normal(s / 2, lo / 2)
+/// with the halving folded into the steps (gelu_fast saves the multiplication by 1/2 of
+/// a^2 / 2). Every step computes exactly twice exp_neg_normal's value (the reduction constants
+/// and the final 1 doubled, the polynomial's coefficients scaled by powers of 2 so that each Horner
+/// step carries the right power), so the bits are 2 exp_neg_normal's. n = round(-s / (2 ln 2)) is
+/// at most 18 in magnitude.
+inline constexpr float kExpPolyHalf[6] = {kExpPoly[0] / 64, kExpPoly[1] / 32, kExpPoly[2] / 16,
+                                          kExpPoly[3] / 8,  kExpPoly[4] / 4,  kExpPoly[5] / 2};
+inline float twice_exp_neg_half(float s, float lo) {
+  const float shifted = s * (-0.5f * kLog2e) + kRoundShift;  // 1.5 * 2^23 + n
+  const float n = shifted - kRoundShift;
+  float r2 = -s - n * (2.0f * kLn2Hi);  // exact, as in exp_neg_normal
+  r2 = r2 - n * (2.0f * kLn2Lo);
+  r2 = r2 - lo;
+  float p = kExpPolyHalf[0];
+#pragma GCC unroll 8
+  for (int k = 1; k < 6; ++k) p = p * r2 + kExpPolyHalf[k];
+  const float y = p * (r2 * r2) + r2 + 2.0f;
+  return from_bits(to_bits(y) + (to_bits(shifted) << 23));
+}
+
 /// x Phi(x) for |x| <= kGeluFastMax: T(a) = exp(-a^2 / 2) R(a) as in normal_tail, exp without
-/// clamps (a^2 / 2 <= 12.5), and R by 9 coefficients in u = t - 0.59, t = 1 / (1 + a / sqrt 8)
-/// (fitted on a in [0, 5] by tools/fit_math_f32.py; relative error 2^-27.4 before rounding).
-/// (kGeluUNum[0] a + kGeluUNum[1]) / (1 + kGeluUDen a) = t - 0.59 in gelu_fast, and R's
-/// coefficients (highest degree first); shared with the AVX2 form in core/cpu/gelu_avx2.h.
-inline constexpr float kGeluUNum[2] = {-2.085964978e-01f, 4.099999964e-01f};
-inline constexpr float kGeluUDen = 0.35355339059327376f;  // 1 / sqrt 8
-inline constexpr float kGeluR[9] = {-2.675715952e-02f, 5.293942939e-02f,  1.198801247e-02f,
-                                    -1.159220282e-01f, -2.224571671e-02f, 3.173435741e-01f,
-                                    5.692299628e-01f,  5.219091548e-01f,  1.702910147e-01f};
+/// clamps (a^2 / 2 <= 12.5), and R by 8 coefficients in u = t - 1/2 = (1 - a / sqrt 8) /
+/// (2 + a / sqrt 2), t = 1 / (1 + a / sqrt 8) (fitted on a in [0, 5] by tools/fit_math_f32.py;
+/// relative error 2^-23.1 before rounding). twice_exp_neg_half gives 2 exp(-a^2 / 2), and the
+/// coefficients are those of R / 2 (kGeluRHalf), so their product is T with no multiplication
+/// by 1/2 anywhere.
+inline constexpr float kGeluUNum[2] = {-0.17677669529663688f, 0.5f};  // -t0 / sqrt 8, 1 - t0
+inline constexpr float kGeluUDen = 0.35355339059327376f;              // 1 / sqrt 8
+inline constexpr float kGeluR[8] = {3.729447291e-02f, -1.296124417e-02f, -1.135548966e-01f,
+                                    2.947434198e-02f, 3.159770529e-01f,  4.833198695e-01f,
+                                    4.271854529e-01f, 1.276978300e-01f};
+inline constexpr float kGeluRHalf[8] = {kGeluR[0] / 2, kGeluR[1] / 2, kGeluR[2] / 2, kGeluR[3] / 2,
+                                        kGeluR[4] / 2, kGeluR[5] / 2, kGeluR[6] / 2, kGeluR[7] / 2};
 inline float gelu_fast(float x) {
   const float a = abs(x);
-  float hi, lo;
-  two_prod(0.5f * a, a, hi, lo);  // a^2 / 2 (0.5 a is exact but for subnormal a, where
-                                  // a^2 / 2 is far below anything that matters)
-  const float g = exp_neg_normal(hi, lo);
+  float s, s_lo;
+  square_split(a, s, s_lo);  // a^2
+  const float g2 = twice_exp_neg_half(s, s_lo);
   const float u = (kGeluUNum[0] * a + kGeluUNum[1]) / (1.0f + kGeluUDen * a);
-  float r = kGeluR[0];
+  float r = kGeluRHalf[0];
 #pragma GCC unroll 8
-  for (int k = 1; k < 9; ++k) r = r * u + kGeluR[k];
-  const float xt = x * (g * r);  // x T(a)
+  for (int k = 1; k < 8; ++k) r = r * u + kGeluRHalf[k];
+  const float xt = x * (g2 * r);  // x T(a)
   // x T for x <= 0, x (1 - T) above: selected on the sign bit (an integer compare; -0 gives -0)
   return static_cast<int32_t>(to_bits(x)) < 0 ? xt : x - xt;
 }

@@ -184,7 +184,7 @@ TEST_CASE("cpu math f32: gelu (erf and tanh forms) within 8 ulp, tails included"
   INFO(isa());
   const Tensor& x = sweep_inputs();
   Worst w = worst_error(x, unary(UnaryOp::gelu, x), [](double v) { return v * phi(v); });
-  CHECK_MESSAGE(w.ulps <= 8.0, w.str());  // measured 3.80 / 4.17
+  CHECK_MESSAGE(w.ulps <= 8.0, w.str());  // measured 4.94 / 4.53
   Worst wt = worst_error(x, unary(UnaryOp::gelu_tanh, x),
                          [](double v) { return v * sigmoid_ref(gelu_tanh_z(v)); });
   CHECK_MESSAGE(wt.ulps <= 8.0, wt.str());  // measured 2.90 / 2.90
@@ -215,7 +215,7 @@ TEST_CASE("cpu math f32: gelu fast forms within 8 ulp over their whole domain") 
   INFO(isa());
   const Tensor x = sl::from_vector(fast_domain_values(sl::cpu::math::f32::kGeluFastMax));
   Worst w = worst_error(x, unary(UnaryOp::gelu, x), [](double v) { return v * phi(v); });
-  CHECK_MESSAGE(w.ulps <= 8.0, w.str());  // measured 3.90 / 3.95
+  CHECK_MESSAGE(w.ulps <= 8.0, w.str());  // measured 4.74 / 4.99
   const Tensor xt = sl::from_vector(fast_domain_values(sl::cpu::math::f32::kGeluTanhFastMax));
   Worst wt = worst_error(xt, unary(UnaryOp::gelu_tanh, xt),
                          [](double v) { return v * sigmoid_ref(gelu_tanh_z(v)); });
