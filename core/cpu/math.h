@@ -152,6 +152,19 @@ inline void two_prod(float a, float b, float& hi, float& lo) {
 #endif
 }
 
+/// a * b + c: one fused multiply-add, rounded once, where the build has FMA; two operations
+/// otherwise. The forms that an intrinsics version reproduces bit for bit (Note [Interleaved
+/// gelu]) write every FMA out with it and leave no product next to a sum, so that their bits do
+/// not depend on the compiler's contraction, which differs between optimisation levels (-O1
+/// contracts almost nothing).
+inline float madd(float a, float b, float c) {
+#ifdef __FMA__
+  return std::fma(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+
 /// exp(-(hi + lo)) for hi in [0, 87] and |lo| small next to 1 (as exp_reduced's b): the fast
 /// forms of Note [Gelu fast domain], no clamps. n = round(-hi / ln 2) is taken from hi alone
 /// (|r| stays below ln2 / 2 + |lo|), and 2^n is added to the exponent bits of exp(r) straight
@@ -292,22 +305,22 @@ inline constexpr float kGeluTanhFastMax = 4.5f;
 
 /// 2 exp(-(s + lo) / 2) for s in [0, 25] and |lo| small next to 1: exp_neg_normal(s / 2, lo / 2)
 /// with the halving folded into the steps (gelu_fast saves the multiplication by 1/2 of
-/// a^2 / 2). Every step computes exactly twice exp_neg_normal's value (the reduction constants
-/// and the final 1 doubled, the polynomial's coefficients scaled by powers of 2 so that each Horner
-/// step carries the right power), so the bits are 2 exp_neg_normal's. n = round(-s / (2 ln 2)) is
-/// at most 18 in magnitude.
+/// a^2 / 2), its FMAs written out (madd). Every step computes exactly twice exp_neg_normal's value
+/// (the reduction constants and the final 1 doubled, the polynomial's coefficients scaled by powers
+/// of 2 so that each Horner step carries the right power), so the bits are 2 exp_neg_normal's. n =
+/// round(-s / (2 ln 2)) is at most 18 in magnitude.
 inline constexpr float kExpPolyHalf[6] = {kExpPoly[0] / 64, kExpPoly[1] / 32, kExpPoly[2] / 16,
                                           kExpPoly[3] / 8,  kExpPoly[4] / 4,  kExpPoly[5] / 2};
 inline float twice_exp_neg_half(float s, float lo) {
-  const float shifted = s * (-0.5f * kLog2e) + kRoundShift;  // 1.5 * 2^23 + n
+  const float shifted = madd(s, -0.5f * kLog2e, kRoundShift);  // 1.5 * 2^23 + n
   const float n = shifted - kRoundShift;
-  float r2 = -s - n * (2.0f * kLn2Hi);  // exact, as in exp_neg_normal
-  r2 = r2 - n * (2.0f * kLn2Lo);
+  float r2 = madd(-n, 2.0f * kLn2Hi, -s);  // exact, as in exp_neg_normal
+  r2 = madd(-n, 2.0f * kLn2Lo, r2);
   r2 = r2 - lo;
   float p = kExpPolyHalf[0];
 #pragma GCC unroll 8
-  for (int k = 1; k < 6; ++k) p = p * r2 + kExpPolyHalf[k];
-  const float y = p * (r2 * r2) + r2 + 2.0f;
+  for (int k = 1; k < 6; ++k) p = madd(p, r2, kExpPolyHalf[k]);
+  const float y = madd(p, r2 * r2, r2) + 2.0f;
   return from_bits(to_bits(y) + (to_bits(shifted) << 23));
 }
 
@@ -329,13 +342,14 @@ inline float gelu_fast(float x) {
   float s, s_lo;
   square_split(a, s, s_lo);  // a^2
   const float g2 = twice_exp_neg_half(s, s_lo);
-  const float u = (kGeluUNum[0] * a + kGeluUNum[1]) / (1.0f + kGeluUDen * a);
+  const float u = madd(kGeluUNum[0], a, kGeluUNum[1]) / madd(kGeluUDen, a, 1.0f);
   float r = kGeluRHalf[0];
 #pragma GCC unroll 8
-  for (int k = 1; k < 8; ++k) r = r * u + kGeluRHalf[k];
-  const float xt = x * (g2 * r);  // x T(a)
-  // x T for x <= 0, x (1 - T) above: selected on the sign bit (an integer compare; -0 gives -0)
-  return static_cast<int32_t>(to_bits(x)) < 0 ? xt : x - xt;
+  for (int k = 1; k < 8; ++k) r = madd(r, u, kGeluRHalf[k]);
+  const float t = g2 * r;  // T(a)
+  // x T for x <= 0, x - x T (one rounding) above: selected on the sign bit (an integer compare;
+  // -0 gives -0)
+  return static_cast<int32_t>(to_bits(x)) < 0 ? x * t : madd(-x, t, x);
 }
 
 /// x Phi(x): gelu_fast where |x| <= kGeluFastMax (NaN is not), gelu_any elsewhere.
