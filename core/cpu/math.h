@@ -307,8 +307,9 @@ inline constexpr float kGeluTanhFastMax = 4.5f;
 /// with the halving folded into the steps (gelu_fast saves the multiplication by 1/2 of
 /// a^2 / 2), its FMAs written out (madd). Every step computes exactly twice exp_neg_normal's value
 /// (the reduction constants and the final 1 doubled, the polynomial's coefficients scaled by powers
-/// of 2 so that each Horner step carries the right power), so the bits are 2 exp_neg_normal's. n =
-/// round(-s / (2 ln 2)) is at most 18 in magnitude.
+/// of 2 so that each Horner step carries the right power; scaling by 2 commutes with rounding), so
+/// the result is exactly twice exp_neg_normal's wherever that one makes the same FMAs (the
+/// optimised AVX2 build). n = round(-s / (2 ln 2)) is at most 18 in magnitude.
 inline constexpr float kExpPolyHalf[6] = {kExpPoly[0] / 64, kExpPoly[1] / 32, kExpPoly[2] / 16,
                                           kExpPoly[3] / 8,  kExpPoly[4] / 4,  kExpPoly[5] / 2};
 inline float twice_exp_neg_half(float s, float lo) {
