@@ -115,17 +115,9 @@ void run_unary(const Tensor& out, const Tensor& in) {
     detail::throw_error<DTypeError>(unary_op_name(op), ": expected a floating dtype, got ",
                                     dtype_name(dtype_v<T>));
   } else if constexpr (op == UnaryOp::gelu && std::is_same_v<T, float>) {
-#if defined(__AVX2__) && defined(__FMA__)
-    static_assert(kFastDomainBlock == 8 * math::f32::kGeluInterleave);
     unary_loop_fast_domain(
         out, in, math::f32::kGeluFastMax, [](float v) { return math::f32::gelu(v); },
-        [](float v) { return math::f32::gelu_fast(v); },
-        [](const float* x, float* o) { return math::f32::gelu_fast_x32(x, o); });
-#else
-    unary_loop_fast_domain(
-        out, in, math::f32::kGeluFastMax, [](float v) { return math::f32::gelu(v); },
-        [](float v) { return math::f32::gelu_fast(v); });
-#endif
+        [](float v) { return math::f32::gelu_fast(v); }, math::f32::kGeluFastBlock);
   } else if constexpr (op == UnaryOp::gelu_tanh && std::is_same_v<T, float>) {
     unary_loop_fast_domain(
         out, in, math::f32::kGeluTanhFastMax, [](float v) { return math::f32::gelu_tanh(v); },

@@ -23,9 +23,14 @@
 // form, and the results must match bit for bit.
 #pragma once
 
+#include <cstddef>
+
+#include "core/cpu/isa.h"
+
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 
+#include "core/cpu/loops.h"
 #include "core/cpu/math.h"
 
 namespace sl::cpu {
@@ -34,6 +39,7 @@ namespace math::f32 {
 
 /// Vectors of 8 floats that gelu_fast_x32 interleaves.
 inline constexpr int kGeluInterleave = 4;
+static_assert(kFastDomainBlock == 8 * kGeluInterleave, "the fast block is the loop's block");
 
 /// When |x[i]| <= kGeluFastMax for every i in [0, 32) (NaN is not), sets o[i] = gelu_fast(x[i])
 /// and returns true; otherwise writes nothing and returns false. The check costs 4 operations on
@@ -91,6 +97,19 @@ inline bool gelu_fast_x32(const float* x, float* o) {
   return true;
 }
 
+/// The fast block that gelu's loop passes to unary_loop_fast_domain (core/cpu/loops.h).
+inline constexpr auto kGeluFastBlock = [](const float* x, float* o) { return gelu_fast_x32(x, o); };
+
+}  // namespace math::f32
+}  // namespace SL_CPU_ISA
+}  // namespace sl::cpu
+#else
+namespace sl::cpu {
+inline namespace SL_CPU_ISA {  // Note [CPU ISA dispatch]
+namespace math::f32 {
+/// Without AVX2 + FMA there is no fast block: unary_loop_fast_domain's own domain pass and the
+/// compiler's vectorised loop run instead.
+inline constexpr std::nullptr_t kGeluFastBlock = nullptr;
 }  // namespace math::f32
 }  // namespace SL_CPU_ISA
 }  // namespace sl::cpu
