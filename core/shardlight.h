@@ -4,6 +4,7 @@
 #include "sl_config.h"
 
 #include "core/allocator.h"
+#include "core/blas.h"
 #include "core/creation.h"
 #include "core/device.h"
 #include "core/dtype.h"

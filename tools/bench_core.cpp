@@ -224,8 +224,9 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  std::printf("bench_core: %d threads%s\n\n", sl::get_num_threads(),
+  std::printf("bench_core: %d threads%s\n", sl::get_num_threads(),
               quick ? " (--quick: tiny sizes, numbers meaningless)" : "");
+  std::printf("BLAS: %s\n  %s\n\n", sl::blas_info().config.c_str(), sl::blas_info().note.c_str());
   bench_matmul(quick);
   bench_memory_bound(quick);
   bench_autograd(quick);

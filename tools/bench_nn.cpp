@@ -3,6 +3,7 @@
 // the same cases with the same protocol) and prints the ratios.
 //
 //   build/tools/bench_nn [--threads N] [--filter SUBSTR | --case NAME] [--reps R] [--list]
+//                        [--blas-core]
 //
 // Each case: one warm-up iteration, then the median of R timed iterations of
 // forward -> backward(ones) with the gradients cleared first (set to none, as PyTorch's
@@ -175,9 +176,14 @@ int main(int argc, char** argv) {
       reps_override = std::atoi(argv[++i]);
     } else if (!std::strcmp(argv[i], "--list")) {
       list = true;
+    } else if (!std::strcmp(argv[i], "--blas-core")) {
+      // the kernel set this process's BLAS runs (Note [BLAS kernel selection]), for bench_nn.sh
+      std::printf("%s\n", blas_info().core.c_str());
+      return 0;
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--threads N] [--filter SUBSTR | --case NAME] [--reps R] [--list]\n",
+                   "usage: %s [--threads N] [--filter SUBSTR | --case NAME] [--reps R] [--list] "
+                   "[--blas-core]\n",
                    argv[0]);
       return 2;
     }

@@ -24,6 +24,19 @@ BIN="$BUILD/tools/bench_nn"
 [ -x "$BIN" ] || { echo "bench_nn.sh: $BIN not found; build first (ninja -C $BUILD)" >&2; exit 1; }
 have_torch=0
 /usr/bin/python3 -c "import torch" 2>/dev/null && have_torch=1
+# PyTorch's matmuls go through the same OpenBLAS (Debian's libblas.so.3). Where Shardlight
+# replaced OpenBLAS's kernel set at load (Note [BLAS kernel selection]: a CPU model OpenBLAS does
+# not know gets SSE kernels), PyTorch gets the same set through OPENBLAS_CORETYPE, so both sides
+# run the same BLAS kernels. A kernel set the user forced applies to both anyway.
+torch_env=()
+if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
+  core=$("$BIN" --blas-core)
+  [ -n "$core" ] && torch_env=(env "OPENBLAS_CORETYPE=$core")
+  echo "BLAS kernels: ${core:-unknown} (Shardlight's; PyTorch runs with OPENBLAS_CORETYPE=${core:-unset})"
+else
+  echo "BLAS kernels: OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE for both"
+fi
+echo
 echo "| case | threads | shardlight ms | pytorch ms | ratio |"
 echo "|---|---|---|---|---|"
 "$BIN" --list --filter "$FILTER" | while IFS= read -r name; do
@@ -32,7 +45,7 @@ echo "|---|---|---|---|---|"
     ms=$("$BIN" --threads "$t" --case "$name" | cut -f2)
     pt="n/a"
     if [ $have_torch = 1 ]; then
-      pt=$(/usr/bin/python3 "$ROOT/tools/bench_nn.py" --threads "$t" --case "$name" | cut -f2)
+      pt=$("${torch_env[@]}" /usr/bin/python3 "$ROOT/tools/bench_nn.py" --threads "$t" --case "$name" | cut -f2)
     fi
     ratio="n/a"
     [ "$pt" != "n/a" ] && ratio=$(awk -v a="$ms" -v b="$pt" 'BEGIN { printf "%.2f", a / b }')

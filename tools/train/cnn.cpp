@@ -118,6 +118,8 @@ int run_cnn(const Options& opt) {
   say("fashion-mnist: %lld train / %lld test images (%.2f s)\n",
       static_cast<long long>(train_set->size()), static_cast<long long>(test_set->size()),
       seconds_since(t_start));
+  say("blas: %s kernels, %d thread(s) per rank (%s)\n", blas_info().core.c_str(), get_num_threads(),
+      blas_info().note.c_str());
 
   // The same initial model on every rank (ddp/zero also broadcast rank 0's parameters).
   manual_seed(opt.seed);
