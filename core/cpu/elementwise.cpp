@@ -1,6 +1,6 @@
 // CPU kernels of the elementwise family: registration and ISA dispatch. The kernel bodies are in
 // core/cpu/elementwise_kernels.h; float32 unary/binary ops run the AVX2+FMA build of them when
-// the CPU has it (Note [CPU ISA dispatch]).
+// the CPU has it, or the AVX-512 build where it has that (Note [CPU ISA dispatch]).
 #include <cstdlib>
 #include <cstring>
 
@@ -12,24 +12,45 @@ namespace sl::cpu {
 
 CpuIsa active_isa() {
   static const CpuIsa isa = [] {
+    CpuIsa best = CpuIsa::generic;
 #if SL_HAVE_AVX2_KERNELS && (defined(__x86_64__) || defined(__i386__))
-    const char* env = std::getenv("SL_CPU_ISA");
-    if (env && std::strcmp(env, "generic") == 0) return CpuIsa::generic;
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return CpuIsa::avx2;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) best = CpuIsa::avx2;
+#if SL_HAVE_AVX512_KERNELS
+    if (best == CpuIsa::avx2 && __builtin_cpu_supports("avx512f") &&
+        __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) {
+      best = CpuIsa::avx512;
+    }
 #endif
-    return CpuIsa::generic;
+    const char* env = std::getenv("SL_CPU_ISA");
+    if (env && std::strcmp(env, "generic") == 0) best = CpuIsa::generic;
+    if (env && std::strcmp(env, "avx2") == 0 && best == CpuIsa::avx512) best = CpuIsa::avx2;
+#endif
+    return best;
   }();
   return isa;
 }
 
 const char* isa_name(CpuIsa isa) {
-  return isa == CpuIsa::avx2 ? "avx2" : "generic";
+  switch (isa) {
+    case CpuIsa::avx512:
+      return "avx512";
+    case CpuIsa::avx2:
+      return "avx2";
+    default:
+      return "generic";
+  }
 }
 
 namespace {
 
 void unary_cpu(UnaryOp op, const Tensor& out, const Tensor& in) {
+#if SL_HAVE_AVX512_KERNELS
+  if (in.dtype() == DType::f32 && active_isa() == CpuIsa::avx512) {
+    return avx512_kernels::unary_f32(op, out, in);
+  }
+#endif
 #if SL_HAVE_AVX2_KERNELS
   if (in.dtype() == DType::f32 && active_isa() == CpuIsa::avx2) {
     return avx2_kernels::unary_f32(op, out, in);
@@ -42,6 +63,11 @@ void unary_cpu(UnaryOp op, const Tensor& out, const Tensor& in) {
 }
 
 void binary_cpu(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha) {
+#if SL_HAVE_AVX512_KERNELS
+  if (a.dtype() == DType::f32 && active_isa() == CpuIsa::avx512) {
+    return avx512_kernels::binary_f32(op, out, a, b, alpha);
+  }
+#endif
 #if SL_HAVE_AVX2_KERNELS
   if (a.dtype() == DType::f32 && active_isa() == CpuIsa::avx2) {
     return avx2_kernels::binary_f32(op, out, a, b, alpha);

@@ -11,7 +11,11 @@
 // namespace (core/cpu/elementwise_kernels.h), so no symbol compiled with AVX2 can be picked by
 // the linker for generic code. The avx2 objects are linked after the generic ones, so shared
 // inline functions (Tensor accessors, std::) resolve to their generic copies.
-// SL_CPU_ISA=generic in the environment forces the baseline kernels (the tests run both).
+// A third build, core/cpu/elementwise_avx512.cpp, compiles the same code with AVX-512 (F, CD, BW,
+// DQ, VL) and 512-bit vectors, in namespace avx512; it runs where the CPU has all five. The
+// compute-bound kernels (gelu, exp, tanh, ...) do twice the work per instruction there.
+// SL_CPU_ISA=generic or =avx2 in the environment caps the kernels at that build (the tests run
+// all three).
 #pragma once
 
 #include "core/ops/elementwise.h"
@@ -22,10 +26,11 @@
 
 namespace sl::cpu {
 
-enum class CpuIsa { generic, avx2 };
+enum class CpuIsa { generic, avx2, avx512 };
 
-/// The kernels in use: avx2 when they were built (SL_HAVE_AVX2_KERNELS), the CPU has AVX2 and
-/// FMA, and SL_CPU_ISA is not "generic"; decided once per process.
+/// The kernels in use, decided once per process: the best build that was compiled
+/// (SL_HAVE_AVX2_KERNELS, SL_HAVE_AVX512_KERNELS) and that the CPU supports (AVX2 + FMA; AVX-512
+/// F, CD, BW, DQ and VL), capped by SL_CPU_ISA=generic|avx2 in the environment.
 CpuIsa active_isa();
 const char* isa_name(CpuIsa isa);
 
@@ -35,5 +40,11 @@ namespace avx2_kernels {
 void unary_f32(UnaryOp op, const Tensor& out, const Tensor& in);
 void binary_f32(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha);
 }  // namespace avx2_kernels
+
+/// The AVX-512 build of the same kernels (core/cpu/elementwise_avx512.cpp); same contracts.
+namespace avx512_kernels {
+void unary_f32(UnaryOp op, const Tensor& out, const Tensor& in);
+void binary_f32(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha);
+}  // namespace avx512_kernels
 
 }  // namespace sl::cpu
