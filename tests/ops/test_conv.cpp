@@ -316,6 +316,9 @@ TEST_CASE("conv: f64 and f32 match the definition, outputs and both gradients, o
       {2, 2, 9, 9, 3, 1, 3, 3, 1, 1, 2, 3, 2, 2},        // dilated, transposed grad
       {2, 3, 7, 6, 4, 1, 4, 2, 1, 1, 0, 0, 1, 2, true},  // "same", pads (1, 2) x (1, 1)
       {2, 3, 20, 40, 4, 1, 3, 3, 2, 2, 1, 1, 1, 1},      // ResNet downsampling: stride 2, pad 1
+      // Note [Conv image lanes] on a 2-core machine: 23x23 outputs, one image per GEMM raised to
+      // 2, so chunks {0,1} {2,3} {4} on 2 lanes, the first lane summing 2 chunks' grad_weight
+      {5, 2, 46, 46, 3, 1, 3, 3, 2, 2, 1, 1, 1, 1},
   };
   manual_seed(12);
   for (const Geo& q : geos) check_geometry(q);
@@ -357,7 +360,10 @@ TEST_CASE("conv: outputs and gradients give the same bits with 1 or 2 threads") 
     int64_t C, O, hw, k, stride;
   };
   manual_seed(14);
-  for (Case c : {Case{16, 24, 20, 3, 1}, Case{16, 24, 20, 5, 1}, Case{16, 24, 20, 3, 2}}) {
+  // The last one runs one image per GEMM chunk, the chunks on parallel lanes (Note [Conv image
+  // lanes]) wherever the machine has more than one core.
+  for (Case c : {Case{16, 24, 20, 3, 1}, Case{16, 24, 20, 5, 1}, Case{16, 24, 20, 3, 2},
+                 Case{8, 12, 46, 3, 2}}) {
     CAPTURE(c.k);
     CAPTURE(c.stride);
     Tensor x = randn({4, c.C, c.hw, c.hw}), w = randn({c.O, c.C, c.k, c.k}), b = randn({c.O});
