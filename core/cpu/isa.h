@@ -13,7 +13,10 @@
 // inline functions (Tensor accessors, std::) resolve to their generic copies.
 // A third build, core/cpu/elementwise_avx512.cpp, compiles the same code with AVX-512 (F, CD, BW,
 // DQ, VL) and 512-bit vectors, in namespace avx512; it runs where the CPU has all five. The
-// compute-bound kernels (gelu, exp, tanh, ...) do twice the work per instruction there.
+// compute-bound kernels (gelu, exp, tanh, ...) do twice the work per instruction there. Its
+// objects are linked after the avx2 ones (sl_link_whole in the root meson.build), so an inline
+// function that only the two ISA builds share resolves to the avx2 copy, which every CPU that
+// runs either build can execute.
 // SL_CPU_ISA=generic or =avx2 in the environment caps the kernels at that build (the tests run
 // all three).
 #pragma once
