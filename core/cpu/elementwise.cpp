@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/cpu/blas_select.h"
 #include "core/cpu/elementwise_kernels.h"
 #include "core/cpu/isa.h"
 #include "sl_config.h"
@@ -14,14 +15,11 @@ CpuIsa active_isa() {
   static const CpuIsa isa = [] {
     CpuIsa best = CpuIsa::generic;
 #if SL_HAVE_AVX2_KERNELS && (defined(__x86_64__) || defined(__i386__))
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) best = CpuIsa::avx2;
+    // the CPU's vector ISA as core/cpu/blas_select.h reads it: 2 = AVX2 + FMA, 3 = AVX-512
+    const int level = host_vector_isa().level;
+    if (level >= 2) best = CpuIsa::avx2;
 #if SL_HAVE_AVX512_KERNELS
-    if (best == CpuIsa::avx2 && __builtin_cpu_supports("avx512f") &&
-        __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) {
-      best = CpuIsa::avx512;
-    }
+    if (level >= 3) best = CpuIsa::avx512;
 #endif
     const char* env = std::getenv("SL_CPU_ISA");
     if (env && std::strcmp(env, "generic") == 0) best = CpuIsa::generic;
