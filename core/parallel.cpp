@@ -56,10 +56,43 @@ thread_local bool t_in_region = false;
 /// How long an idle worker spins for the next job before sleeping.
 constexpr auto kSpin = std::chrono::microseconds(50);
 
-/// Workers + the calling thread claim chunk indices from `state_` (generation << 32 | next
-/// index); a claim succeeds only for the current generation, so a worker that wakes late never
-/// runs an index of a newer job with an older job's body. A job's fields stay valid until every
-/// claimed chunk has finished, which the caller waits for.
+/// Index part of the claim word that no job reaches: the word is "closed" while a job is set up.
+constexpr uint64_t kClosed = 0xffffffffu;
+
+/// Testing only (detail::set_pool_claim_yield_for_testing): every n-th claim yields between
+/// reading the claim word and checking it, to widen the window Note [Closing the claim word]
+/// is about. 0 (off) in normal runs; then it costs one relaxed load per claim.
+std::atomic<int> g_claim_yield_every{0};
+void maybe_yield_for_testing() {
+  const int every = g_claim_yield_every.load(std::memory_order_relaxed);
+  if (every <= 0) return;
+  thread_local unsigned count = 0;
+  if (++count % static_cast<unsigned>(every) == 0) std::this_thread::yield();
+}
+
+// Note [Closing the claim word]
+// Workers + the calling thread claim chunk indices from `state_` (generation << 32 | next
+// index). A claim reads the word, checks the index against `nchunks_`, and takes it with a
+// compare-exchange, which succeeds only if the word has not changed: a worker that wakes late
+// never runs an index of a newer job with an older job's body.
+//
+// The word and the count are two atomics, so a worker can read the word of the finished job
+// (generation G, index n_G: nothing left) and, a moment later, the count of the next job. If
+// that count is larger, the index looks free. The first version of run() stored the new count
+// before the new word, so the compare-exchange could still find the old word and succeed: the
+// worker ran index n_G of the new job a second time and counted it in `done_`, which the caller
+// waits to see equal the job's chunk count. Seen first as a CI hang (about 1 ASan suite run in
+// 20 on 2 cores with 3 threads): `done_` went past the count while the caller was not looking,
+// and it spun forever with the workers asleep. Seen the other way round, the caller returned
+// before a chunk had finished.
+//
+// So run() first closes the word (new generation, index kClosed) and only then writes the job's
+// fields and count, with release; a claim reads the count with acquire. A worker that sees the
+// new count therefore sees the closed word too, and its compare-exchange against the old word
+// fails. The test "parallel: back-to-back jobs of different sizes..." widens the window with
+// set_pool_claim_yield_for_testing; without this order it hangs or over-counts within seconds.
+//
+// A job's fields stay valid until every claimed chunk has finished, which the caller waits for.
 class ThreadPool {
  public:
   explicit ThreadPool(int workers) {
@@ -73,15 +106,16 @@ class ThreadPool {
     for (auto& t : threads_) t.join();
   }
   int workers() const { return static_cast<int>(threads_.size()); }
-  /// Caller holds the pool's run mutex.
+  /// Caller holds the pool's run mutex. See Note [Closing the claim word].
   void run(int64_t nchunks, void (*body)(void*, int64_t), void* ctx) {
+    const uint32_t gen = ++job_gen_;
+    state_.store((uint64_t{gen} << 32) | kClosed, std::memory_order_relaxed);
     body_ = body;
     ctx_ = ctx;
-    nchunks_.store(nchunks, std::memory_order_relaxed);
     done_.store(0, std::memory_order_relaxed);
     failed_.store(false, std::memory_order_relaxed);
     err_ = nullptr;
-    const uint32_t gen = ++job_gen_;
+    nchunks_.store(nchunks, std::memory_order_release);
     state_.store(uint64_t{gen} << 32, std::memory_order_release);
     generation_.store(gen, std::memory_order_release);
     generation_.notify_all();
@@ -104,8 +138,9 @@ class ThreadPool {
     uint64_t v = state_.load(std::memory_order_acquire);
     for (;;) {
       if (static_cast<uint32_t>(v >> 32) != gen) return false;
-      const int64_t idx = static_cast<int64_t>(v & 0xffffffffu);
-      if (idx >= nchunks_.load(std::memory_order_relaxed)) return false;
+      const int64_t idx = static_cast<int64_t>(v & kClosed);
+      maybe_yield_for_testing();
+      if (idx >= nchunks_.load(std::memory_order_acquire)) return false;
       if (state_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel)) {
         try {
           body_(ctx_, idx);
@@ -198,6 +233,8 @@ void run_chunks(int64_t nchunks, void (*body)(void*, int64_t), void* ctx) {
   auto inline_all = [&] {
     for (int64_t i = 0; i < nchunks; ++i) body(ctx, i);
   };
+  SL_CHECK(nchunks < static_cast<int64_t>(kClosed), "run_chunks: expected fewer than ", kClosed,
+           " chunks, got ", nchunks);
   if (nchunks <= 1 || t_in_region) return inline_all();
   PoolHolder& h = holder();
   std::unique_lock<std::mutex> lock(h.run_mutex, std::try_to_lock);
@@ -220,6 +257,10 @@ void run_chunks(int64_t nchunks, void (*body)(void*, int64_t), void* ctx) {
     throw;
   }
   t_in_region = false;
+}
+
+void set_pool_claim_yield_for_testing(int every) {
+  g_claim_yield_every.store(every < 0 ? 0 : every, std::memory_order_relaxed);
 }
 
 }  // namespace detail

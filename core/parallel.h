@@ -35,6 +35,9 @@ int thread_count_hint(int64_t work, int64_t grain);
 /// Runs body(ctx, i) for every i in [0, nchunks) on the pool, the caller taking part; returns
 /// when all have run. Rethrows the first exception a chunk threw (the other chunks still run).
 void run_chunks(int64_t nchunks, void (*body)(void*, int64_t), void* ctx);
+/// Testing only: makes every `every`-th chunk claim yield in the middle (0 turns it off), to
+/// provoke the race described in Note [Closing the claim word] (core/parallel.cpp).
+void set_pool_claim_yield_for_testing(int every);
 }  // namespace detail
 
 /// Calls f(begin_i, end_i) over a partition of [begin, end) in parallel; ranges are at least

@@ -1,8 +1,13 @@
 // The CPU thread pool (core/parallel.h): coverage of parallel_for, exceptions, nesting, and the
 // determinism rule: the same inputs give the same bits whatever the thread count.
 #include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <future>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "core/parallel.h"
@@ -39,6 +44,67 @@ TEST_CASE("parallel: parallel_for covers every index once with 1 to 4 threads") 
       for (auto& h : hits) wrong += h.load() != 1;
       CHECK_MESSAGE(wrong == 0, "threads=", threads, " n=", n);
     }
+  }
+}
+
+TEST_CASE("parallel: back-to-back jobs of different sizes run each chunk once (claim race)") {
+  // Note [Closing the claim word] (core/parallel.cpp): a worker that read the finished job's
+  // claim word and then the next, larger job's chunk count could run one chunk twice. Then the
+  // caller either returned before a chunk finished or spun forever. Workers here yield in the
+  // middle of every third claim, and jobs alternate 64 chunks with 2 to 6, on more threads than
+  // this machine may have cores, so the window is open thousands of times. With the old order
+  // this failed or hung within a few thousand jobs (measured: see the note).
+  ThreadsGuard guard;
+  struct HookGuard {
+    ~HookGuard() { detail::set_pool_claim_yield_for_testing(0); }
+  } hook;
+  detail::set_pool_claim_yield_for_testing(3);
+  struct Job {
+    std::atomic<int>* hits;
+    std::atomic<int>* finished;
+  };
+  // Runs on its own thread so that a hang is reported instead of stalling the suite.
+  auto stress = [](int threads) {
+    set_num_threads(threads);
+    std::vector<std::atomic<int>> hits(64);
+    std::atomic<int> finished{0};
+    for (int it = 0; it < 20000; ++it) {
+      const int n = (it & 1) ? 64 : 2 + it % 5;
+      for (int i = 0; i < n; ++i) hits[static_cast<size_t>(i)].store(0);
+      finished.store(0);
+      Job job{hits.data(), &finished};
+      detail::run_chunks(
+          n,
+          [](void* c, int64_t i) {
+            auto* j = static_cast<Job*>(c);
+            j->hits[i].fetch_add(1);
+            j->finished->fetch_add(1);
+          },
+          &job);
+      if (finished.load() != n) {
+        return "job " + std::to_string(it) + ": run_chunks returned after " +
+               std::to_string(finished.load()) + " of " + std::to_string(n) + " chunks";
+      }
+      for (int i = 0; i < n; ++i) {
+        if (hits[static_cast<size_t>(i)].load() != 1) {
+          return "job " + std::to_string(it) + ": chunk " + std::to_string(i) + " ran " +
+                 std::to_string(hits[static_cast<size_t>(i)].load()) + " times";
+        }
+      }
+    }
+    return std::string();
+  };
+  for (int threads : {3, 4}) {
+    auto result = std::async(std::launch::async, stress, threads);
+    // 20000 jobs take well under a second; 60 s means the pool is stuck. The stuck thread cannot
+    // be stopped, so the test binary exits with the reason.
+    if (result.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+      std::fprintf(stderr, "parallel claim race: %d threads: run_chunks hung (60 s)\n", threads);
+      std::fflush(stderr);
+      std::_Exit(1);
+    }
+    const std::string err = result.get();
+    CHECK_MESSAGE(err.empty(), "threads=", threads, ": ", err);
   }
 }
 
