@@ -13,7 +13,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "core/cpu/gelu_avx2.h"
+#include "core/cpu/gelu_block.h"
 #include "core/cpu/loops.h"
 #include "core/cpu/math.h"
 #include "core/ops/elementwise.h"

@@ -224,10 +224,11 @@ TEST_CASE("cpu math f32: gelu fast forms within 8 ulp over their whole domain") 
 
 // Each x gives the same bits whether its block ran through the fast form or, because one
 // element of the block is outside the domain (just beyond it, large, +-inf or NaN), through the
-// selecting form: the values are computed once in all-fast blocks (in the AVX2 build, gelu's
-// through the interleaved form of Note [Interleaved gelu]), then again with one element of every
-// block replaced by an outsider (the offsets move it through the block), so that every block runs
-// through the scalar selecting form.
+// selecting form: the values are computed once in all-fast blocks (in the AVX2 and AVX-512
+// builds, gelu's through the interleaved form of Note [Interleaved gelu]), then again with one
+// element of every block replaced by an outsider (the offsets move it through the block), so that
+// every block runs through the scalar selecting form. kBlock is this (generic) build's block, 32;
+// the AVX-512 build's blocks are 64 long and then hold two outsiders each.
 TEST_CASE("cpu math f32: gelu gives the same bits in fast and mixed blocks") {
   INFO(isa());
   for (UnaryOp op : {UnaryOp::gelu, UnaryOp::gelu_tanh}) {
