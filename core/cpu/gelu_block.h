@@ -41,15 +41,29 @@ namespace sl::cpu {
 inline namespace SL_CPU_ISA {  // Note [CPU ISA dispatch]
 namespace math::f32 {
 
+/// The operations both widths spell alike, from the intrinsics' prefix (_mm256 or _mm512).
+// clang-format off
+#define SL_GELU_VEC_COMMON_OPS(P)                                           \
+  static V splat(float v) { return P##_set1_ps(v); }                        \
+  static V load(const float* p) { return P##_loadu_ps(p); }                 \
+  static void store(float* p, V v) { P##_storeu_ps(p, v); }                 \
+  static V mul(V a, V b) { return P##_mul_ps(a, b); }                       \
+  static V add(V a, V b) { return P##_add_ps(a, b); }                       \
+  static V sub(V a, V b) { return P##_sub_ps(a, b); }                       \
+  static V div(V a, V b) { return P##_div_ps(a, b); }                       \
+  static V fmadd(V a, V b, V c) { return P##_fmadd_ps(a, b, c); }           \
+  static V fmsub(V a, V b, V c) { return P##_fmsub_ps(a, b, c); }           \
+  static V fnmadd(V a, V b, V c) { return P##_fnmadd_ps(a, b, c); }         \
+  static V fnmsub(V a, V b, V c) { return P##_fnmsub_ps(a, b, c); }
+// clang-format on
+
 /// The vector operations gelu_fast_block needs, for one vector width: each is one instruction
 /// and rounds as its scalar counterpart in math.h does (fmadd(a, b, c) = madd(a, b, c)).
 #if defined(__AVX512F__)
 struct GeluVec {
   using V = __m512;
   static constexpr int kLanes = 16;
-  static V splat(float v) { return _mm512_set1_ps(v); }
-  static V load(const float* p) { return _mm512_loadu_ps(p); }
-  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  SL_GELU_VEC_COMMON_OPS(_mm512)
   static V abs(V v) { return _mm512_abs_ps(v); }
   /// True when some lane of some vector has |x| > bound or is NaN (a = |x|).
   template <int K>
@@ -58,14 +72,6 @@ struct GeluVec {
     for (int k = 0; k < K; ++k) out |= _mm512_cmp_ps_mask(a[k], splat(bound), _CMP_NLE_UQ);
     return out != 0;
   }
-  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
-  static V add(V a, V b) { return _mm512_add_ps(a, b); }
-  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
-  static V div(V a, V b) { return _mm512_div_ps(a, b); }
-  static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-  static V fmsub(V a, V b, V c) { return _mm512_fmsub_ps(a, b, c); }
-  static V fnmadd(V a, V b, V c) { return _mm512_fnmadd_ps(a, b, c); }
-  static V fnmsub(V a, V b, V c) { return _mm512_fnmsub_ps(a, b, c); }
   /// The bits of p plus those of sh shifted left by 23 (2^n scaling, as from_bits in math.h).
   static V add_shifted_exponent(V p, V sh) {
     // a vector shift, not _mm512_slli_epi32, whose "undefined" pass-through operand draws
@@ -83,9 +89,7 @@ struct GeluVec {
 struct GeluVec {
   using V = __m256;
   static constexpr int kLanes = 8;
-  static V splat(float v) { return _mm256_set1_ps(v); }
-  static V load(const float* p) { return _mm256_loadu_ps(p); }
-  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  SL_GELU_VEC_COMMON_OPS(_mm256)
   static V abs(V v) { return _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff))); }
   /// True when some lane of some vector has |x| > bound or is NaN (a = |x|): |x| as bits orders
   /// NaN above inf above the bound; the lanes' largest is compared as signed int32, right since
@@ -98,14 +102,6 @@ struct GeluVec {
         _mm256_cmpgt_epi32(top, _mm256_set1_epi32(static_cast<int32_t>(to_bits(bound))));
     return !_mm256_testz_si256(gt, gt);
   }
-  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
-  static V add(V a, V b) { return _mm256_add_ps(a, b); }
-  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
-  static V div(V a, V b) { return _mm256_div_ps(a, b); }
-  static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
-  static V fmsub(V a, V b, V c) { return _mm256_fmsub_ps(a, b, c); }
-  static V fnmadd(V a, V b, V c) { return _mm256_fnmadd_ps(a, b, c); }
-  static V fnmsub(V a, V b, V c) { return _mm256_fnmsub_ps(a, b, c); }
   static V add_shifted_exponent(V p, V sh) {
     return _mm256_castsi256_ps(
         _mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(_mm256_castps_si256(sh), 23)));
@@ -113,6 +109,7 @@ struct GeluVec {
   static V select_sign(V x, V if_neg, V if_pos) { return _mm256_blendv_ps(if_pos, if_neg, x); }
 };
 #endif
+#undef SL_GELU_VEC_COMMON_OPS
 
 /// Vectors that gelu_fast_block interleaves.
 inline constexpr int kGeluInterleave = 4;
