@@ -142,9 +142,11 @@ inline bool gelu_fast_block(const float* x, float* o) {
   constexpr int L = G::kLanes;
 #define SL_EACH _Pragma("GCC unroll 4") for (int k = 0; k < K; ++k)
   V X[K], A[K], S[K], LO[K], SH[K], N[K], R[K], P[K], Q[K], U[K];
-  // one prefetch per 64-byte line of the block, 4 KiB ahead (never faults, even past the end)
+  // one prefetch per 64-byte line of the block, 4 KiB ahead: a prefetch never faults, even past
+  // the end of the buffer, and the address is formed as an integer, not as a pointer beyond it
+  const uintptr_t ahead = reinterpret_cast<uintptr_t>(x) + kGeluPrefetchFloats * sizeof(float);
   for (int q = 0; q < K * L; q += 16) {
-    _mm_prefetch(reinterpret_cast<const char*>(x + kGeluPrefetchFloats + q), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(ahead + q * sizeof(float)), _MM_HINT_T0);
   }
   SL_EACH X[k] = G::load(x + L * k);
   SL_EACH A[k] = G::abs(X[k]);
