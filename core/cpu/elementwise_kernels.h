@@ -108,6 +108,26 @@ inline auto unary_fn(C x) {
   }
 }
 
+/// Ops whose arithmetic per element outweighs its memory traffic, so that their loops prefetch
+/// large inputs (Note [Elementwise prefetch] in core/cpu/loops.h).
+constexpr bool unary_op_is_costly(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::exp:
+    case UnaryOp::log:
+    case UnaryOp::log1p:
+    case UnaryOp::expm1:
+    case UnaryOp::tanh:
+    case UnaryOp::sigmoid:
+    case UnaryOp::silu:
+    case UnaryOp::sin:
+    case UnaryOp::cos:
+    case UnaryOp::erf:
+      return true;
+    default:
+      return false;  // gelu and gelu_tanh: unary_loop_fast_domain prefetches on its own
+  }
+}
+
 template <UnaryOp op, class T>
 void run_unary(const Tensor& out, const Tensor& in) {
   using C = compute_t<T>;
@@ -126,8 +146,8 @@ void run_unary(const Tensor& out, const Tensor& in) {
                        op == UnaryOp::isfinite) {
     unary_loop<bool, T>(out, in, [](T v) -> bool { return unary_fn<op>(static_cast<C>(v)); });
   } else {
-    unary_loop<T, T>(out, in,
-                     [](T v) -> T { return static_cast<T>(unary_fn<op>(static_cast<C>(v))); });
+    unary_loop<T, T, unary_op_is_costly(op)>(
+        out, in, [](T v) -> T { return static_cast<T>(unary_fn<op>(static_cast<C>(v))); });
   }
 }
 

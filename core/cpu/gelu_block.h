@@ -16,18 +16,8 @@
 //   family 6 model 207 the same way: the compiler's loop 0.82 ns per float in L2, interleaved
 //   by 4 0.75, by 2 (a 32-float block) 0.88, by 8 0.78. The division is the costliest step:
 //   replaced by a multiplication (wrong, as a bound) the interleaved form took 0.63.
-//
-// Note [Gelu prefetch]
-// Out of cache, the interleaved block overlapped its arithmetic with memory traffic poorly: with
-// the arithmetic at 0.53-0.75 ns per float in L2 and a copy at about 0.6-0.75, it took 0.84-1.17
-// ns, near the sum of the two. Each block therefore prefetches the input line 4 KiB ahead of each
-// of its lines (_MM_HINT_T0). Measured on the Xeon family 6 model 207 with 16M floats, medians
-// of 9 alternating passes in one process: 0.67-0.83 ns per float against 0.84-0.97 without, for
-// distances of 3-6 KiB alike (1-2 KiB and 8 KiB were slower); also prefetching the output for
-// writing gained nothing clear, and neither did streaming stores. In bench_core (3 alternating
-// rounds of the old and new library), gelu went from 53-72% of memcpy to 71-88% at 1 thread and
-// from 43-70% to 75-85% at 2; the AVX2 build (SL_CPU_ISA=avx2) from 39-54% to 47-59%. An earlier
-// attempt to prefetch from the compiler's loop over gelu_fast had been slower.
+// Out of cache, the loop around the block prefetches its input (Note [Elementwise prefetch] in
+// core/cpu/loops.h).
 //
 // It performs the scalar form's operations in the scalar form's order, with an FMA exactly where
 // the scalar form writes one out (math::f32::madd; the scalar form leaves no product next to a
@@ -125,8 +115,6 @@ struct GeluVec {
 
 /// Vectors that gelu_fast_block interleaves.
 inline constexpr int kGeluInterleave = 4;
-/// How far ahead of the block gelu_fast_block prefetches its input (Note [Gelu prefetch]).
-inline constexpr int64_t kGeluPrefetchFloats = 1024;
 static_assert(kFastDomainBlock == GeluVec::kLanes * kGeluInterleave,
               "the fast block is the loop's block");
 
@@ -142,12 +130,6 @@ inline bool gelu_fast_block(const float* x, float* o) {
   constexpr int L = G::kLanes;
 #define SL_EACH _Pragma("GCC unroll 4") for (int k = 0; k < K; ++k)
   V X[K], A[K], S[K], LO[K], SH[K], N[K], R[K], P[K], Q[K], U[K];
-  // one prefetch per 64-byte line of the block, 4 KiB ahead: a prefetch never faults, even past
-  // the end of the buffer, and the address is formed as an integer, not as a pointer beyond it
-  const uintptr_t ahead = reinterpret_cast<uintptr_t>(x) + kGeluPrefetchFloats * sizeof(float);
-  for (int q = 0; q < K * L; q += 16) {
-    _mm_prefetch(reinterpret_cast<const char*>(ahead + q * sizeof(float)), _MM_HINT_T0);
-  }
   SL_EACH X[k] = G::load(x + L * k);
   SL_EACH A[k] = G::abs(X[k]);
   if (G::any_outside(A, kGeluFastMax)) return false;

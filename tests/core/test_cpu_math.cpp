@@ -396,3 +396,26 @@ TEST_CASE("cpu math f32: same bits at any thread count, offset and stride") {
     CHECK_MESSAGE(same_bits(f(x2.select(1, 0)), ref), "stride 2");
   }
 }
+
+// Note [Elementwise prefetch]: inputs of kPrefetchMinBytes or more run through loops cut into
+// prefetch blocks, smaller ones through the plain loops. The values must not depend on which:
+// one input just over the threshold, with a length that no block or vector divides, against the
+// same elements computed in pieces below it (narrowed views, so also at odd offsets).
+TEST_CASE("cpu math f32: inputs large enough for prefetch give the small inputs' bits") {
+  INFO(isa());
+  const int64_t n = sl::cpu::kPrefetchMinBytes / static_cast<int64_t>(sizeof(float)) + 4099;
+  const Tensor x = sl::linspace(-16.0, 16.0, n);
+  const int64_t piece = 100003;
+  REQUIRE(piece * static_cast<int64_t>(sizeof(float)) < sl::cpu::kPrefetchMinBytes);
+  for (UnaryOp op : {UnaryOp::exp, UnaryOp::log1p, UnaryOp::tanh, UnaryOp::sigmoid, UnaryOp::erf,
+                     UnaryOp::silu, UnaryOp::sin, UnaryOp::gelu, UnaryOp::gelu_tanh}) {
+    CAPTURE(sl::unary_op_name(op));
+    const Tensor whole = unary(op, x);
+    int64_t differ = 0;
+    for (int64_t at = 0; at < n; at += piece) {
+      const int64_t len = std::min(piece, n - at);
+      differ += !same_bits(unary(op, x.narrow(0, at, len)), whole.narrow(0, at, len));
+    }
+    CHECK_MESSAGE(differ == 0, differ, " pieces differ");
+  }
+}
