@@ -50,6 +50,12 @@ inline constexpr int64_t kPrefetchMinBytes = int64_t{4} << 20;
 /// Elements per prefetch block of unary_loop.
 inline constexpr int64_t kPrefetchBlock = 64;
 
+/// Whether an input of `numel` elements of `elem_bytes` each is large enough for the loops of
+/// costly ops to prefetch it (Note [Elementwise prefetch]).
+inline bool input_worth_prefetching(int64_t numel, int64_t elem_bytes) {
+  return numel >= kPrefetchMinBytes / elem_bytes;
+}
+
 /// Prefetches, for reading, the 64-byte lines kPrefetchAheadBytes past each line of [p, p +
 /// bytes). A prefetch never faults, even past the end of the buffer; the address is formed as an
 /// integer, not as a pointer beyond the buffer.
@@ -115,12 +121,12 @@ void for_each_strided(const StridedLayout<N>& L, const Inner& inner,
 template <class Out, class In, bool Prefetch = false, class F>
 void unary_loop(const Tensor& out, const Tensor& a, const F& f) {
   auto L = make_layout<2>({&out, &a});
-  const bool prefetch = Prefetch && L.numel >= kPrefetchMinBytes / static_cast<int64_t>(sizeof(In));
+  const bool large = input_worth_prefetching(L.numel, static_cast<int64_t>(sizeof(In)));
   for_each_strided<2>(L, [&](char** p, const int64_t* s, int64_t n) {
     Out* o = reinterpret_cast<Out*>(p[0]);
     const In* x = reinterpret_cast<const In*>(p[1]);
     if (s[0] == sizeof(Out) && s[1] == sizeof(In)) {
-      if (Prefetch && prefetch) {
+      if (Prefetch && large) {  // Prefetch first: without it the blocked loop is not compiled
         for (int64_t i = 0; i < n; i += kPrefetchBlock) {
           const int64_t e = std::min(n, i + kPrefetchBlock);
           prefetch_ahead(x + i, (e - i) * static_cast<int64_t>(sizeof(In)));
@@ -159,7 +165,7 @@ void unary_loop_fast_domain(const Tensor& out, const Tensor& a, float fast_max, 
   const uint32_t max_bits = std::bit_cast<uint32_t>(fast_max);
   auto L = make_layout<2>({&out, &a});
   // the functions here are all costly (Note [Elementwise prefetch])
-  const bool prefetch = L.numel >= kPrefetchMinBytes / static_cast<int64_t>(sizeof(float));
+  const bool prefetch = input_worth_prefetching(L.numel, static_cast<int64_t>(sizeof(float)));
   for_each_strided<2>(L, [&](char** p, const int64_t* s, int64_t n) {
     float* o = reinterpret_cast<float*>(p[0]);
     const float* x = reinterpret_cast<const float*>(p[1]);
