@@ -3,6 +3,8 @@
 //   - matmul TFLOP/s against cuBLAS called directly on the same buffers (same compute type);
 //   - memory-bound ops (elementwise, reductions, LayerNorm and softmax when their CUDA kernels
 //     exist) in GB/s against a device-to-device copy of the same bytes;
+//   - scaled_dot_product_attention on the fused path against the unfused one (PyTorch's
+//     F.scaled_dot_product_attention at the same shapes comes from tools/bench_gpu_torch.py);
 //   - one training step of a small transformer encoder and a small ResNet (bench_gpu_train.cpp;
 //     PyTorch's steps come from tools/bench_gpu_torch.py in the same gpu_check run).
 // Usage: bench_gpu [--quick]   (--quick: smaller sizes and fewer iterations)
@@ -178,6 +180,63 @@ void bench_bandwidth(bool quick) {
   }
 }
 
+// ---- attention ------------------------------------------------------------------------------
+
+/// scaled_dot_product_attention on the fused path (the one-pass kernel forward, the blocked
+/// backward) next to the unfused one, at one BERT-large-like and one long-sequence shape.
+void bench_attention(bool quick) {
+  std::printf(
+      "\n### scaled_dot_product_attention (forward TFLOP/s counting 4 N H L S E, halved when "
+      "causal; forward + backward ms; reference: the unfused path)\n\n");
+  std::printf(
+      "| dtype | N x H x L x E | causal | fused fwd | unfused fwd | fwd ratio | fused fwd+bwd | "
+      "unfused fwd+bwd |\n|---|---|---|---|---|---|---|---|\n");
+  struct Config {
+    int64_t N, H, L, E;
+    DType dt;
+  };
+  // every dtype at the BERT-like shape, bfloat16 alone at the long one (time budget)
+  std::vector<Config> configs = {{8, 16, 512, 64, DType::bf16},
+                                 {8, 16, 512, 64, DType::f16},
+                                 {8, 16, 512, 64, DType::f32},
+                                 {2, 16, 4096, 64, DType::bf16}};
+  if (quick) configs = {{2, 4, 256, 64, DType::bf16}};
+  for (const Config& sh : configs) {
+    const DType dt = sh.dt;
+    for (bool causal : {false, true}) {
+      TensorOptions o{.dtype = dt, .device = kGPU};
+      Tensor q = randn({sh.N, sh.H, sh.L, sh.E}, o).requires_grad_();
+      Tensor k = randn({sh.N, sh.H, sh.L, sh.E}, o).requires_grad_();
+      Tensor v = randn({sh.N, sh.H, sh.L, sh.E}, o).requires_grad_();
+      Tensor gy = randn({sh.N, sh.H, sh.L, sh.E}, o);
+      auto fwd = [&](AttentionBackend b) {
+        NoGradGuard ng;
+        AttentionBackendScope scope(b);
+        return time_ms([&] { (void)scaled_dot_product_attention(q, k, v, Tensor(), 0.0, causal); });
+      };
+      auto fwd_bwd = [&](AttentionBackend b) {
+        AttentionBackendScope scope(b);
+        return time_ms([&] {
+          Tensor y = scaled_dot_product_attention(q, k, v, Tensor(), 0.0, causal);
+          y.backward(gy);
+          q.set_grad(Tensor());
+          k.set_grad(Tensor());
+          v.set_grad(Tensor());
+        });
+      };
+      const double flops = 4.0 * static_cast<double>(sh.N * sh.H * sh.L) *
+                           static_cast<double>(sh.L * sh.E) / (causal ? 2.0 : 1.0);
+      const double f = fwd(AttentionBackend::fused), u = fwd(AttentionBackend::unfused);
+      const double fb = fwd_bwd(AttentionBackend::fused), ub = fwd_bwd(AttentionBackend::unfused);
+      std::printf(
+          "| %s | %lld x %lld x %lld x %lld | %s | %.1f | %.1f | %.2f | %.2f ms | %.2f ms |\n",
+          dtype_name(dt), static_cast<long long>(sh.N), static_cast<long long>(sh.H),
+          static_cast<long long>(sh.L), static_cast<long long>(sh.E), causal ? "yes" : "no",
+          flops / f / 1e9, flops / u / 1e9, u / f, fb, ub);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -198,6 +257,7 @@ int main(int argc, char** argv) {
   try {
     bench_matmul(quick);
     bench_bandwidth(quick);
+    bench_attention(quick);
     sl::bench::bench_training(quick);
   } catch (const std::exception& e) {
     std::printf("\nbench_gpu: failed: %s\n", e.what());

@@ -142,6 +142,35 @@ def training_steps():
     print(f"| ResNet-18 layout, 32x32 | {b} | float32 | {time_ms(res_step):.2f} ms |")
 
 
+def attention():
+    print("\n### PyTorch scaled_dot_product_attention (its own choice of kernel)\n")
+    print("| dtype | N x H x L x E | causal | fwd TFLOP/s | fwd+bwd |\n|---|---|---|---|---|")
+    F = torch.nn.functional
+    # the configurations of bench_gpu.cpp's attention table
+    configs = [(8, 16, 512, 64, torch.bfloat16), (8, 16, 512, 64, torch.float16),
+               (8, 16, 512, 64, torch.float32), (2, 16, 4096, 64, torch.bfloat16)]
+    if QUICK:
+        configs = [(2, 4, 256, 64, torch.bfloat16)]
+    for n, h, l, e, dt in configs:
+        for causal in (False, True):
+            q, k, v = (torch.randn(n, h, l, e, device="cuda", dtype=dt, requires_grad=True)
+                       for _ in range(3))
+            gy = torch.randn(n, h, l, e, device="cuda", dtype=dt)
+
+            def fwd():
+                with torch.no_grad():
+                    F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+            def fwd_bwd():
+                for t in (q, k, v):
+                    t.grad = None
+                F.scaled_dot_product_attention(q, k, v, is_causal=causal).backward(gy)
+            flops = 4 * n * h * l * l * e / (2 if causal else 1)
+            print(f"| {str(dt).replace('torch.', '')} | {n} x {h} x {l} x {e} | "
+                  f"{'yes' if causal else 'no'} | {flops / time_ms(fwd) / 1e9:.1f} | "
+                  f"{time_ms(fwd_bwd):.2f} ms |")
+
+
 def main():
     if not torch.cuda.is_available():
         print("bench_gpu_torch: no GPU visible; skipped")
@@ -150,6 +179,7 @@ def main():
     t0 = time.time()
     matmul()
     bandwidth()
+    attention()
     training_steps()
     print(f"\n(PyTorch side took {time.time() - t0:.0f} s)")
     return 0

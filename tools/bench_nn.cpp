@@ -9,7 +9,9 @@
 // forward -> backward(ones) with the gradients cleared first (set to none, as PyTorch's
 // zero_grad). The layers are the functional ops with PyTorch's default parameter init:
 // conv2d; gru / lstm; the nn::MultiheadAttention and nn::TransformerEncoderLayer modules
-// (self-attention); and one AdamW step over 10M parameters.
+// (self-attention); scaled_dot_product_attention at a long sequence on the fused and unfused
+// paths (PyTorch 1.13 has no such function: its side is the same math written out); and one
+// AdamW step over 10M parameters.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -132,6 +134,21 @@ std::vector<Case> cases() {
                       nn::AttentionOptions o;
                       o.need_weights = false;
                       return m->forward(x, x, x, o).first;
+                    });
+                  }});
+  }
+  // Long-sequence self-attention, batch 2, 8 heads, 2048 queries and keys, head dim 64 (scores:
+  // 64 Mi elements): scaled_dot_product_attention on each path (Note [Fused attention]). The
+  // fused one holds 4 Mi scores at a time and recomputes them in the backward.
+  for (AttentionBackend b : {AttentionBackend::fused, AttentionBackend::unfused}) {
+    const bool fused = b == AttentionBackend::fused;
+    cs.push_back({fused ? "sdpa b2 h8 L2048 E64 fused" : "sdpa b2 h8 L2048 E64 unfused", 3, [b] {
+                    Tensor q = randn({2, 8, 2048, 64}).requires_grad_();
+                    Tensor k = randn({2, 8, 2048, 64}).requires_grad_();
+                    Tensor v = randn({2, 8, 2048, 64}).requires_grad_();
+                    return fwd_bwd({q, k, v}, [b, q, k, v] {
+                      AttentionBackendScope scope(b);
+                      return scaled_dot_product_attention(q, k, v);
                     });
                   }});
   }

@@ -6,7 +6,8 @@ to none first).
     /usr/bin/python3 tools/bench_nn.py [--threads N] [--filter SUBSTR | --case NAME] [--reps R]
 
 The layers are PyTorch's modules (nn.Conv2d, nn.GRU / nn.LSTM, nn.MultiheadAttention with
-need_weights=False, nn.TransformerEncoderLayer in training mode with dropout 0); AdamW is timed with both implementations of 1.13 (single-tensor, the
+need_weights=False, nn.TransformerEncoderLayer in training mode with dropout 0; attention at a
+long sequence written out, as 1.13 has no scaled_dot_product_attention); AdamW is timed with both implementations of 1.13 (single-tensor, the
 default, and foreach) and the faster one is reported.
 """
 import argparse
@@ -48,6 +49,21 @@ def cases():
             x = torch.randn(16, 128, e, requires_grad=True)
             return module_iteration(m, lambda: m(x, x, x, need_weights=False)[0], x)
         cs.append((f"mha b16 L128 E{e} h{heads}", 7, setup))
+
+    # PyTorch 1.13 has no scaled_dot_product_attention: both names time the math written out
+    # (what Shardlight's unfused path computes)
+    for path in ["fused", "unfused"]:
+        def sdpa_setup():
+            q, k, v = (torch.randn(2, 8, 2048, 64, requires_grad=True) for _ in range(3))
+
+            def it():
+                for t in (q, k, v):
+                    t.grad = None
+                p = torch.softmax(q @ k.transpose(-2, -1) * (1 / 8), dim=-1)
+                y = p @ v
+                y.backward(torch.ones_like(y))
+            return it
+        cs.append((f"sdpa b2 h8 L2048 E64 {path}", 3, sdpa_setup))
 
     def encoder_setup():
         m = nn.TransformerEncoderLayer(768, 12, dim_feedforward=3072, dropout=0.0,

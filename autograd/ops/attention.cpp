@@ -1,12 +1,15 @@
-// Differentiable attention: matmuls from the matmul family around the fused masked softmax,
-// whose backward is recorded beside its forward here.
+// Differentiable attention: the unfused path (matmuls from the matmul family around the fused
+// masked softmax) and the fused one (Note [Fused attention]); each backward is recorded beside
+// its forward here.
 #include "autograd/ops/attention.h"
 
+#include <atomic>
 #include <cmath>
 
 #include "autograd/function.h"
 #include "autograd/ops/dropout.h"
 #include "autograd/ops/matmul.h"
+#include "core/amp.h"
 #include "core/ops/attention.h"
 #include "core/ops/copy.h"
 #include "core/ops/dropout.h"
@@ -26,10 +29,13 @@ Tensor attention_softmax(const Tensor& scores, const Tensor& attn_mask, bool is_
   return probs;
 }
 
-std::pair<Tensor, Tensor> scaled_dot_product_attention_with_weights(
-    const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask, double dropout_p,
-    bool is_causal, std::optional<double> scale, Generator* gen) {
-  const char* op = "scaled_dot_product_attention";
+namespace {
+
+std::atomic<AttentionBackend> g_backend{AttentionBackend::automatic};
+
+/// Checks the inputs as the unfused path needs them; returns the scale to use.
+double check_sdpa(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
+                  const Tensor& attn_mask, double dropout_p, std::optional<double> scale) {
   ops::check_defined(op, q, "query");
   ops::check_defined(op, k, "key");
   ops::check_defined(op, v, "value");
@@ -50,7 +56,64 @@ std::pair<Tensor, Tensor> scaled_dot_product_attention_with_weights(
                                         Shape(k.sizes().begin(), k.sizes().end() - 2), op);
   scores_shape.insert(scores_shape.end(), {q.size(-2), k.size(-2)});
   ops::check_attention_mask(op, scores_shape, q.device(), attn_mask);
-  const double sc = scale.value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+  return scale.value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+}
+
+/// Why the fused path cannot take these inputs (null when it can).
+const char* fused_obstacle(const Tensor& q, const Tensor& k, const Tensor& v, double dropout_p) {
+  if (dropout_p > 0.0) return "dropout_p > 0 (the fused path has no dropout)";
+  bool same = q.dim() == k.dim() && q.dim() == v.dim();
+  for (int64_t d = 0; same && d + 2 < q.dim(); ++d) {
+    same = q.size(d) == k.size(d) && q.size(d) == v.size(d);
+  }
+  if (!same)
+    return "query, key and value differ in their batch dims (the fused path does not broadcast "
+           "them)";
+  return nullptr;
+}
+
+/// Whether the fused path pays under AttentionBackend::automatic.
+bool fused_pays(const Tensor& q, const Tensor& k) {
+  if (attention_fused_forward_kernel.has(q.device().kind)) return true;
+  int64_t scores = k.size(-2);
+  for (int64_t d = 0; d + 1 < q.dim(); ++d) scores *= q.size(d);
+  return scores > ops::attention_block_elements();
+}
+
+Tensor fused_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
+                       const Tensor& attn_mask, bool is_causal, double scale) {
+  Tensor q = autocast(q_in, AmpPolicy::lower), k = autocast(k_in, AmpPolicy::lower),
+         v = autocast(v_in, AmpPolicy::lower);
+  Tensor out = ops::attention_fused_forward(q, k, v, attn_mask, is_causal, scale);
+  if (needs_grad(q, k, v)) {
+    record("FusedAttentionBackward", {q, k, v}, {&out},
+           [sq = SavedTensor(q), sk = SavedTensor(k), sv = SavedTensor(v), mask = attn_mask,
+            is_causal, scale](const BackwardCtx& c) -> variable_list {
+             const char* name = "FusedAttentionBackward";
+             ops::AttentionGrads g =
+                 ops::attention_fused_backward(c.grad(), sq.unpack(name), sk.unpack(name),
+                                               sv.unpack(name), mask, is_causal, scale);
+             return {g.q, g.k, g.v};
+           });
+  }
+  return out;
+}
+
+}  // namespace
+
+AttentionBackend attention_backend() {
+  return g_backend.load();
+}
+
+AttentionBackend set_attention_backend(AttentionBackend backend) {
+  return g_backend.exchange(backend);
+}
+
+std::pair<Tensor, Tensor> scaled_dot_product_attention_with_weights(
+    const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask, double dropout_p,
+    bool is_causal, std::optional<double> scale, Generator* gen) {
+  const double sc =
+      check_sdpa("scaled_dot_product_attention", q, k, v, attn_mask, dropout_p, scale);
   Tensor scores = matmul(q, k.transpose(-2, -1));
   Tensor probs = attention_softmax(scores, attn_mask, is_causal, sc);
   if (dropout_p > 0.0) probs = dropout(probs, dropout_p, true, gen);
@@ -60,7 +123,18 @@ std::pair<Tensor, Tensor> scaled_dot_product_attention_with_weights(
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const Tensor& attn_mask, double dropout_p, bool is_causal,
                                     std::optional<double> scale, Generator* gen) {
-  return scaled_dot_product_attention_with_weights(q, k, v, attn_mask, dropout_p, is_causal, scale,
+  const char* op = "scaled_dot_product_attention";
+  const double sc = check_sdpa(op, q, k, v, attn_mask, dropout_p, scale);
+  const AttentionBackend backend = attention_backend();
+  if (backend != AttentionBackend::unfused) {
+    const char* obstacle = fused_obstacle(q, k, v, dropout_p);
+    SL_CHECK(backend != AttentionBackend::fused || obstacle == nullptr, op,
+             ": the fused backend was forced but cannot run: ", obstacle ? obstacle : "");
+    if (obstacle == nullptr && (backend == AttentionBackend::fused || fused_pays(q, k))) {
+      return fused_attention(q, k, v, attn_mask, is_causal, sc);
+    }
+  }
+  return scaled_dot_product_attention_with_weights(q, k, v, attn_mask, dropout_p, is_causal, sc,
                                                    gen)
       .first;
 }

@@ -101,7 +101,7 @@ double row_exp_sum(T* y, int64_t n, T mx) {
 
 template <class T, class M>
 void softmax_rows(const Tensor& probs, const Tensor& scores, const Tensor& mask, bool causal,
-                  double scale) {
+                  double scale, int64_t causal_offset) {
   const int64_t A = scores.size(0), B = scores.size(1), L = scores.size(2), S = scores.size(3);
   const T* x = scores.data_ptr<T>();
   T* y = probs.data_ptr<T>();
@@ -115,8 +115,8 @@ void softmax_rows(const Tensor& probs, const Tensor& scores, const Tensor& mask,
       const int64_t i = r % L, b = (r / L) % B, a = r / (L * B);
       const T* xr = x + r * S;
       T* yr = y + r * S;
-      // positions j >= limit are causally masked
-      const int64_t limit = causal ? std::min<int64_t>(S, i + 1) : S;
+      // positions j >= limit are causally masked (row i is query i + causal_offset)
+      const int64_t limit = causal ? std::min<int64_t>(S, i + causal_offset + 1) : S;
       for (int64_t j = 0; j < limit; ++j) yr[j] = xr[j] * sc;
       for (int64_t j = limit; j < S; ++j) yr[j] = neg_inf;
       if (mp) {
@@ -168,13 +168,13 @@ void softmax_rows_backward(const Tensor& grad_scores, const Tensor& grad_probs, 
 }
 
 void attention_softmax_forward_cpu(const Tensor& probs, const Tensor& scores, const Tensor& mask,
-                                   bool is_causal, double scale) {
+                                   bool is_causal, double scale, int64_t causal_offset) {
   auto run = [&](auto z) {
     using T = decltype(z);
     if (mask.defined() && mask.dtype() == DType::b8) {
-      softmax_rows<T, bool>(probs, scores, mask, is_causal, scale);
+      softmax_rows<T, bool>(probs, scores, mask, is_causal, scale, causal_offset);
     } else {
-      softmax_rows<T, T>(probs, scores, mask, is_causal, scale);
+      softmax_rows<T, T>(probs, scores, mask, is_causal, scale, causal_offset);
     }
   };
   switch (scores.dtype()) {

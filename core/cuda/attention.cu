@@ -58,7 +58,8 @@ struct MaskedRow {
 template <int G, class T, class M, class C = comp_t<T>>
 __global__ void __launch_bounds__(kBlockThreads)
     softmax_fwd_kernel(T* y, const T* x, const M* mask, int64_t A, int64_t B, int64_t L, int64_t S,
-                       int64_t ma, int64_t mb, int64_t ml, int64_t ms, bool causal, C sc) {
+                       int64_t ma, int64_t mb, int64_t ml, int64_t ms, bool causal, int64_t coff,
+                       C sc) {
   __shared__ C tbuf[kBlockThreads];
   __shared__ double dbuf[kBlockThreads];
   constexpr int kRows = kBlockThreads / G;
@@ -71,7 +72,7 @@ __global__ void __launch_bounds__(kBlockThreads)
     const int64_t rr = valid ? r : 0;
     const int64_t i = rr % L, b = (rr / L) % B, a = rr / (L * B);
     MaskedRow<T, M> row{x + rr * S, mask ? mask + a * ma + b * mb + i * ml : nullptr, ms,
-                        causal ? (S < i + 1 ? S : i + 1) : S, sc};
+                        causal ? (S < i + coff + 1 ? S : i + coff + 1) : S, sc};
     C mx = -INFINITY;
     if (valid)
       for (int64_t j = lane; j < row.limit; j += G) {
@@ -131,7 +132,7 @@ unsigned row_blocks(int64_t rows, int G) {
 template <class T, class M>
 void run_forward(void* probs, const void* scores, const void* mask, int64_t A, int64_t B, int64_t L,
                  int64_t S, int64_t ma, int64_t mb, int64_t ml, int64_t ms, bool causal,
-                 double scale, cudaStream_t s) {
+                 int64_t coff, double scale, cudaStream_t s) {
   T* y = static_cast<T*>(probs);
   const T* x = static_cast<const T*>(scores);
   const M* m = static_cast<const M*>(mask);
@@ -139,11 +140,11 @@ void run_forward(void* probs, const void* scores, const void* mask, int64_t A, i
   const comp_t<T> sc = static_cast<comp_t<T>>(scale);
   if (S <= 1024) {
     softmax_fwd_kernel<32, T, M><<<row_blocks(rows, 32), kBlockThreads, 0, s>>>(
-        y, x, m, A, B, L, S, ma, mb, ml, ms, causal, sc);
+        y, x, m, A, B, L, S, ma, mb, ml, ms, causal, coff, sc);
   } else {
     softmax_fwd_kernel<kBlockThreads, T, M>
         <<<row_blocks(rows, kBlockThreads), kBlockThreads, 0, s>>>(y, x, m, A, B, L, S, ma, mb, ml,
-                                                                   ms, causal, sc);
+                                                                   ms, causal, coff, sc);
   }
   CUDA_CHECK_LAUNCH();
 }
@@ -153,7 +154,7 @@ void run_forward(void* probs, const void* scores, const void* mask, int64_t A, i
 void launch_attention_softmax_forward(DType dt, void* probs, const void* scores, const void* mask,
                                       DType mask_dt, int64_t A, int64_t B, int64_t L, int64_t S,
                                       int64_t ma, int64_t mb, int64_t ml, int64_t ms, bool causal,
-                                      double scale, cudaStream_t s) {
+                                      int64_t causal_offset, double scale, cudaStream_t s) {
   const char* op = "attention_softmax";
   const bool half = dt == DType::f16 || dt == DType::bf16;
   SL_CHECK_DTYPE(!mask || mask_dt == DType::b8 || mask_dt == dt || (half && mask_dt == DType::f32),
@@ -163,16 +164,16 @@ void launch_attention_softmax_forward(DType dt, void* probs, const void* scores,
   visit_float(dt, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (mask && mask_dt == DType::b8) {
-      run_forward<T, bool>(probs, scores, mask, A, B, L, S, ma, mb, ml, ms, causal, scale, s);
+      run_forward<T, bool>(probs, scores, mask, A, B, L, S, ma, mb, ml, ms, causal, causal_offset, scale, s);
       return;
     }
     if constexpr (is_half_v<T>) {
       if (mask && mask_dt == DType::f32) {
-        run_forward<T, float>(probs, scores, mask, A, B, L, S, ma, mb, ml, ms, causal, scale, s);
+        run_forward<T, float>(probs, scores, mask, A, B, L, S, ma, mb, ml, ms, causal, causal_offset, scale, s);
         return;
       }
     }
-    run_forward<T, T>(probs, scores, mask, A, B, L, S, ma, mb, ml, ms, causal, scale, s);
+    run_forward<T, T>(probs, scores, mask, A, B, L, S, ma, mb, ml, ms, causal, causal_offset, scale, s);
   });
 }
 

@@ -80,15 +80,26 @@ namespace sl::cuda {
 /// probs = softmax(scale * scores (+ mask)) over the last dim of contiguous [rows = A*B*L, S]
 /// (Note [Attention masks]); mask null, or of dtype mask_dt: bool, the scores' dtype, or float32
 /// beside 16-bit scores (DTypeError otherwise), addressed with element strides (ma, mb, ml, ms)
-/// over [A, B, L, S].
+/// over [A, B, L, S]. With causal, row i is query i + causal_offset (keys beyond it masked).
 void launch_attention_softmax_forward(DType dt, void* probs, const void* scores, const void* mask,
                                       DType mask_dt, int64_t A, int64_t B, int64_t L, int64_t S,
                                       int64_t ma, int64_t mb, int64_t ml, int64_t ms, bool causal,
-                                      double scale, cudaStream_t s);
+                                      int64_t causal_offset, double scale, cudaStream_t s);
 /// grad_scores = scale * probs * (grad_probs - rowsum(grad_probs * probs)).
 void launch_attention_softmax_backward(DType dt, void* grad_scores, const void* grad_probs,
                                        const void* probs, int64_t rows, int64_t S, double scale,
                                        cudaStream_t s);
+/// Largest head dim (E and Ev) the fused attention kernel takes.
+constexpr int64_t kFusedAttentionMaxHeadDim = 128;
+/// out[n] = softmax(scale * q[n] k[n]^T (+ mask)) v[n] in one pass (Note [Fused attention
+/// kernel], attention_fused.cu) over contiguous q [A*B, L, E], k [A*B, S, E], v [A*B, S, Ev],
+/// out [A*B, L, Ev] of dtype dt (float32, float16 or bfloat16; E, Ev <= kFusedAttentionMaxHeadDim),
+/// mask as for launch_attention_softmax_forward.
+void launch_attention_fused_forward(DType dt, void* out, const void* q, const void* k,
+                                    const void* v, const void* mask, DType mask_dt, int64_t A,
+                                    int64_t B, int64_t L, int64_t S, int64_t E, int64_t Ev,
+                                    int64_t ma, int64_t mb, int64_t ml, int64_t ms, bool causal,
+                                    double scale, cudaStream_t s);
 
 }  // namespace sl::cuda
 

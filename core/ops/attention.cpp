@@ -7,7 +7,7 @@ namespace sl {
 
 SL_DEFINE_KERNEL(attention_softmax_forward_kernel,
                  void(const Tensor& probs, const Tensor& scores, const Tensor& mask, bool is_causal,
-                      double scale));
+                      double scale, int64_t causal_offset));
 SL_DEFINE_KERNEL(attention_softmax_backward_kernel,
                  void(const Tensor& grad_scores, const Tensor& grad_probs, const Tensor& probs,
                       double scale));
@@ -50,7 +50,7 @@ void check_attention_mask(const char* op, const Shape& scores_shape, Device devi
 }
 
 Tensor attention_softmax_forward(const Tensor& scores, const Tensor& mask, bool is_causal,
-                                 double scale) {
+                                 double scale, int64_t causal_offset) {
   const char* op = "attention_softmax";
   check_defined(op, scores);
   SL_CHECK_SHAPE(scores.dim() >= 2, op, ": expected scores [..., L, S], got ",
@@ -58,10 +58,12 @@ Tensor attention_softmax_forward(const Tensor& scores, const Tensor& mask, bool 
   SL_CHECK_DTYPE(is_floating(scores.dtype()), op, ": expected floating scores, got ",
                  dtype_name(scores.dtype()));
   check_attention_mask(op, scores.sizes(), scores.device(), mask);
+  SL_CHECK(causal_offset >= 0, op, ": causal_offset must be >= 0, got ", causal_offset);
   if (cpu_16bit_via_float32(scores)) {
     Tensor m = mask.defined() && !is_bool(mask.dtype()) ? cast(mask, DType::f32) : mask;
-    return cast(attention_softmax_forward(cast(scores, DType::f32), m, is_causal, scale),
-                scores.dtype());
+    return cast(
+        attention_softmax_forward(cast(scores, DType::f32), m, is_causal, scale, causal_offset),
+        scores.dtype());
   }
   Tensor s = contiguous(scores);
   Tensor probs = empty_like(s);
@@ -77,7 +79,7 @@ Tensor attention_softmax_forward(const Tensor& scores, const Tensor& mask, bool 
     m = reshape(expand(m, s.sizes()), s4);  // a view unless the batch dims cannot be merged
   }
   attention_softmax_forward_kernel(s.device().kind, view(probs, s4), view(s, s4), m, is_causal,
-                                   scale);
+                                   scale, causal_offset);
   return probs;
 }
 

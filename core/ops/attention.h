@@ -22,25 +22,78 @@ namespace sl {
 
 /// probs[a, b, i, :] = softmax(scale * scores[a, b, i, :] + mask terms) over contiguous
 /// [A, B, L, S] scores / probs of one floating dtype; mask undefined or an [A, B, L, S] strided
-/// view (bool, or the scores' dtype) as Note [Attention masks] describes.
+/// view (bool, or the scores' dtype) as Note [Attention masks] describes. With is_causal, row i
+/// is query i + causal_offset (causal_offset >= 0): keys j > i + causal_offset are masked, so
+/// that a block of rows starting at query r0 is computed with causal_offset = r0.
 SL_DECLARE_KERNEL(attention_softmax_forward_kernel,
                   void(const Tensor& probs, const Tensor& scores, const Tensor& mask,
-                       bool is_causal, double scale));
+                       bool is_causal, double scale, int64_t causal_offset));
 /// grad_scores = scale * probs * (grad_probs - sum_j grad_probs * probs), row-wise over
 /// contiguous [A, B, L, S] tensors (grad_scores is overwritten).
 SL_DECLARE_KERNEL(attention_softmax_backward_kernel,
                   void(const Tensor& grad_scores, const Tensor& grad_probs, const Tensor& probs,
                        double scale));
 
+/// out = softmax(scale * q k^T + mask terms) v in one pass over contiguous q [A, B, L, E],
+/// k [A, B, S, E], v [A, B, S, Ev] and out [A, B, L, Ev] of one floating dtype (L, S >= 1), the
+/// mask as for attention_softmax_forward_kernel. Returns false, having written nothing, when the
+/// backend's kernel does not take these dtypes or sizes: generic code then computes the blocked
+/// form (Note [Fused attention]).
+SL_DECLARE_KERNEL(attention_fused_forward_kernel,
+                  bool(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v,
+                       const Tensor& mask, bool is_causal, double scale));
+
 namespace ops {
+
+// Note [Fused attention]
+// scaled dot-product attention that never holds the whole [..., L, S] probability matrix, in
+// the forward or between forward and backward. The forward is one kernel where the device has
+// one (CUDA: Note [Fused attention kernel]); elsewhere, and for what that kernel does not take,
+// it is computed in blocks of queries (and of the leading batch dim): per block the scores, the
+// attention softmax and the product with v, with at most attention_block_elements() scores
+// alive at once. Only q, k, v and the mask are kept for the backward, which recomputes each
+// block's probabilities and then forms
+//   dv += p^T dout,  ds = softmax_backward(dout v^T, p),  dq = ds k,  dk += ds^T q
+// (FlashAttention's backward, arXiv 2205.14135, by blocks of queries; dk and dv accumulate in
+// float32 for 16-bit inputs). The cost is a second q k^T product in the backward. With
+// is_causal a block of queries reads only the keys up to its last query. Rows are independent,
+// so the forward gives the unfused path's values up to the rounding of the products (the same
+// bits when everything is one block); dk and dv are summed in another order.
+
+/// Checks the fused path's inputs: q [..., L, E], k [..., S, E], v [..., S, Ev] with identical
+/// batch dims, one floating dtype, one device; mask as check_attention_mask. Throws ShapeError /
+/// DTypeError / DeviceError naming `op`.
+void check_fused_attention_inputs(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const Tensor& mask);
+/// softmax(scale * q k^T + mask terms) v -> [..., L, Ev] without the probabilities (Note [Fused
+/// attention]); inputs as check_fused_attention_inputs.
+Tensor attention_fused_forward(const Tensor& q, const Tensor& k, const Tensor& v,
+                               const Tensor& mask, bool is_causal, double scale);
+/// Gradients of attention_fused_forward w.r.t. q, k and v (the mask is a constant).
+struct AttentionGrads {
+  Tensor q, k, v;
+};
+/// Recomputes the probabilities block by block (Note [Fused attention]); grad_out [..., L, Ev].
+AttentionGrads attention_fused_backward(const Tensor& grad_out, const Tensor& q, const Tensor& k,
+                                        const Tensor& v, const Tensor& mask, bool is_causal,
+                                        double scale);
+/// The most score elements one block of the blocked form holds (default 4 Mi elements: 16 MiB
+/// of float32 scores; a block also holds probabilities, and in the backward two more of that
+/// size).
+int64_t attention_block_elements();
+/// Sets attention_block_elements() (>= 1; ValueError otherwise); returns the previous value.
+/// Tests use it to force many blocks on small inputs.
+int64_t set_attention_block_elements(int64_t n);
 
 /// Checks a mask (bool or floating, same device) against scores of shape [..., L, S]: it must
 /// broadcast to that shape. Throws ShapeError / DTypeError / DeviceError naming `op`.
 void check_attention_mask(const char* op, const Shape& scores_shape, Device device,
                           const Tensor& mask);
-/// The fused masked softmax over the last dim of scores [..., L, S] (at least 2 dims).
+/// The fused masked softmax over the last dim of scores [..., L, S] (at least 2 dims). Row i
+/// of the scores is query i + causal_offset for the causal mask (see the kernel above); throws
+/// ValueError when causal_offset < 0.
 Tensor attention_softmax_forward(const Tensor& scores, const Tensor& mask, bool is_causal,
-                                 double scale);
+                                 double scale, int64_t causal_offset = 0);
 /// Gradient w.r.t. scores of attention_softmax_forward from its output probs.
 Tensor attention_softmax_backward(const Tensor& grad_probs, const Tensor& probs, double scale);
 
