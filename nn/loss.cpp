@@ -8,6 +8,7 @@
 #include "autograd/ops/softmax.h"
 #include "core/amp.h"
 #include "core/creation.h"
+#include "core/ops/index.h"
 
 namespace sl::nn {
 
@@ -85,8 +86,12 @@ Tensor nll_core(const char* op, const Tensor& logp, const Tensor& target,
                   " but target is on ", target.device());
   Tensor tgt = target.to(DType::i64);
   Tensor valid = tgt.ne(o.ignore_index);
-  for (int64_t t : tgt.masked_select(valid).to_vector<int64_t>()) {
-    SL_CHECK_INDEX(t >= 0 && t < C, op, ": target ", t, " is out of bounds for ", C, " classes");
+  // Reading the targets back synchronises a GPU; in CUDA's unchecked indexing mode the gather
+  // below guards them instead and reports a bad one later (Note [Index checks]).
+  if (ops::index_checks_on_host(tgt.device())) {
+    for (int64_t t : tgt.masked_select(valid).to_vector<int64_t>()) {
+      SL_CHECK_INDEX(t >= 0 && t < C, op, ": target ", t, " is out of bounds for ", C, " classes");
+    }
   }
   Tensor safe = tgt.masked_fill(valid.logical_not(), 0);
   Tensor picked = logp.gather(cdim, safe.unsqueeze(cdim)).squeeze(cdim);

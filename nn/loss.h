@@ -32,7 +32,9 @@ struct CrossEntropyOptions {
 /// exactly as torch.nn.functional.cross_entropy, including the weighted mean (divided by the sum
 /// of the weights of the non-ignored targets) and label smoothing's weighting. Throws ShapeError
 /// (ranks or sizes that do not fit, weight not [C]), IndexError (a class index outside [0, C)
-/// that is not ignore_index), ValueError (label_smoothing outside [0, 1]), DTypeError.
+/// that is not ignore_index; on CUDA with checked indexing off, reported by the guarded gather
+/// at the next synchronisation, Note [Index checks]), ValueError (label_smoothing outside
+/// [0, 1]), DTypeError.
 Tensor cross_entropy(const Tensor& input, const Tensor& target,
                      const CrossEntropyOptions& opts = {});
 /// Negative log-likelihood of log-probabilities `input` with class-index targets; same shapes,

@@ -1,7 +1,8 @@
 // Differentiable indexing ops (see core/ops/index.h for the kernels and Note [Index checks]).
 // Index tensors are int64 or int32 (DTypeError otherwise) and every index must lie in
-// [0, size) of what it indexes (IndexError naming the op and the bad value). Gradients flow to
-// the floating inputs, never to the indices.
+// [0, size) of what it indexes (IndexError naming the op and the bad value; thrown by the op, or
+// for CUDA indices with sl::cuda::set_checked_indexing(false), at the next synchronisation).
+// Gradients flow to the floating inputs, never to the indices.
 #pragma once
 
 #include <cstdint>

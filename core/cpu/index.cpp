@@ -1,4 +1,6 @@
-// CPU kernels of the index family. Indices were checked by generic code (Note [Index checks]).
+// CPU kernels of the index family. Indices were checked by generic code (Note [Index checks]:
+// on the CPU always, whatever sl::cuda::checked_indexing says), so the kernels do not guard them;
+// `op` (the name a CUDA kernel records for a bad index) is unused here.
 // Accumulating kernels give each output element to exactly one thread, which adds the
 // contributions in index order: the same bits for any thread count.
 #include <algorithm>
@@ -17,7 +19,8 @@ int64_t line_grain(int64_t line_len) {
   return std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(line_len, 1));
 }
 
-void index_select_cpu(const Tensor& out, const Tensor& in, const Tensor& index) {
+void index_select_cpu(const Tensor& out, const Tensor& in, const Tensor& index,
+                      const char* /*op*/) {
   const int64_t outer = in.size(0), n = in.size(1), inner = in.size(2), k = index.size(0);
   const int64_t* idx = index.data_ptr<int64_t>();
   const size_t row_bytes = static_cast<size_t>(inner) * in.element_size();
@@ -41,7 +44,7 @@ void index_select_cpu(const Tensor& out, const Tensor& in, const Tensor& index) 
 }
 
 void index_add_cpu(const Tensor& out, const Tensor& index, const Tensor& src, Scalar alpha_s,
-                   int64_t skip) {
+                   int64_t skip, const char* /*op*/) {
   const int64_t outer = out.size(0), n = out.size(1), inner = out.size(2), k = index.size(0);
   const int64_t* idx = index.data_ptr<int64_t>();
   visit_dtype(out.dtype(), [&](auto tag) {
@@ -90,7 +93,8 @@ void line_offsets(int64_t l, const Shape& sizes, int64_t dim,
   }
 }
 
-void gather_cpu(const Tensor& out, const Tensor& in, int64_t dim, const Tensor& index) {
+void gather_cpu(const Tensor& out, const Tensor& in, int64_t dim, const Tensor& index,
+                const char* /*op*/) {
   const Shape& sizes = index.sizes();
   const int64_t len = sizes[static_cast<size_t>(dim)];
   const int64_t lines = len == 0 ? 0 : index.numel() / len;
@@ -116,7 +120,7 @@ void gather_cpu(const Tensor& out, const Tensor& in, int64_t dim, const Tensor& 
 }
 
 void scatter_cpu(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src,
-                 bool accumulate) {
+                 bool accumulate, const char* /*op*/) {
   const Shape& sizes = index.sizes();
   const int64_t len = sizes[static_cast<size_t>(dim)];
   const int64_t lines = len == 0 ? 0 : index.numel() / len;

@@ -2,7 +2,8 @@
 // (with dtype conversion and any strides), and fill. Host copies go through pinned staging
 // buffers and synchronise the stream, except host-to-device copies from a pinned tensor, which
 // are asynchronous (Note [Pinned host memory] in core/allocator.h, Note [CUDA streams and
-// synchronisation]).
+// synchronisation]). Every copy that waits for a GPU then reports an index error its kernels
+// recorded (Note [Unchecked indexing] in core/cuda/index_error.h).
 #include <cstring>
 
 #include "core/cuda/pinned_allocator.h"
@@ -64,7 +65,7 @@ void device_to_host(const Tensor& dst, const Tensor& src) {
     cudaStream_t s = compute_stream(device);
     CUDA_CHECK(cudaMemcpyAsync(target.data_ptr(), dev.data_ptr(), target.nbytes(),
                                cudaMemcpyDeviceToHost, s));
-    CUDA_CHECK(cudaStreamSynchronize(s));  // the caller reads it next
+    stream_synchronize(device);  // the caller reads it next
   } else {
     staged_device_to_host(target.data_ptr(), dev.data_ptr(), target.nbytes(), device);
   }
@@ -81,7 +82,7 @@ void device_to_device(const Tensor& dst, const Tensor& src) {
     cudaStream_t s = compute_stream(dst.device());
     CUDA_CHECK(cudaMemcpyPeerAsync(target.data_ptr(), dst.device().index, from.data_ptr(),
                                    src.device().index, target.nbytes(), s));
-    CUDA_CHECK(cudaStreamSynchronize(s));  // `from` is freed to src's stream after this
+    stream_synchronize(dst.device().index);  // `from` is freed to src's stream after this
   }
   if (!target.is_same(dst)) copy_on_device(dst, target);
 }

@@ -8,11 +8,14 @@
 // order. The host waits for the GPU only at these points: copies to or from host memory
 // (Tensor::to, item(), to_vector(), copy_ between devices; not host-to-device copies from a
 // pinned tensor, which are queued, Note [Pinned host memory] in core/allocator.h), integer division
-// checks (they read a flag back), index checks (they read the index's min and max back), nonzero /
-// masked_select (they read the count back), empty_cache (it waits for pending frees), and an
-// explicit sl::cuda::synchronize(). Errors from kernels are therefore reported at the next of these
-// points, not at the op that caused them. Memory freed by a tensor is reused by later
-// allocations on the same stream without waiting (Note [Caching allocator]).
+// checks (they read a flag back), index checks in checked mode (they read the index's min and max
+// back), nonzero / masked_select (they read the count back), gradient norms (they read the norm
+// back), empty_cache (it waits for pending frees), and an explicit sl::cuda::synchronize(). Errors
+// from kernels are therefore reported at the next of these points, not at the op that caused
+// them; so is an out-of-range index met by a kernel in unchecked indexing mode (IndexError, Note
+// [Unchecked indexing] in core/cuda/index_error.h; every point above but empty_cache reports it).
+// Memory freed by a tensor is reused by later allocations on the same stream without waiting
+// (Note [Caching allocator]).
 #pragma once
 
 #include <cstddef>
@@ -29,8 +32,10 @@ int device_count();
 bool is_available();
 /// True when this build contains the CUDA backend (whether or not a GPU is present).
 bool is_compiled();
-/// Blocks until all queued work on cuda:`device` is done (device -1: every GPU). Throws
-/// CudaError (a DeviceError) for an error a kernel raised since the last synchronisation, and
+/// Blocks until all queued work on cuda:`device` is done (device -1: every GPU, in order).
+/// Throws CudaError (a DeviceError) for an error a kernel raised since the last
+/// synchronisation, IndexError for an out-of-range index an index kernel met since the last
+/// report (unchecked indexing, see set_checked_indexing; reported once, then cleared), and
 /// DeviceError when the device does not exist.
 void synchronize(int device = -1);
 /// Name of the GPU ("NVIDIA H200"); throws DeviceError when it does not exist.
@@ -43,12 +48,23 @@ int compute_capability(int device = 0);
 void set_allow_tf32(bool allow);
 bool allow_tf32();
 
-/// Checked indexing. Every index of the index family (index_select, gather, scatter, embedding,
-/// one_hot, ...) is checked by generic code before a kernel runs (Note [Index checks]): on CUDA
-/// that is a min and a max reduction of the index on the device and two reads back to the host
-/// (two synchronisations per indexing op), and it is always on. This switch only records a
-/// preference: no kernel consults it yet, so turning it off removes no check.
+/// Checked indexing of CUDA index tensors (process-wide; Note [Index checks] in
+/// core/ops/index.h). On (the default): index_select, index_add, gather, scatter, scatter_add,
+/// embedding, one_hot and the class-index losses check every index before their kernel runs, a
+/// min and a max reduction read back to the host: two synchronisations per indexing op, and an
+/// out-of-range index throws IndexError from the op itself. Off: no check and no
+/// synchronisation before the kernel; the kernels guard each index instead: an out-of-range (or
+/// negative) index is never used to read or write memory, the output element that needed it is
+/// skipped (gather, index_select and embedding write 0 there; scatter, scatter_add, index_add
+/// and one_hot leave it unchanged), and the first bad index since the last report is thrown as
+/// IndexError, naming the op, the index and the valid range, at the next synchronisation point
+/// of that GPU (synchronize, item(), any copy between host and device, Note [CUDA streams and
+/// synchronisation]); the error is then cleared. An index that no output element uses (an op
+/// with an empty output) is not reported. CPU index tensors are always checked: there the check
+/// costs two passes over the index and no synchronisation. Dtype, shape and device checks are
+/// the same in both modes.
 void set_checked_indexing(bool on);
+/// The current setting of set_checked_indexing (true by default).
 bool checked_indexing();
 
 /// Backend hooks (registered by core/cuda when compiled with CUDA).

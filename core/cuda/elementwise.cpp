@@ -67,7 +67,7 @@ void check_no_zero_divisor(BinaryOp op, const Tensor& b) {
   launch_any_zero(b.dtype(), make_layout<1>({&b}), static_cast<int32_t*>(flag.data_ptr()), s);
   int32_t host = 0;
   CUDA_CHECK(cudaMemcpyAsync(&host, flag.data_ptr(), sizeof(int32_t), cudaMemcpyDeviceToHost, s));
-  CUDA_CHECK(cudaStreamSynchronize(s));
+  stream_synchronize(b.device().index);
   SL_CHECK(host == 0, binary_op_name(op), ": integer division by zero");
 }
 

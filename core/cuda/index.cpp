@@ -1,5 +1,7 @@
-// CUDA glue of the index family. Indices arrive checked and as contiguous int64 (Note [Index
-// checks]); nonzero_flat waits for the per-tile counts on the host to size its result.
+// CUDA glue of the index family. Indices arrive as contiguous int64, checked by generic code
+// (Note [Index checks]) unless checked indexing is off; the kernels guard them either way and
+// record a bad one in the device's error record (Note [Unchecked indexing]). nonzero_flat waits
+// for the per-tile counts on the host to size its result.
 #include "core/ops/index.h"
 #include "core/cuda/kernels_core.h"
 #include "core/cuda/runtime.h"
@@ -20,6 +22,12 @@ const int64_t* i64_dense(const Tensor& t) {
   return i64(t);
 }
 
+/// The guard of an index kernel of `op` on `d`, whose indices must lie in [0, size).
+IndexGuard guard_for(Device d, const char* op, int64_t size) {
+  const IndexErrorSlot& slot = index_error_slot(d.index);
+  return IndexGuard{size, op, slot.device_record, slot.claim};
+}
+
 /// The geometry of gather / scatter: index's sizes, the element strides of a, b and index.
 IndexGeom geom(const Tensor& index, int64_t dim, const Tensor& a, const Tensor& b) {
   SL_CHECK_SHAPE(index.dim() <= kMaxDims, "cuda index kernel: ", index.dim(),
@@ -36,35 +44,38 @@ IndexGeom geom(const Tensor& index, int64_t dim, const Tensor& a, const Tensor& 
   return g;
 }
 
-void index_select_cuda(const Tensor& out, const Tensor& in, const Tensor& index) {
+void index_select_cuda(const Tensor& out, const Tensor& in, const Tensor& index, const char* op) {
   SL_ASSERT(in.dim() == 3 && in.is_contiguous() && out.is_contiguous());
   DeviceGuard g(in.device());
   launch_index_select(static_cast<int>(in.element_size()), out.data_ptr(), in.data_ptr(),
                       i64_dense(index), in.size(0), in.size(1), in.size(2), index.numel(),
-                      compute_stream(in.device()));
+                      guard_for(in.device(), op, in.size(1)), compute_stream(in.device()));
 }
 
 void index_add_cuda(const Tensor& out, const Tensor& index, const Tensor& src, Scalar alpha,
-                    int64_t skip) {
+                    int64_t skip, const char* op) {
   SL_ASSERT(out.dim() == 3 && out.is_contiguous() && src.is_contiguous());
   DeviceGuard g(out.device());
   launch_index_add(out.dtype(), out.data_ptr(), i64_dense(index), src.data_ptr(), dev_scalar(alpha),
                    skip, out.size(0), out.size(1), out.size(2), index.numel(),
-                   compute_stream(out.device()));
+                   guard_for(out.device(), op, out.size(1)), compute_stream(out.device()));
 }
 
-void gather_cuda(const Tensor& out, const Tensor& in, int64_t dim, const Tensor& index) {
+void gather_cuda(const Tensor& out, const Tensor& in, int64_t dim, const Tensor& index,
+                 const char* op) {
   DeviceGuard g(in.device());
   launch_gather(static_cast<int>(in.element_size()), out.data_ptr(), in.data_ptr(), i64(index),
-                geom(index, dim, out, in), compute_stream(in.device()));
+                geom(index, dim, out, in), guard_for(in.device(), op, in.size(dim)),
+                compute_stream(in.device()));
 }
 
 void scatter_cuda(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src,
-                  bool accumulate) {
+                  bool accumulate, const char* op) {
   SL_ASSERT(src.dtype() == out.dtype());
   DeviceGuard g(out.device());
   launch_scatter(out.dtype(), out.data_ptr(), src.data_ptr(), i64(index),
-                 geom(index, dim, out, src), accumulate, compute_stream(out.device()));
+                 geom(index, dim, out, src), accumulate, guard_for(out.device(), op, out.size(dim)),
+                 compute_stream(out.device()));
 }
 
 Tensor nonzero_flat_cuda(const Tensor& mask) {

@@ -1,9 +1,10 @@
 // CUDA kernels of the index family (core/cpu/index.cpp is the reference). Indices were checked
-// by generic code (Note [Index checks]), so every read and write here is in bounds. Kernels that
-// only move values (index_select, gather) work on raw elements of 1, 2, 4 or 8 bytes; kernels
-// that add give each output element to one thread, which adds in the CPU's order (index order),
-// so results are deterministic and, with every product rounded before its sum (no FMA
-// contraction), the CPU's bits.
+// by generic code (Note [Index checks]) unless checked indexing is off; either way every index
+// goes through index_ok before it is used, so every read and write here is in bounds (Note
+// [Unchecked indexing]). Kernels that only move values (index_select, gather) work on raw
+// elements of 1, 2, 4 or 8 bytes; kernels that add give each output element to one thread, which
+// adds in the CPU's order (index order), so results are deterministic and, with every product
+// rounded before its sum (no FMA contraction), the CPU's bits.
 #include "core/cuda/block_reduce.cuh"
 #include "core/cuda/dev_types.cuh"
 #include "core/cuda/kernels_core.h"
@@ -41,22 +42,46 @@ __device__ __forceinline__ C mul_add_rn(C a, C b, C c) {
   return a * b + c;  // integers: exact (wrapping as on the CPU)
 }
 
+/// Writes the first bad index since the last report to the record (Note [Unchecked indexing]).
+/// Out of line: the guard's fast path stays one compare and a branch.
+__device__ __noinline__ void record_bad_index(const IndexGuard& g, int64_t t) {
+  if (atomicCAS(g.claim, 0u, 1u) != 0u) return;  // an earlier error holds the record
+  IndexErrorRecord* r = g.record;
+  r->op = g.op;
+  r->index = t;
+  r->size = g.size;
+  __threadfence_system();  // the fields reach host memory before `set`
+  *static_cast<volatile int32_t*>(&r->set) = 1;
+}
+
+/// True when 0 <= t < g.size (one unsigned compare covers negative t); otherwise records t.
+__device__ __forceinline__ bool index_ok(const IndexGuard& g, int64_t t) {
+  if (static_cast<uint64_t>(t) < static_cast<uint64_t>(g.size)) [[likely]] {
+    return true;
+  }
+  record_bad_index(g, t);
+  return false;
+}
+
 template <class R>
 __global__ void index_select_kernel(R* out, const R* in, const int64_t* index, int64_t outer,
-                                    int64_t n, int64_t inner, int64_t k) {
+                                    int64_t n, int64_t inner, int64_t k,
+                                    const __grid_constant__ IndexGuard guard) {
   const int64_t total = outer * k * inner;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
        e += step) {
     const int64_t i = e % inner, r = e / inner;
     const int64_t j = r % k, o = r / k;
-    out[e] = in[(o * n + index[j]) * inner + i];
+    const int64_t t = index[j];
+    out[e] = index_ok(guard, t) ? in[(o * n + t) * inner + i] : R{0};
   }
 }
 
 template <class T>
 __global__ void index_add_kernel(T* out, const int64_t* index, const T* src, comp_t<T> alpha,
-                                 int64_t skip, int64_t outer, int64_t n, int64_t inner, int64_t k) {
+                                 int64_t skip, int64_t outer, int64_t n, int64_t inner, int64_t k,
+                                 const __grid_constant__ IndexGuard guard) {
   const int64_t total = outer * inner;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
@@ -64,7 +89,7 @@ __global__ void index_add_kernel(T* out, const int64_t* index, const T* src, com
     const int64_t o = e / inner, i = e % inner;
     for (int64_t j = 0; j < k; ++j) {
       const int64_t t = index[j];
-      if (t == skip) continue;
+      if (!index_ok(guard, t) || t == skip) continue;  // skip -1 (none) must not hide t = -1
       T& y = out[(o * n + t) * inner + i];
       y = convert<T>(mul_add_rn(alpha, to_comp(src[(o * k + j) * inner + i]), to_comp(y)));
     }
@@ -93,7 +118,8 @@ __device__ __forceinline__ void geom_offsets(const IndexGeom& g, int64_t p, int6
 
 template <class R>
 __global__ void gather_kernel(R* out, const R* in, const int64_t* index,
-                              const __grid_constant__ IndexGeom g, int64_t total) {
+                              const __grid_constant__ IndexGeom g, int64_t total,
+                              const __grid_constant__ IndexGuard guard) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t p = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; p < total;
        p += step) {
@@ -102,15 +128,15 @@ __global__ void gather_kernel(R* out, const R* in, const int64_t* index,
     geom_offsets<3>(g, p, off, &c);
     const int64_t d = g.dim;
     const int64_t t = index[off[2] + c * g.strides[2][d]];
-    out[off[0] + c * g.strides[0][d]] = in[off[1] + t * g.strides[1][d]];
+    out[off[0] + c * g.strides[0][d]] = index_ok(guard, t) ? in[off[1] + t * g.strides[1][d]] : R{0};
   }
 }
 
 /// One thread per line along g.dim (lines numbered row-major over the other dims of the index).
 template <class T>
 __global__ void scatter_kernel(T* out, const T* src, const int64_t* index,
-                               const __grid_constant__ IndexGeom g, int64_t lines,
-                               bool accumulate) {
+                               const __grid_constant__ IndexGeom g, int64_t lines, bool accumulate,
+                               const __grid_constant__ IndexGuard guard) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int d = g.dim;
   const int64_t len = g.sizes[d];
@@ -126,8 +152,10 @@ __global__ void scatter_kernel(T* out, const T* src, const int64_t* index,
       for (int k = 0; k < 3; ++k) off[k] += c * g.strides[k][e];
     }
     for (int64_t j = 0; j < len; ++j) {
+      const int64_t t = index[off[2] + j * g.strides[2][d]];
+      if (!index_ok(guard, t)) continue;
       const T v = src[off[1] + j * g.strides[1][d]];
-      T& y = out[off[0] + index[off[2] + j * g.strides[2][d]] * g.strides[0][d]];
+      T& y = out[off[0] + t * g.strides[0][d]];
       if (!accumulate) {
         y = v;
       } else if constexpr (std::is_same_v<T, bool>) {
@@ -189,20 +217,21 @@ unsigned capped_blocks(int64_t b) {
 }  // namespace
 
 void launch_index_select(int elem_size, void* out, const void* in, const int64_t* index,
-                         int64_t outer, int64_t n, int64_t inner, int64_t k, cudaStream_t s) {
+                         int64_t outer, int64_t n, int64_t inner, int64_t k,
+                         const IndexGuard& guard, cudaStream_t s) {
   const int64_t total = outer * k * inner;
   if (total == 0) return;
   visit_raw(elem_size, "index_select", [&](auto tag) {
     using R = typename decltype(tag)::type;
     index_select_kernel<R><<<grid_for(total), kBlockThreads, 0, s>>>(
-        static_cast<R*>(out), static_cast<const R*>(in), index, outer, n, inner, k);
+        static_cast<R*>(out), static_cast<const R*>(in), index, outer, n, inner, k, guard);
     CUDA_CHECK_LAUNCH();
   });
 }
 
 void launch_index_add(DType dt, void* out, const int64_t* index, const void* src, DevScalar alpha,
                       int64_t skip, int64_t outer, int64_t n, int64_t inner, int64_t k,
-                      cudaStream_t s) {
+                      const IndexGuard& guard, cudaStream_t s) {
   SL_CHECK_DTYPE(dt != DType::b8, "index_add: not supported for bool tensors");
   if (outer * inner == 0 || k == 0) return;
   visit_dev_dtype(dt, [&](auto tag) {
@@ -210,27 +239,27 @@ void launch_index_add(DType dt, void* out, const int64_t* index, const void* src
     if constexpr (!std::is_same_v<T, bool>) {
       index_add_kernel<T><<<grid_for(outer * inner), kBlockThreads, 0, s>>>(
           static_cast<T*>(out), index, static_cast<const T*>(src), scalar_as<comp_t<T>>(alpha),
-          skip, outer, n, inner, k);
+          skip, outer, n, inner, k, guard);
       CUDA_CHECK_LAUNCH();
     }
   });
 }
 
 void launch_gather(int elem_size, void* out, const void* in, const int64_t* index,
-                   const IndexGeom& g, cudaStream_t s) {
+                   const IndexGeom& g, const IndexGuard& guard, cudaStream_t s) {
   int64_t total = 1;
   for (int d = 0; d < g.ndim; ++d) total *= g.sizes[d];
   if (total == 0) return;
   visit_raw(elem_size, "gather", [&](auto tag) {
     using R = typename decltype(tag)::type;
     gather_kernel<R><<<grid_for(total), kBlockThreads, 0, s>>>(
-        static_cast<R*>(out), static_cast<const R*>(in), index, g, total);
+        static_cast<R*>(out), static_cast<const R*>(in), index, g, total, guard);
     CUDA_CHECK_LAUNCH();
   });
 }
 
 void launch_scatter(DType dt, void* out, const void* src, const int64_t* index, const IndexGeom& g,
-                    bool accumulate, cudaStream_t s) {
+                    bool accumulate, const IndexGuard& guard, cudaStream_t s) {
   int64_t total = 1;
   for (int d = 0; d < g.ndim; ++d) total *= g.sizes[d];
   if (total == 0) return;
@@ -238,7 +267,7 @@ void launch_scatter(DType dt, void* out, const void* src, const int64_t* index, 
   visit_dev_dtype(dt, [&](auto tag) {
     using T = typename decltype(tag)::type;
     scatter_kernel<T><<<grid_for(lines), kBlockThreads, 0, s>>>(
-        static_cast<T*>(out), static_cast<const T*>(src), index, g, lines, accumulate);
+        static_cast<T*>(out), static_cast<const T*>(src), index, g, lines, accumulate, guard);
     CUDA_CHECK_LAUNCH();
   });
 }

@@ -1,6 +1,8 @@
 // The interface between the CUDA glue and the kernels of the softmax, index and sort families:
-// pointers, sizes and scalars only (Note [CUDA glue and kernels]). Indices reaching these kernels
-// were checked by generic code (Note [Index checks]), so every one is in range.
+// pointers, sizes and scalars only (Note [CUDA glue and kernels]). Indices reaching the index
+// kernels were checked by generic code (Note [Index checks]) unless checked indexing is off;
+// the kernels guard every index either way (Note [Unchecked indexing]), so none is used out of
+// range.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -8,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/cuda/index_error.h"
 #include "core/cuda/kernels.h"
 #include "core/dtype.h"
 
@@ -23,15 +26,27 @@ void launch_softmax_backward(DType dt, void* grad_in, const void* grad_out, cons
                              int64_t outer, int64_t n, int64_t inner, bool log, cudaStream_t s);
 
 // ---- index family (index.cu) ----------------------------------------------------------------
+/// What an index kernel needs to guard its indices (Note [Unchecked indexing]): an index t is
+/// used only when 0 <= t < size; otherwise its element is skipped and the first such index is
+/// written to *record (claimed through *claim).
+struct IndexGuard {
+  int64_t size = 0;                    ///< valid indices are [0, size)
+  const char* op = nullptr;            ///< the op's name (a string literal), recorded as is
+  IndexErrorRecord* record = nullptr;  ///< the device's record (mapped host memory)
+  unsigned int* claim = nullptr;       ///< device word: 0 until a thread claims the record
+};
 /// out [outer, k, inner] = in [outer, n, inner] at rows index[j]; elements of `elem_size` bytes
-/// (any dtype: the values are moved, not computed on).
+/// (any dtype: the values are moved, not computed on). guard.size == n; rows of bad indices
+/// are written with zeros.
 void launch_index_select(int elem_size, void* out, const void* in, const int64_t* index,
-                         int64_t outer, int64_t n, int64_t inner, int64_t k, cudaStream_t s);
-/// out[:, index[j], :] += alpha * src[:, j, :] in order of j (skipping index[j] == skip); one
-/// thread per (outer, inner) position, so the additions into an element keep the CPU's order.
+                         int64_t outer, int64_t n, int64_t inner, int64_t k,
+                         const IndexGuard& guard, cudaStream_t s);
+/// out[:, index[j], :] += alpha * src[:, j, :] in order of j (skipping index[j] == skip and bad
+/// indices); one thread per (outer, inner) position, so the additions into an element keep the
+/// CPU's order. guard.size == n.
 void launch_index_add(DType dt, void* out, const int64_t* index, const void* src, DevScalar alpha,
                       int64_t skip, int64_t outer, int64_t n, int64_t inner, int64_t k,
-                      cudaStream_t s);
+                      const IndexGuard& guard, cudaStream_t s);
 
 /// Sizes of the index tensor and element strides of three operands along every dim, for
 /// gather (0: out, 1: in, 2: index) and scatter (0: out, 1: src, 2: index).
@@ -41,13 +56,15 @@ struct IndexGeom {
   int64_t sizes[kMaxDims];
   int64_t strides[3][kMaxDims];
 };
-/// out[p] = in[p with coordinate `dim` replaced by index[p]], one thread per element.
+/// out[p] = in[p with coordinate `dim` replaced by index[p]], one thread per element;
+/// guard.size is in's size along dim; out[p] = 0 for a bad index.
 void launch_gather(int elem_size, void* out, const void* in, const int64_t* index,
-                   const IndexGeom& g, cudaStream_t s);
+                   const IndexGeom& g, const IndexGuard& guard, cudaStream_t s);
 /// out[p with coordinate `dim` replaced by index[p]] (+)= src[p]; one thread per line along dim
-/// (lines write disjoint output lines), walking the line in order as the CPU does.
+/// (lines write disjoint output lines), walking the line in order as the CPU does; guard.size
+/// is out's size along dim; bad indices write nothing.
 void launch_scatter(DType dt, void* out, const void* src, const int64_t* index, const IndexGeom& g,
-                    bool accumulate, cudaStream_t s);
+                    bool accumulate, const IndexGuard& guard, cudaStream_t s);
 
 /// nonzero in two passes: the true count of each tile of kNonzeroTile mask elements, then (given
 /// each tile's exclusive prefix) the positions of the true elements in increasing order.

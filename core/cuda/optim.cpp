@@ -55,7 +55,7 @@ double norm_partial_cuda(const Tensor& x, double p) {
                       s);
   double host = 0;
   CUDA_CHECK(cudaMemcpyAsync(&host, out.data_ptr(), sizeof(double), cudaMemcpyDeviceToHost, s));
-  CUDA_CHECK(cudaStreamSynchronize(s));
+  stream_synchronize(x.device().index);
   return host;
 }
 

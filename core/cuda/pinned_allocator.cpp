@@ -242,7 +242,7 @@ void staged_host_to_device(void* dst, const void* src, size_t n, int device) {
         cudaMemcpyAsync(static_cast<char*>(dst) + off, st.ptr, len, cudaMemcpyHostToDevice, s));
     st.record(s);
   }
-  CUDA_CHECK(cudaStreamSynchronize(s));
+  stream_synchronize(device);
 }
 
 void staged_device_to_host(void* dst, const void* src, size_t n, int device) {
@@ -265,6 +265,8 @@ void staged_device_to_host(void* dst, const void* src, size_t n, int device) {
     stages[i].wait();
     std::memcpy(static_cast<char*>(dst) + off, stages[i].ptr, len);
   }
+  // the last chunk's event follows every kernel queued before the copy
+  check_index_error(device);
 }
 
 }  // namespace sl::cuda

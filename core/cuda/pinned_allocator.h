@@ -29,10 +29,12 @@ void record_pinned_use(void* block, int device, cudaStream_t stream);
 
 /// Copies n bytes from pageable host memory to device memory of `device` on its compute stream,
 /// in chunks of kStageChunkBytes through two pinned buffers (the memcpy into one overlaps the
-/// DMA from the other). Returns when the copy has completed.
+/// DMA from the other). Returns when the copy has completed; then, having waited for the
+/// stream, throws IndexError for an index error recorded on `device` (check_index_error).
 void staged_host_to_device(void* dst, const void* src, size_t n, int device);
 /// Copies n bytes from device memory of `device` to pageable host memory likewise (the DMA of a
-/// chunk overlaps the memcpy out of the previous one). Returns when the data is in dst.
+/// chunk overlaps the memcpy out of the previous one). Returns when the data is in dst; throws
+/// IndexError as staged_host_to_device does (n > 0 only: an empty copy waits for nothing).
 void staged_device_to_host(void* dst, const void* src, size_t n, int device);
 
 }  // namespace sl::cuda

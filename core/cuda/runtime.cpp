@@ -1,7 +1,9 @@
 #include "core/cuda/runtime.h"
 
 #include <array>
+#include <atomic>
 #include <mutex>
+#include <new>
 
 #include "core/allocator.h"
 #include "core/cuda/cuda_api.h"
@@ -89,10 +91,13 @@ cudaStream_t compute_stream(int /*device*/) {
 namespace {
 
 struct PerDevice {
-  std::once_flag props_once, cublas_once, cublaslt_once;
+  std::once_flag props_once, cublas_once, cublaslt_once, index_error_once;
   cudaDeviceProp props{};
   cublasHandle_t cublas = nullptr;
   cublasLtHandle_t cublaslt = nullptr;
+  IndexErrorSlot index_error;
+  /// The host's view of index_error's record; null until the slot is allocated.
+  std::atomic<IndexErrorRecord*> index_error_host{nullptr};
 };
 
 PerDevice& per_device(int device) {
@@ -153,6 +158,38 @@ float Event::elapsed_ms(const Event& end) const {
 void stream_synchronize(int device) {
   DeviceGuard g(device);
   CUDA_CHECK(cudaStreamSynchronize(compute_stream(device)));
+  check_index_error(device);
+}
+
+const IndexErrorSlot& index_error_slot(int device) {
+  PerDevice& d = per_device(device);
+  std::call_once(d.index_error_once, [&] {
+    DeviceGuard g(device);
+    void* host = nullptr;
+    CUDA_CHECK(cudaHostAlloc(&host, sizeof(IndexErrorRecord),
+                             cudaHostAllocMapped | cudaHostAllocPortable));
+    auto* record = new (host) IndexErrorRecord{};
+    void* dev = nullptr;
+    CUDA_CHECK(cudaHostGetDevicePointer(&dev, host, 0));
+    unsigned int* claim = nullptr;
+    CUDA_CHECK(cudaMalloc(&claim, sizeof(unsigned int)));
+    CUDA_CHECK(cudaMemset(claim, 0, sizeof(unsigned int)));
+    d.index_error.device_record = static_cast<IndexErrorRecord*>(dev);
+    d.index_error.claim = claim;
+    d.index_error_host.store(record, std::memory_order_release);
+  });
+  return d.index_error;
+}
+
+void check_index_error(int device) {
+  PerDevice& d = per_device(device);
+  IndexErrorRecord* record = d.index_error_host.load(std::memory_order_acquire);
+  if (record == nullptr) return;
+  std::optional<IndexErrorRecord> err = take_index_error(*record);
+  if (!err) return;
+  DeviceGuard g(device);
+  CUDA_CHECK(cudaMemset(d.index_error.claim, 0, sizeof(unsigned int)));
+  throw_index_error(*err, device);
 }
 
 namespace {
@@ -163,6 +200,7 @@ int cuda_device_count_hook() {
 void synchronize_hook(int device) {
   DeviceGuard g(device);
   CUDA_CHECK(cudaDeviceSynchronize());
+  check_index_error(device);
 }
 std::string device_name_hook(int device) {
   return device_props(device).name;

@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include "core/cuda/check.h"
+#include "core/cuda/index_error.h"
 #include "core/device.h"
 
 namespace sl::cuda {
@@ -60,8 +61,24 @@ class Event {
   cudaEvent_t ev_ = nullptr;
 };
 
-/// Blocks until `device`'s compute stream has drained; throws CudaError for kernel errors.
+/// Blocks until `device`'s compute stream has drained; throws CudaError for kernel errors and
+/// IndexError for an index error recorded since the last report (check_index_error).
 void stream_synchronize(int device);
+
+/// Where the index kernels of a device record a bad index (Note [Unchecked indexing] in
+/// core/cuda/index_error.h): the device's view of its mapped record and its claim word.
+struct IndexErrorSlot {
+  IndexErrorRecord* device_record = nullptr;
+  unsigned int* claim = nullptr;
+};
+/// The slot of `device`, allocated on the first call (a mapped pinned record and a device word,
+/// both kept until the process exits). Throws CudaError when the allocation fails.
+const IndexErrorSlot& index_error_slot(int device);
+/// Call after the host waited for `device`'s compute stream: when an index kernel recorded a bad
+/// index since the last report, clears the record and the claim and throws IndexError naming the
+/// op, the index and the valid range (index_error_message). A device whose slot was never
+/// allocated has nothing to report (one load).
+void check_index_error(int device);
 
 /// Tells the caching allocator of `d` that the block at `ptr` (a storage's data pointer) is used
 /// on `stream` too, so its memory is reused only after work queued there before the free.

@@ -1,5 +1,6 @@
 #include "core/ops/index.h"
 
+#include "core/cuda/cuda_api.h"
 #include "core/ops/copy.h"
 #include "core/ops/reduce.h"
 #include "core/ops/shape.h"
@@ -8,13 +9,13 @@
 namespace sl {
 
 SL_DEFINE_KERNEL(index_select_kernel,
-                 void(const Tensor& out, const Tensor& in, const Tensor& index));
+                 void(const Tensor& out, const Tensor& in, const Tensor& index, const char* op));
 SL_DEFINE_KERNEL(index_add_kernel, void(const Tensor& out, const Tensor& index, const Tensor& src,
-                                        Scalar alpha, int64_t skip));
-SL_DEFINE_KERNEL(gather_kernel,
-                 void(const Tensor& out, const Tensor& in, int64_t dim, const Tensor& index));
+                                        Scalar alpha, int64_t skip, const char* op));
+SL_DEFINE_KERNEL(gather_kernel, void(const Tensor& out, const Tensor& in, int64_t dim,
+                                     const Tensor& index, const char* op));
 SL_DEFINE_KERNEL(scatter_kernel, void(const Tensor& out, int64_t dim, const Tensor& index,
-                                      const Tensor& src, bool accumulate));
+                                      const Tensor& src, bool accumulate, const char* op));
 SL_DEFINE_KERNEL(nonzero_flat_kernel, Tensor(const Tensor& mask));
 
 namespace ops {
@@ -30,13 +31,15 @@ int64_t size_or_one(const Tensor& t, int64_t d) {
   return t.dim() == 0 ? 1 : t.size(d);
 }
 
-/// index_select on an already checked, contiguous 1-d int64 index.
-Tensor index_select_checked(const Tensor& in, int64_t d, const Tensor& idx) {
+/// index_select on a contiguous 1-d int64 index that went through check_index (or is valid by
+/// construction); `op` names the caller in a kernel's error record.
+Tensor index_select_checked(const char* op, const Tensor& in, int64_t d, const Tensor& idx) {
   DimSplit s = split_at_dim(in.sizes(), d);
   int64_t k = idx.numel();
   Tensor out = empty({s.outer, k, s.inner}, in.dtype(), in.device());
   if (out.numel() > 0) {
-    index_select_kernel(in.device().kind, out, view(contiguous(in), {s.outer, s.n, s.inner}), idx);
+    index_select_kernel(in.device().kind, out, view(contiguous(in), {s.outer, s.n, s.inner}), idx,
+                        op);
   }
   Shape out_shape = in.sizes();
   if (in.dim() > 0) out_shape[static_cast<size_t>(d)] = k;
@@ -93,21 +96,25 @@ Tensor scatter_impl(const char* op, const Tensor& self, int64_t dim, const Tenso
   }
   if (self.dim() == 0) {  // kernels see [1]
     scatter_kernel(self.device().kind, view(out, {1}), 0, view(idx, {1}), reshape(src, {1}),
-                   accumulate);
+                   accumulate, op);
   } else {
-    scatter_kernel(self.device().kind, out, d, idx, src, accumulate);
+    scatter_kernel(self.device().kind, out, d, idx, src, accumulate, op);
   }
   return out;
 }
 
 }  // namespace
 
+bool index_checks_on_host(Device d) {
+  return d.kind != DeviceKind::cuda || cuda::checked_indexing();
+}
+
 Tensor check_index(const char* op, const Tensor& index, int64_t size, const std::string& what) {
   check_defined(op, index, "index");
   SL_CHECK_DTYPE(index.dtype() == DType::i64 || index.dtype() == DType::i32, op,
                  ": index must be int64 or int32, got ", dtype_name(index.dtype()));
   Tensor idx = cast(index, DType::i64);
-  if (idx.numel() == 0) return idx;
+  if (idx.numel() == 0 || !index_checks_on_host(idx.device())) return idx;
   int64_t lo = reduce(ReduceOp::min, idx, {}, false).item<int64_t>();
   int64_t hi = reduce(ReduceOp::max, idx, {}, false).item<int64_t>();
   int64_t bad = lo < 0 ? lo : hi;
@@ -127,7 +134,7 @@ Tensor index_select(const Tensor& in, int64_t dim, const Tensor& index) {
   Tensor idx = check_index("index_select", index, n, dim_desc(dim, n));
   SL_CHECK_SHAPE(in.dim() > 0 || idx.numel() == 1,
                  "index_select: a 0-d input takes exactly one index, got ", idx.numel());
-  return index_select_checked(in, d, contiguous(reshape(idx, {-1})));
+  return index_select_checked("index_select", in, d, contiguous(reshape(idx, {-1})));
 }
 
 Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
@@ -153,7 +160,8 @@ Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Ten
   if (out.numel() == 0 || idx.numel() == 0) return out;
   DimSplit s = split_at_dim(self.sizes(), d);
   index_add_kernel(self.device().kind, view(out, {s.outer, s.n, s.inner}), idx,
-                   reshape(contiguous(src), {s.outer, idx.numel(), s.inner}), alpha, skip);
+                   reshape(contiguous(src), {s.outer, idx.numel(), s.inner}), alpha, skip,
+                   "index_add");
   return out;
 }
 
@@ -167,11 +175,11 @@ Tensor gather(const Tensor& in, int64_t dim, const Tensor& index) {
   Tensor idx = contiguous(check_index("gather", index, n, dim_desc(dim, n)));
   Tensor out = empty(idx.sizes(), in.dtype(), in.device());
   if (out.numel() == 0) return out;
-  if (in.dim() == 0) {  // the only valid index is 0
-    copy_(out, in);
+  if (in.dim() == 0) {  // kernels see [1] (so an unchecked CUDA index is still guarded)
+    gather_kernel(in.device().kind, view(out, {1}), view(in, {1}), 0, view(idx, {1}), "gather");
     return out;
   }
-  gather_kernel(in.device().kind, out, in, d, idx);
+  gather_kernel(in.device().kind, out, in, d, idx, "gather");
   return out;
 }
 
@@ -198,7 +206,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
                  shape_str(weight.sizes()));
   Tensor idx = check_index("embedding", indices, weight.size(0),
                            detail::str_cat("a weight with ", weight.size(0), " rows"));
-  Tensor rows = index_select_checked(weight, 0, contiguous(reshape(idx, {-1})));
+  Tensor rows = index_select_checked("embedding", weight, 0, contiguous(reshape(idx, {-1})));
   Shape out_shape = indices.sizes();
   out_shape.push_back(weight.size(1));
   return view(rows, out_shape);
@@ -223,7 +231,7 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes) {
   if (out.numel() == 0) return out;
   Tensor pos = unsqueeze(idx, -1);
   Tensor one = expand(scalar_tensor(1, DType::i64, indices.device()), pos.sizes());
-  scatter_kernel(indices.device().kind, out, out.dim() - 1, pos, one, false);
+  scatter_kernel(indices.device().kind, out, out.dim() - 1, pos, one, false, "one_hot");
   return out;
 }
 
@@ -243,7 +251,7 @@ Tensor masked_select(const Tensor& in, const Tensor& mask) {
                  dtype_name(mask.dtype()));
   Shape shape = broadcast_shapes(in.sizes(), mask.sizes(), "masked_select");
   Tensor pos = nonzero_flat(expand(mask, shape));
-  return index_select_checked(reshape(expand(in, shape), {-1}), 0, pos);
+  return index_select_checked("masked_select", reshape(expand(in, shape), {-1}), 0, pos);
 }
 
 }  // namespace ops

@@ -4,9 +4,26 @@
 //
 // Note [Index checks]
 // Generic code checks every index tensor before a kernel runs: its dtype must be int64 or int32
-// (DTypeError otherwise) and every value must lie in [0, size) of the dim it indexes (IndexError
-// naming the op, the offending value, the dim and its size). int32 indices are widened to int64,
-// so kernels see only valid int64 indices and never read or write out of bounds. Kernels that
+// (DTypeError otherwise), int32 indices are widened to int64, and every value must lie in
+// [0, size) of the dim it indexes (IndexError naming the op, the offending value, the dim and its
+// size). Negative indices are rejected, never wrapped. The range check reduces the index to its
+// min and max and reads both to the host:
+//   - CPU index tensors: two passes over the index, no synchronisation; always on.
+//   - CUDA index tensors in checked mode (sl::cuda::checked_indexing(), the default): two
+//     device-to-host reads, i.e. two synchronisations of the GPU per indexing op; the error is
+//     thrown by the op itself.
+//   - CUDA index tensors with sl::cuda::set_checked_indexing(false): no range check and no
+//     synchronisation here. The CUDA kernels guard every index themselves (they do so in both
+//     modes): an index outside [0, size) never reaches memory, the element that needs it is
+//     skipped (gather / index_select / embedding write 0 there, the others leave the output
+//     element unchanged), and the first bad index is thrown as an IndexError at the next
+//     synchronisation point (Note [Unchecked indexing] in core/cuda/index_error.h). An index
+//     that no output element uses (an op with an empty output) is not reported.
+// Other host-side range checks of CUDA indices follow the same switch through
+// index_checks_on_host: cross_entropy / nll_loss read their class targets back only in checked
+// mode (otherwise their guarded gather reports a bad one, as "gather").
+// Dtype, shape and device checks (host metadata) run in every mode. one_hot with num_classes
+// -1 reads the index's max back in every mode (the result's shape needs it). Kernels that
 // accumulate (index_add, scatter_add) walk each output line in index order on one thread, so
 // results do not depend on the thread count even when indices repeat.
 #pragma once
@@ -19,32 +36,41 @@
 
 namespace sl {
 
+// Every kernel below takes `op`, the name of the user-facing op (a string literal: a CUDA kernel
+// records the pointer for a bad index and the host prints it later, Note [Index checks]).
+
 /// out [outer, k, inner] = in[:, index[j], :]; in contiguous [outer, n, inner], index i64 [k].
 SL_DECLARE_KERNEL(index_select_kernel,
-                  void(const Tensor& out, const Tensor& in, const Tensor& index));
+                  void(const Tensor& out, const Tensor& in, const Tensor& index, const char* op));
 /// out[:, index[j], :] += alpha * src[:, j, :] for j in order, skipping j where index[j] ==
 /// skip (skip < 0: none); out contiguous [outer, n, inner] updated in place, src contiguous
 /// [outer, k, inner] of out's dtype, index i64 [k].
 SL_DECLARE_KERNEL(index_add_kernel, void(const Tensor& out, const Tensor& index, const Tensor& src,
-                                         Scalar alpha, int64_t skip));
+                                         Scalar alpha, int64_t skip, const char* op));
 /// out = in[..., index[p], ...] along dim (torch.gather); out and index have the same sizes,
 /// out contiguous, in any strides; index i64 contiguous.
-SL_DECLARE_KERNEL(gather_kernel,
-                  void(const Tensor& out, const Tensor& in, int64_t dim, const Tensor& index));
+SL_DECLARE_KERNEL(gather_kernel, void(const Tensor& out, const Tensor& in, int64_t dim,
+                                      const Tensor& index, const char* op));
 /// out[..., index[p], ...] (+)= src[p] along dim for every p of index's shape, in index order
 /// along dim; out contiguous (updated in place), src of out's dtype with index's sizes (any
 /// strides, may be expanded), index i64 contiguous.
 SL_DECLARE_KERNEL(scatter_kernel, void(const Tensor& out, int64_t dim, const Tensor& index,
-                                       const Tensor& src, bool accumulate));
+                                       const Tensor& src, bool accumulate, const char* op));
 /// The flat (row-major) positions of the true elements of a contiguous bool tensor, as an i64
 /// 1-d tensor on the same device, in increasing order.
 SL_DECLARE_KERNEL(nonzero_flat_kernel, Tensor(const Tensor& mask));
 
 namespace ops {
 
+/// True when indices on device `d` are range-checked on the host before a kernel runs: always
+/// on the CPU; on CUDA when sl::cuda::checked_indexing() (Note [Index checks]).
+bool index_checks_on_host(Device d);
+
 /// Throws per Note [Index checks]; returns the index as int64 (itself when already int64).
 /// `size` is the length of what is indexed and `what` names it in the message ("dim 0 of size
-/// 5"): "gather: index 7 is out of range for dim 0 of size 5 (expected 0 <= index < 5)".
+/// 5"): "gather: index 7 is out of range for dim 0 of size 5 (expected 0 <= index < 5)". The
+/// range check (and its two synchronisations on CUDA) is skipped when
+/// !index_checks_on_host(index.device()); the dtype check is not.
 Tensor check_index(const char* op, const Tensor& index, int64_t size, const std::string& what);
 
 /// Picks index[j] along dim: the result has in's sizes with dim replaced by index.numel().
