@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# One GPU check: builds Shardlight with CUDA, runs the whole test suite (the CUDA parity tests
-# and the memory test included), then the GPU benchmark and PyTorch's side of it, and writes a
-# markdown report.
+# One GPU check: builds Shardlight with CUDA, runs the whole test suite (the CUDA parity tests,
+# the cuDNN-vs-own-kernel comparisons of tests/cuda/test_cuda_cudnn_parity.cpp and the memory test
+# included), then the GPU benchmark and PyTorch's side of it, and writes a markdown report.
 #
 #   tools/gpu_check.sh [OUTDIR]        (default: $OUT, else ./gpu_check_out)
 #

@@ -5,42 +5,16 @@
 // ones that fit the workspace limit, so results do not vary from run to run. float32 runs with
 // CUDNN_FMA_MATH (no TF32) unless sl::cuda::set_allow_tf32(true). cuDNN pads symmetrically;
 // asymmetric padding (Note [Conv layout]) goes through an explicitly zero-padded input.
-#include <array>
-#include <mutex>
-
-#include "core/cuda/cuda_api.h"
-#include "core/cuda/cudnn_check.h"
-#include "core/cuda/runtime.h"
 #include "core/ops/conv.h"
+#include "core/cuda/cuda_api.h"
+#include "core/cuda/cudnn_handle.h"
+#include "core/cuda/runtime.h"
 #include "core/ops/copy.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/reduce.h"
 #include "core/ops/view.h"
 
 namespace sl::cuda {
-
-namespace detail {
-void throw_cudnn_error(cudnnStatus_t st, const char* call, const char* file, int line) {
-  std::string msg = ::sl::detail::str_cat("cuDNN error ", cudnnGetErrorString(st), " in ", call,
-                                          " at ", file, ":", line);
-  if (st == CUDNN_STATUS_ALLOC_FAILED) throw OutOfMemoryError(msg);
-  throw CudaError(msg);
-}
-}  // namespace detail
-
-cudnnHandle_t cudnn_handle(int device) {
-  static std::array<std::once_flag, kMaxDevicesPerKind> once;
-  static std::array<cudnnHandle_t, kMaxDevicesPerKind> handles{};
-  SL_CHECK_DEVICE(device >= 0 && device < raw_device_count(), "cudnn: device ", device,
-                  " is not available");
-  auto i = static_cast<size_t>(device);
-  std::call_once(once[i], [&] {
-    DeviceGuard g(device);
-    CUDNN_CHECK(cudnnCreate(&handles[i]));
-  });
-  CUDNN_CHECK(cudnnSetStream(handles[i], compute_stream(device)));
-  return handles[i];
-}
 
 namespace {
 

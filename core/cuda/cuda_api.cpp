@@ -14,6 +14,7 @@ SL_DEFINE_KERNEL(compute_capability_kernel, int(int device));
 namespace {
 std::atomic<bool> g_allow_tf32{false};
 std::atomic<bool> g_checked_indexing{true};
+std::atomic<bool> g_cudnn_enabled{true};
 
 void check_device(const char* op, int device) {
   int n = device_count();
@@ -62,6 +63,12 @@ void set_checked_indexing(bool on) {
 }
 bool checked_indexing() {
   return g_checked_indexing.load();
+}
+void set_cudnn_enabled(bool on) {
+  g_cudnn_enabled.store(on);
+}
+bool cudnn_enabled() {
+  return g_cudnn_enabled.load();
 }
 
 }  // namespace sl::cuda

@@ -67,6 +67,17 @@ void set_checked_indexing(bool on);
 /// The current setting of set_checked_indexing (true by default).
 bool checked_indexing();
 
+/// cuDNN for pooling and batch norm, as torch.backends.cudnn.enabled (default true). When on,
+/// the CUDA average pooling and batch norm calls whose semantics cuDNN shares with Shardlight's
+/// own kernels go through cuDNN (results then differ from the own kernels' only by rounding; the
+/// case table: Note [cuDNN routing] in core/cuda/cudnn_routing.h); when off, every pooling and
+/// batch norm call runs on the own kernels. Max pooling and adaptive
+/// pooling always use the own kernels. Convolution has no own CUDA kernel: it goes through cuDNN
+/// either way. In a build without cuDNN the switch is recorded but changes nothing (own kernels
+/// only). Applies to ops launched after the call, from any thread; throws nothing.
+void set_cudnn_enabled(bool on);
+bool cudnn_enabled();
+
 /// Backend hooks (registered by core/cuda when compiled with CUDA).
 SL_DECLARE_KERNEL(synchronize_kernel, void(int device));
 SL_DECLARE_KERNEL(device_name_kernel, std::string(int device));

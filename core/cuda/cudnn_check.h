@@ -1,20 +1,16 @@
-// CUDNN_CHECK and the per-device cuDNN handle (internal header; only in builds with cuDNN).
+// CUDNN_CHECK (internal header; only in builds with cuDNN). The per-device handle is in
+// core/cuda/cudnn_handle.h.
 #pragma once
 
 #include <cudnn.h>
 
 #include "core/cuda/check.h"
 
-namespace sl::cuda {
-
-namespace detail {
+namespace sl::cuda::detail {
+/// Throws OutOfMemoryError for CUDNN_STATUS_ALLOC_FAILED, else CudaError, naming the status, the
+/// call and file:line.
 [[noreturn]] void throw_cudnn_error(cudnnStatus_t st, const char* call, const char* file, int line);
-}  // namespace detail
-
-/// The cuDNN handle of `device`, created on first use and bound to its compute stream.
-cudnnHandle_t cudnn_handle(int device);
-
-}  // namespace sl::cuda
+}  // namespace sl::cuda::detail
 
 #define CUDNN_CHECK(call)                                                             \
   do {                                                                                \

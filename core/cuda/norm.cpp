@@ -1,8 +1,18 @@
-// CUDA glue of the norm and dropout families.
+// CUDA glue of the norm and dropout families. Batch norm goes through cuDNN where Note [cuDNN
+// routing] (core/cuda/cudnn_routing.h) says so, else through the own kernels (norm.cu).
 #include "core/ops/norm.h"
+
+#include <optional>
+
+#include "core/cuda/cuda_api.h"
+#include "core/cuda/cudnn_routing.h"
 #include "core/cuda/kernels_nn.h"
 #include "core/cuda/runtime.h"
 #include "core/ops/dropout.h"
+#include "sl_config.h"
+#if SL_HAVE_CUDNN
+#include "core/cuda/cudnn_norm.h"
+#endif
 
 namespace sl::cuda {
 namespace {
@@ -28,6 +38,33 @@ DType params_dtype(const char* op, const Tensor& input,
   }
   return first != nullptr ? first->dtype() : input.dtype();
 }
+
+#if SL_HAVE_CUDNN
+/// The dtype shared by the defined tensors among `params` (params_dtype checked that they agree);
+/// nullopt when none is defined.
+std::optional<DType> given_params_dtype(std::initializer_list<const Tensor*> params) {
+  for (const Tensor* p : params) {
+    if (p->defined()) return p->dtype();
+  }
+  return std::nullopt;
+}
+
+/// Whether this batch-norm call goes through cuDNN (Note [cuDNN routing]).
+bool batch_norm_via_cudnn(bool backward, bool training, const Tensor& input,
+                          std::initializer_list<const Tensor*> params, double eps) {
+  if (!cudnn_enabled()) return false;
+  BatchNormCall call;
+  call.backward = backward;
+  call.training = training;
+  call.input = input.dtype();
+  call.params = given_params_dtype(params);
+  call.N = input.size(0);
+  call.C = input.size(1);
+  call.S = input.size(2);
+  call.eps = eps;
+  return batch_norm_uses_cudnn(call);
+}
+#endif
 
 /// The saved statistics' dtype must be the compute dtype of the input (kernels_nn.h).
 void check_stats_dtype(const char* op, const Tensor& input, const Tensor& stat) {
@@ -75,6 +112,14 @@ void batch_norm_forward_cuda(const Tensor& out, const Tensor& save_mean, const T
   const DType pdt = params_dtype(op, input, {&weight, &bias, &running_mean, &running_var});
   check_stats_dtype(op, input, save_mean);
   check_stats_dtype(op, input, save_invstd);
+#if SL_HAVE_CUDNN
+  if (batch_norm_via_cudnn(false, training, input, {&weight, &bias, &running_mean, &running_var},
+                           eps)) {
+    cudnn_batch_norm_forward(out, save_mean, save_invstd, input, weight, bias, running_mean,
+                             running_var, training, momentum, eps);
+    return;
+  }
+#endif
   DeviceGuard g(input.device());
   launch_batch_norm_forward(input.dtype(), pdt, out.data_ptr(), save_mean.data_ptr(),
                             save_invstd.data_ptr(), input.data_ptr(), ptr_or_null(weight),
@@ -91,6 +136,13 @@ void batch_norm_backward_cuda(const Tensor& grad_input, const Tensor& grad_weigh
   const DType pdt = params_dtype(op, input, {&weight, &grad_weight, &grad_bias});
   check_stats_dtype(op, input, save_mean);
   check_stats_dtype(op, input, save_invstd);
+#if SL_HAVE_CUDNN
+  if (batch_norm_via_cudnn(true, training, input, {&weight, &grad_weight, &grad_bias}, 0.0)) {
+    cudnn_batch_norm_backward(grad_input, grad_weight, grad_bias, grad_out, input, weight,
+                              save_mean, save_invstd);
+    return;
+  }
+#endif
   DeviceGuard g(input.device());
   launch_batch_norm_backward(input.dtype(), pdt, mut_ptr_or_null(grad_input),
                              mut_ptr_or_null(grad_weight), mut_ptr_or_null(grad_bias),
