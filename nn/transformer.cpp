@@ -1,6 +1,6 @@
 #include "nn/transformer.h"
 
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/matmul.h"
 
 namespace sl::nn {
 
@@ -26,9 +26,9 @@ TransformerEncoderLayer::TransformerEncoderLayer(int64_t d, int64_t h,
   dropout2 = register_module("dropout2", std::make_shared<Dropout>(o.dropout));
 }
 
-Tensor TransformerEncoderLayer::activation(const Tensor& x) const {
-  if (options.activation == "relu") return relu(x);
-  return gelu(x, options.activation == "gelu" ? "none" : "tanh");
+Activation TransformerEncoderLayer::activation() const {
+  if (options.activation == "relu") return Activation::relu;
+  return options.activation == "gelu" ? Activation::gelu : Activation::gelu_tanh;
 }
 
 Tensor TransformerEncoderLayer::sa_block(const Tensor& x, const Tensor& mask, const Tensor& kpm,
@@ -38,8 +38,11 @@ Tensor TransformerEncoderLayer::sa_block(const Tensor& x, const Tensor& mask, co
   return dropout1->forward(self_attn->forward(x, x, x, ao).first);
 }
 
+// linear1 and the activation as one op (linear_act: one cuBLASLt GEMM with the activation in its
+// epilogue on CUDA; on the CPU the same ops, so the same bits, as linear1 then the activation).
 Tensor TransformerEncoderLayer::ff_block(const Tensor& x) {
-  return dropout2->forward(linear2->forward(dropout->forward(activation(linear1->forward(x)))));
+  Tensor h = linear_act(x, linear1->weight, linear1->bias, activation());
+  return dropout2->forward(linear2->forward(dropout->forward(h)));
 }
 
 Tensor TransformerEncoderLayer::forward(const Tensor& src, const Tensor& src_mask,

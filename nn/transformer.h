@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "core/ops/matmul.h"
 #include "nn/attention.h"
 #include "nn/dropout.h"
 #include "nn/linear.h"
@@ -44,7 +45,8 @@ class TransformerEncoderLayer : public Module {
   std::shared_ptr<Dropout> dropout1, dropout2;
 
  private:
-  Tensor activation(const Tensor& x) const;
+  /// options.activation as linear_act's Activation.
+  Activation activation() const;
   Tensor sa_block(const Tensor& x, const Tensor& mask, const Tensor& kpm, bool is_causal);
   Tensor ff_block(const Tensor& x);
 };

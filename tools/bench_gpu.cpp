@@ -1,6 +1,8 @@
 // GPU benchmark: Shardlight's CUDA kernels next to the reference each should approach, in one
 // run, as markdown tables on stdout.
 //   - matmul TFLOP/s against cuBLAS called directly on the same buffers (same compute type);
+//   - linear + relu/gelu (linear_act: one cuBLASLt call with the activation epilogue) against
+//     the same GEMM with the bias epilogue followed by the activation kernel;
 //   - memory-bound ops (elementwise, reductions, LayerNorm and softmax when their CUDA kernels
 //     exist) in GB/s against a device-to-device copy of the same bytes;
 //   - scaled_dot_product_attention on the fused path against the unfused one (PyTorch's
@@ -113,6 +115,46 @@ void bench_matmul(bool quick) {
       std::snprintf(shape, sizeof shape, "%lld x %lld x %lld", static_cast<long long>(c.M),
                     static_cast<long long>(c.K), static_cast<long long>(c.N));
       row("mm", m.name, shape, flops / ours / 1e9, flops / ref / 1e9, "TFLOP/s", "cuBLAS");
+    }
+  }
+}
+
+// ---- linear + activation ---------------------------------------------------------------------
+
+void bench_linear_act(bool quick) {
+  std::printf(
+      "\n### linear + activation (TFLOP/s of the GEMM; reference: ops::linear with the bias "
+      "epilogue, then the activation kernel)\n\n");
+  std::printf(
+      "| op | dtype | M x K x N | Shardlight | reference | ratio |\n|---|---|---|---|---|---|\n");
+  // the feed-forward GEMM of a BERT-base layer (linear1: 768 -> 3072) at 8192 tokens
+  GemmCase c = quick ? GemmCase{2048, 768, 3072} : GemmCase{8192, 768, 3072};
+  struct Mode {
+    DType dt;
+    const char* name;
+  };
+  for (Mode m :
+       {Mode{DType::f32, "float32"}, Mode{DType::f16, "float16"}, Mode{DType::bf16, "bfloat16"}}) {
+    Tensor x = randn({c.M, c.K}, {.dtype = m.dt, .device = kGPU});
+    Tensor w = randn({c.N, c.K}, {.dtype = m.dt, .device = kGPU});
+    Tensor b = randn({c.N}, {.dtype = m.dt, .device = kGPU});
+    for (Activation act : {Activation::relu, Activation::gelu_tanh, Activation::gelu}) {
+      const UnaryOp uop = act == Activation::relu   ? UnaryOp::relu
+                          : act == Activation::gelu ? UnaryOp::gelu
+                                                    : UnaryOp::gelu_tanh;
+      // inference (no pre-activation kept) and training (the backward's tensor kept)
+      for (bool train : {false, true}) {
+        double ours = time_ms([&] { (void)ops::linear_act_forward(x, w, b, act, train); });
+        double ref = time_ms([&] { (void)ops::unary(uop, ops::linear(x, w, b)); });
+        double flops = 2.0 * static_cast<double>(c.M) * c.K * c.N;
+        char shape[64];
+        std::snprintf(shape, sizeof shape, "%lld x %lld x %lld", static_cast<long long>(c.M),
+                      static_cast<long long>(c.K), static_cast<long long>(c.N));
+        std::string what = std::string("linear_act ") + activation_name(act) +
+                           (train ? " (keeps pre-activation)" : "");
+        row(what, m.name, shape, flops / ours / 1e9, flops / ref / 1e9, "TFLOP/s",
+            "GEMM+bias, then activation");
+      }
     }
   }
 }
@@ -256,6 +298,7 @@ int main(int argc, char** argv) {
       static_cast<double>(p.totalGlobalMem) / (1 << 30));
   try {
     bench_matmul(quick);
+    bench_linear_act(quick);
     bench_bandwidth(quick);
     bench_attention(quick);
     sl::bench::bench_training(quick);

@@ -54,6 +54,36 @@ Tensor matmul_grad_b(const Tensor& g, const Tensor& a, const Shape& sb) {
   return sum_to(gb, sb);
 }
 
+/// The gradients (bias, x, w) of y = x @ w^T + bias from g = dL/dy [..., out], for the edges
+/// (bias, x, w) of `c`; x and w saved only where the other needs them.
+variable_list linear_backward(const char* name, const BackwardCtx& c, const Tensor& g,
+                              const SavedTensor& sx, const SavedTensor& sw) {
+  const int64_t out = g.size(-1);
+  Tensor gb, gx, gw;
+  if (c.needs(0)) gb = sum_to(g, {out});
+  if (c.needs(1)) gx = ops::matmul(g, sw.unpack(name));  // [..., out] @ [out, in]
+  if (c.needs(2)) {
+    Tensor xs = sx.unpack(name);  // [rows, out]^T @ [rows, in]
+    gw = ops::mm(ops::transpose(ops::reshape(g, {-1, out}), 0, 1),
+                 ops::reshape(xs, {-1, xs.size(-1)}));
+  }
+  return {gb, gx, gw};
+}
+
+/// The differentiable activation linear_act stands for.
+Tensor apply_activation(const Tensor& t, Activation act) {
+  switch (act) {
+    case Activation::relu:
+      return relu(t);
+    case Activation::gelu:
+      return gelu(t, "none");
+    case Activation::gelu_tanh:
+      return gelu(t, "tanh");
+  }
+  SL_CHECK(false, "linear_act: unknown activation ", static_cast<int>(act));
+  return {};
+}
+
 Tensor record_matmul(const char* name, Tensor out, const Tensor& a, const Tensor& b) {
   if (needs_grad(a, b)) {
     SavedTensor sa = b.requires_grad() ? SavedTensor(a) : SavedTensor();
@@ -120,19 +150,37 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
     // weight's, the order in which the former add-then-matmul graph delivered them (gradient
     // hooks, e.g. dist bucketing, see that order).
     record("LinearBackward", {ba, xa, wa}, {&y}, [sx, sw](const BackwardCtx& c) -> variable_list {
-      const char* name = "LinearBackward";
-      const Tensor& g = c.grad();  // [..., out]
-      const int64_t out = g.size(-1);
-      Tensor gb, gx, gw;
-      if (c.needs(0)) gb = sum_to(g, {out});
-      if (c.needs(1)) gx = ops::matmul(g, sw.unpack(name));  // [..., out] @ [out, in]
-      if (c.needs(2)) {
-        Tensor xs = sx.unpack(name);  // [rows, out]^T @ [rows, in]
-        gw = ops::mm(ops::transpose(ops::reshape(g, {-1, out}), 0, 1),
-                     ops::reshape(xs, {-1, xs.size(-1)}));
-      }
-      return {gb, gx, gw};
+      return linear_backward("LinearBackward", c, c.grad(), sx, sw);
     });
+  }
+  return y;
+}
+
+Tensor linear_act(const Tensor& x, const Tensor& w, const Tensor& bias, Activation act) {
+  ops::check_defined("linear_act", x);
+  ops::check_defined("linear_act", w, "weight");
+  Tensor xa = autocast(x, AmpPolicy::lower), wa = autocast(w, AmpPolicy::lower);
+  Tensor ba = bias.defined() ? autocast(bias, AmpPolicy::lower) : Tensor();
+  if (ba.defined() && ba.dtype() != xa.dtype() && wa.dtype() == xa.dtype() &&
+      is_floating(xa.dtype()) && ba.device() == xa.device()) {
+    return apply_activation(linear(xa, wa, ba), act);  // the bias promoted as linear's add does
+  }
+  // One node, as linear's (edges bias, x, w; the weight gradient in w's layout), whose backward
+  // first turns the incoming gradient into the pre-activation's: from the saved output for relu
+  // (y > 0 exactly where the pre-activation is), from the saved pre-activation for the gelus.
+  const bool grad = needs_grad(xa, wa, ba);
+  ops::LinearActResult r = ops::linear_act_forward(xa, wa, ba, act, grad);
+  Tensor y = r.out;
+  if (grad) {
+    SavedTensor sx = wa.requires_grad() ? SavedTensor(xa) : SavedTensor();
+    SavedTensor sw = xa.requires_grad() ? SavedTensor(wa) : SavedTensor();
+    SavedTensor saved(r.saved);
+    record("LinearActBackward", {ba, xa, wa}, {&y},
+           [sx, sw, saved, act](const BackwardCtx& c) -> variable_list {
+             const char* name = "LinearActBackward";
+             Tensor g = ops::linear_act_backward(c.grad(), saved.unpack(name), act);
+             return linear_backward(name, c, g, sx, sw);
+           });
   }
   return y;
 }

@@ -1,7 +1,8 @@
 // CUDA glue of the matmul family: batched GEMM through cuBLAS for float32 (TF32 only when
 // sl::cuda::set_allow_tf32(true)), float64, float16 and bfloat16 (float32 accumulation), and a
 // plain kernel for integers; a [M, K] @ [K, N] + bias [N] (linear, addmm) as one cuBLASLt call
-// with the bias epilogue.
+// with the bias epilogue, and linear + relu / tanh-gelu (linear_act) with the activation
+// epilogues.
 //
 // Row-major to column-major: cuBLAS computes column-major products, and a row-major [M, N]
 // matrix is the column-major [N, M] matrix of its transpose, so out = a @ b is computed as
@@ -106,18 +107,26 @@ struct LtCall {
 /// Workspace cuBLASLt may use per call (from the caching allocator, on the compute stream).
 constexpr uint64_t kLtWorkspaceBytes = uint64_t{4} << 20;
 
-/// out [M, N] = a [M, K] @ b [K, N] + bias [N] in one cuBLASLt call with CUBLASLT_EPILOGUE_BIAS
-/// (f32 with TF32 as set_allow_tf32 says, f16, bf16; f32 accumulation). Row-major to
-/// column-major as in cublas_bmm: Lt computes out^T [N, M] = b^T @ a^T, whose rows are out's
-/// columns, so the epilogue's per-row bias is bias[n]. Returns false (out untouched) for f64 or
-/// when cuBLASLt offers no algorithm for this case.
-bool lt_addmm_bias(const Tensor& out, const Tensor& a_in, const Tensor& b_in,
-                   const Tensor& bias_in) {
+/// Where a cuBLASLt epilogue writes its auxiliary output (the pre-activation, for the GELU_AUX
+/// epilogues): `ptr` with leading dimension `ld` elements, or nothing.
+struct LtAux {
+  void* ptr = nullptr;
+  int64_t ld = 0;
+};
+
+/// out [M, N] = epilogue(a [M, K] @ b [K, N] (+ bias [N])) in one cuBLASLt call (f32 with TF32
+/// as set_allow_tf32 says, f16, bf16; f32 accumulation); bias undefined for the epilogues
+/// without one. Row-major to column-major as in cublas_bmm: Lt computes out^T [N, M] = b^T @ a^T,
+/// whose rows are out's columns, so the epilogue's per-row bias is bias[n], and an aux matrix is
+/// [N, M] column-major, i.e. row-major [M, ld]. Returns false (out untouched) for f64 or when
+/// cuBLASLt offers no algorithm for this case.
+bool lt_addmm_epilogue(const Tensor& out, const Tensor& a_in, const Tensor& b_in,
+                       const Tensor& bias_in, cublasLtEpilogue_t epilogue, LtAux aux = {}) {
   const DType dt = out.dtype();
   if (dt != DType::f32 && dt != DType::f16 && dt != DType::bf16) return false;
   Tensor a = ops::blas_operand(ops::unsqueeze(a_in, 0));
   Tensor b = ops::blas_operand(ops::unsqueeze(b_in, 0));
-  Tensor bias = ops::contiguous(bias_in);
+  Tensor bias = bias_in.defined() ? ops::contiguous(bias_in) : Tensor();  // Lt wants it packed
   const int64_t M = a.size(1), K = a.size(2), N = b.size(2);
   BlasMatrix la = blas_matrix(M, K, a.stride(1), a.stride(2));
   BlasMatrix lb = blas_matrix(K, N, b.stride(1), b.stride(2));
@@ -131,14 +140,21 @@ bool lt_addmm_bias(const Tensor& out, const Tensor& a_in, const Tensor& b_in,
   CUBLAS_CHECK(cublasLtMatmulDescCreate(&c.op, compute, CUDA_R_32F));
   const cublasOperation_t ta = lb.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t tb = la.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
-  const void* bias_ptr = bias.data_ptr();
   CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
   CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
   CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                                               sizeof(epilogue)));
-  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_ptr,
-                                              sizeof(bias_ptr)));
+  if (bias.defined()) {
+    const void* bias_ptr = bias.data_ptr();
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_ptr,
+                                                sizeof(bias_ptr)));
+  }
+  if (aux.ptr) {
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                                &aux.ptr, sizeof(aux.ptr)));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux.ld,
+                                                sizeof(aux.ld)));
+  }
   // Lt's A is b (stored [N, K] column-major, or [K, N] when transposed), its B is a.
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&c.a, type, lb.trans ? K : N, lb.trans ? N : K, lb.ld));
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&c.b, type, la.trans ? M : K, la.trans ? K : M, la.ld));
@@ -162,7 +178,7 @@ bool lt_addmm_bias(const Tensor& out, const Tensor& a_in, const Tensor& b_in,
   int found = 0;
   const cublasStatus_t st =
       cublasLtMatmulAlgoGetHeuristic(lt, c.op, c.a, c.b, c.d, c.d, c.pref, 1, &heuristic, &found);
-  if (st != CUBLAS_STATUS_SUCCESS || found == 0) return false;  // the caller multiplies and adds
+  if (st != CUBLAS_STATUS_SUCCESS || found == 0) return false;  // the caller falls back
   Tensor workspace =
       ops::empty({static_cast<int64_t>(kLtWorkspaceBytes / 8)}, DType::i64, out.device());
   const float one = 1.0f, zero = 0.0f;
@@ -172,8 +188,58 @@ bool lt_addmm_bias(const Tensor& out, const Tensor& a_in, const Tensor& b_in,
   return true;
 }
 
+/// addmm_bias_kernel: CUBLASLT_EPILOGUE_BIAS.
+bool lt_addmm_bias(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) {
+  return lt_addmm_epilogue(out, a, b, bias, CUBLASLT_EPILOGUE_BIAS);
+}
+
+/// Leading-dimension multiple (elements) cuBLASLt requires of a GELU_AUX pre-activation matrix.
+constexpr int64_t kLtGeluAuxLdMultiple = 8;
+
+/// addmm_act_kernel through the cuBLASLt epilogues whose activation is exactly ours:
+///   relu:      RELU_BIAS (RELU without a bias): max(x, 0), NaN giving 0 as UnaryOp::relu does.
+///              The backward reads relu's output (y > 0 where the pre-activation is > 0), so no
+///              RELU_AUX bit-mask is asked for (want_pre is declined): it would hold the same
+///              bits, and its packing is not documented for a kernel of ours to read.
+///   gelu_tanh: GELU_BIAS / GELU (inference), GELU_AUX_BIAS / GELU_AUX when the backward needs
+///              the pre-activation: cuBLASLt's GELU is the tanh approximation.
+///   gelu:      declined: Lt has no erf GELU, so the caller runs the BIAS epilogue and then the
+///              gelu kernel.
+/// The pre-activation is stored in out's dtype with a leading dimension padded to a multiple of
+/// 8 elements (Lt's rule for the GELU aux matrix) and returned as a [M, N] view of it.
+AddmmActResult lt_addmm_act(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias,
+                            Activation act, bool want_pre) {
+  const bool has_bias = bias.defined();
+  switch (act) {
+    case Activation::relu:
+      if (want_pre) return {};
+      return {lt_addmm_epilogue(out, a, b, bias,
+                                has_bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU),
+              Tensor()};
+    case Activation::gelu_tanh: {
+      if (!want_pre) {
+        return {lt_addmm_epilogue(out, a, b, bias,
+                                  has_bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU),
+                Tensor()};
+      }
+      const int64_t M = out.size(0), N = out.size(1);
+      const int64_t ld =
+          (N + kLtGeluAuxLdMultiple - 1) / kLtGeluAuxLdMultiple * kLtGeluAuxLdMultiple;
+      Tensor aux = ops::empty({M, ld}, out.dtype(), out.device());
+      const cublasLtEpilogue_t epi =
+          has_bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
+      if (!lt_addmm_epilogue(out, a, b, bias, epi, LtAux{aux.data_ptr(), ld})) return {};
+      return {true, ld == N ? aux : ops::narrow(aux, 1, 0, N)};
+    }
+    case Activation::gelu:
+      return {};
+  }
+  return {};
+}
+
 SL_REGISTER_KERNEL(bmm_kernel, DeviceKind::cuda, &bmm_cuda);
 SL_REGISTER_KERNEL(addmm_bias_kernel, DeviceKind::cuda, &lt_addmm_bias);
+SL_REGISTER_KERNEL(addmm_act_kernel, DeviceKind::cuda, &lt_addmm_act);
 
 }  // namespace
 }  // namespace sl::cuda

@@ -1,6 +1,7 @@
 #include "core/ops/matmul.h"
 
 #include <algorithm>
+#include <atomic>
 #include <vector>
 
 #include "core/ops/copy.h"
@@ -13,6 +14,21 @@ SL_DEFINE_KERNEL(bmm_kernel, void(const Tensor& out, const Tensor& a, const Tens
                                   Scalar alpha, Scalar beta));
 SL_DEFINE_KERNEL(addmm_bias_kernel,
                  bool(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias));
+SL_DEFINE_KERNEL(addmm_act_kernel,
+                 AddmmActResult(const Tensor& out, const Tensor& a, const Tensor& b,
+                                const Tensor& bias, Activation act, bool want_pre));
+
+const char* activation_name(Activation act) {
+  switch (act) {
+    case Activation::relu:
+      return "relu";
+    case Activation::gelu:
+      return "gelu";
+    case Activation::gelu_tanh:
+      return "gelu_tanh";
+  }
+  return "?";
+}
 
 BlasMatrix blas_matrix(int64_t rows, int64_t cols, int64_t s_row, int64_t s_col) {
   BlasMatrix m;
@@ -198,6 +214,87 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   Tensor y = matmul(x, transpose(w, 0, 1));
   if (bias.defined()) binary_(BinaryOp::add, y, bias);
   return y;
+}
+
+namespace {
+std::atomic<int64_t> g_linear_act_fused{0};
+
+UnaryOp activation_op(Activation act) {
+  switch (act) {
+    case Activation::relu:
+      return UnaryOp::relu;
+    case Activation::gelu:
+      return UnaryOp::gelu;
+    case Activation::gelu_tanh:
+      return UnaryOp::gelu_tanh;
+  }
+  SL_CHECK(false, "linear_act: unknown activation ", static_cast<int>(act));
+  return UnaryOp::relu;
+}
+}  // namespace
+
+LinearActResult linear_act_forward(const Tensor& x, const Tensor& w, const Tensor& bias,
+                                   Activation act, bool keep_saved) {
+  const char* op = "linear_act";
+  check_defined(op, x);
+  check_defined(op, w, "weight");
+  const UnaryOp uop = activation_op(act);
+  check_same_device(op, {&x, &w, &bias});
+  SL_CHECK_DTYPE(is_floating(x.dtype()), op, ": expected a floating input, got ",
+                 dtype_name(x.dtype()));
+  SL_CHECK_DTYPE(w.dtype() == x.dtype(), op, ": expected the weight in the input's dtype ",
+                 dtype_name(x.dtype()), ", got ", dtype_name(w.dtype()));
+  SL_CHECK_DTYPE(!bias.defined() || bias.dtype() == x.dtype(), op,
+                 ": expected the bias in the input's dtype ", dtype_name(x.dtype()), ", got ",
+                 dtype_name(bias.defined() ? bias.dtype() : x.dtype()));
+  SL_CHECK_SHAPE(w.dim() == 2, op, ": weight must be 2-d [out, in], got ", shape_str(w.sizes()));
+  SL_CHECK_SHAPE(x.dim() >= 1 && x.size(-1) == w.size(1), op, ": input of shape ",
+                 shape_str(x.sizes()), " does not match weight ", shape_str(w.sizes()),
+                 " (expected last dim ", w.size(1), ")");
+  SL_CHECK_SHAPE(!bias.defined() || (bias.dim() == 1 && bias.size(0) == w.size(0)), op,
+                 ": bias of shape ", shape_str(bias.defined() ? bias.sizes() : Shape{}),
+                 " does not match weight ", shape_str(w.sizes()), " (expected [", w.size(0), "])");
+  const bool want_pre = keep_saved && act != Activation::relu;
+  const DeviceKind k = x.device().kind;
+  if (addmm_act_kernel.has(k) && x.numel() > 0 && w.numel() > 0) {
+    Shape out_shape(x.sizes().begin(), x.sizes().end() - 1);
+    out_shape.push_back(w.size(0));
+    Tensor x2 = reshape(x, {-1, w.size(1)});
+    Tensor out = empty({x2.size(0), w.size(0)}, x.dtype(), x.device());
+    AddmmActResult r = addmm_act_kernel(k, out, x2, transpose(w, 0, 1), bias, act, want_pre);
+    if (r.fused) {
+      g_linear_act_fused.fetch_add(1, std::memory_order_relaxed);
+      LinearActResult res{view(out, out_shape), Tensor()};
+      if (keep_saved) res.saved = want_pre ? reshape(r.pre, out_shape) : res.out;
+      return res;
+    }
+  }
+  // The composite, op for op as the autograd linear then relu/gelu compute it.
+  Tensor pre = linear(x, w, bias);
+  LinearActResult res{unary(uop, pre), Tensor()};
+  if (keep_saved) res.saved = want_pre ? pre : res.out;
+  return res;
+}
+
+Tensor linear_act(const Tensor& x, const Tensor& w, const Tensor& bias, Activation act) {
+  return linear_act_forward(x, w, bias, act, false).out;
+}
+
+Tensor linear_act_backward(const Tensor& grad, const Tensor& saved, Activation act) {
+  switch (act) {
+    case Activation::relu:
+      return binary(BinaryOp::relu_backward, grad, saved);
+    case Activation::gelu:
+      return binary(BinaryOp::gelu_backward, grad, saved);
+    case Activation::gelu_tanh:
+      return binary(BinaryOp::gelu_tanh_backward, grad, saved);
+  }
+  SL_CHECK(false, "linear_act: unknown activation ", static_cast<int>(act));
+  return {};
+}
+
+int64_t linear_act_fused_count() {
+  return g_linear_act_fused.load(std::memory_order_relaxed);
 }
 
 }  // namespace ops

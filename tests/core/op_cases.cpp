@@ -187,7 +187,7 @@ const std::vector<std::string>& required_ops() {
       "sum", "mean", "prod", "max", "min", "amax", "amin", "max_dim", "min_dim", "argmax", "argmin",
       "var", "std", "logsumexp", "norm", "all", "any", "cumsum",
       // matmul
-      "mm", "bmm", "matmul", "addmm", "linear", "outer", "dot",
+      "mm", "bmm", "matmul", "addmm", "linear", "linear_act", "outer", "dot",
       // views
       "view", "reshape", "permute", "transpose", "t", "narrow", "slice", "select", "expand",
       "squeeze", "unsqueeze", "flatten", "unflatten", "movedim", "clone", "contiguous",
@@ -257,6 +257,7 @@ const std::vector<std::string>& required_grad_ops() {
                                                "matmul",
                                                "addmm",
                                                "linear",
+                                               "linear_act",
                                                "outer",
                                                "dot",
                                                "view",

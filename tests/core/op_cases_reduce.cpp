@@ -440,6 +440,54 @@ std::vector<OpCase> matmul_cases() {
                [](const std::vector<Ref>& x) {
                  return std::vector<Ref>{matmul_ref(x[0], permute_ref(x[1], {1, 0}))};
                }});
+  // linear_act: act(x @ w^T + bias) per activation, one case with a bias and a strided weight,
+  // one without a bias. On CUDA relu and tanh-gelu come from cuBLASLt's epilogue, whose tanh is
+  // its own (accuracy undocumented): float32 gets 1e-4, which still tells tanh-gelu from
+  // erf-gelu (they differ by up to 4.7e-4 near |x| = 2); 16-bit types keep their defaults.
+  struct Act {
+    Activation act;
+    std::function<double(double)> f;
+  };
+  const Act acts[] = {
+      {Activation::relu, [](double x) { return x > 0 ? x : 0.0; }},
+      {Activation::gelu, [](double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }},
+      {Activation::gelu_tanh, [](double x) {
+         const double k = std::sqrt(2.0 / M_PI);
+         return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
+       }}};
+  for (const Act& a : acts) {
+    const Activation act = a.act;
+    const auto f = a.f;
+    const std::string name = std::string("linear_act ") + activation_name(act);
+    std::map<DType, Tolerance> tol;
+    if (act == Activation::gelu_tanh) tol[DType::f32] = {1e-4, 1e-4};
+    v.push_back(
+        {"linear_act",
+         name + " [2,3,4] w [5,4] b [5]",
+         {in({2, 3, 4}), in({5, 4}, Domain::any, Layout::strided), in({5})},
+         F,
+         [act](const TensorList& x) -> TensorList { return {linear_act(x[0], x[1], x[2], act)}; },
+         [f](const std::vector<Ref>& x) {
+           Ref p = matmul_ref(x[0], permute_ref(x[1], {1, 0}));
+           p = map2(p, x[2], [](double u, double b) { return u + b; });
+           return std::vector<Ref>{map1(p, f)};
+         },
+         true,
+         tol});
+    v.push_back({"linear_act",
+                 name + " no bias, transposed [3,4] input",
+                 {in({3, 4}, Domain::any, Layout::transposed), in({2, 4})},
+                 F,
+                 [act](const TensorList& x) -> TensorList {
+                   return {linear_act(x[0], x[1], Tensor(), act)};
+                 },
+                 [f](const std::vector<Ref>& x) {
+                   Ref p = matmul_ref(x[0], permute_ref(x[1], {1, 0}));
+                   return std::vector<Ref>{map1(p, f)};
+                 },
+                 true,
+                 tol});
+  }
   v.push_back({"outer",
                "outer [3] x [4]",
                {in({3}), in({4}, Domain::any, Layout::strided)},

@@ -1,8 +1,10 @@
 // Parity of CUDA matmul (cuBLAS for floats, a plain kernel for integers) with the CPU: every
 // dtype, transposed and strided operands, batch broadcasting, 1-d operands, beta accumulation,
-// TF32.
+// TF32; linear/addmm through the cuBLASLt bias epilogue and linear_act through its activation
+// epilogues (and their fallbacks).
 #include <cmath>
 
+#include "core/amp.h"
 #include "core/ops/matmul.h"
 #include "cuda_testing.h"
 
@@ -148,4 +150,190 @@ TEST_CASE("cuda parity: linear forward and backward" * sl::testing::needs_gpu())
   auto tol = matmul_tol(DType::f32, 16);
   sl::testing::check_gpu_parity([](const TensorList& t) { return linear(t[0], t[1], t[2]); },
                                 {x, w, b}, tol.rtol, tol.atol);
+}
+
+namespace {
+
+const Activation kActs[] = {Activation::relu, Activation::gelu, Activation::gelu_tanh};
+
+/// Values k * step, k a uniform integer in [-lim, lim], in dtype dt. With the steps used below
+/// (powers of two) and at most a few hundred terms, every product and partial sum of a GEMM is a
+/// small multiple of a power of two held exactly in float32 and, rounded once, in f16 and bf16
+/// (at most 8 significant bits): the GEMMs of linear_act are exact on both devices, so the CPU
+/// and the GPU see the same pre-activation and what remains to compare is the activation.
+Tensor grid_values(const Shape& s, int64_t lim, double step, DType dt) {
+  return (randint(-lim, lim + 1, s).to(DType::f32) * step).to(dt);
+}
+
+/// linear_act on the GPU against the CPU from the same grid inputs. relu (and its mask) is exact:
+/// 0. The gelus differ by the activation's evaluation: CUDA's erff/tanhf against glibc's (a few
+/// float ulps), and for the fused tanh-gelu cuBLASLt's own tanh, whose accuracy is undocumented:
+/// float32 allows 1e-4, which still tells tanh-gelu from erf-gelu (up to 4.7e-4 apart near
+/// |x| = 2). 16-bit results are rounded once or twice from float (f16: 2^-11, bf16: 2^-8 relative
+/// per rounding, spacing near 1: 9.8e-4 and 7.8e-3); in the gradients those differences pass
+/// through one exact-product GEMM with float32 accumulation and one more rounding.
+sl::testing::Tol linear_act_tol(DType dt, Activation act) {
+  if (act == Activation::relu) return {0, 0};
+  switch (dt) {
+    case DType::f32:
+      return {1e-4, 1e-4};
+    case DType::f16:
+      return {2e-3, 1e-3};
+    case DType::bf16:
+      return {1.6e-2, 8e-3};
+    default:
+      return {1e-12, 1e-12};
+  }
+}
+
+/// {output, grad x, grad w, grad bias} of linear_act on fresh leaf copies of x, w, b on `dev`,
+/// with upstream gradient `up`; the count of fused calls it made is added to *fused.
+TensorList linear_act_run(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& up,
+                          Activation act, Device dev, int64_t* fused) {
+  auto leaf = [dev](const Tensor& t) { return t.detach().to(dev).clone().requires_grad_(); };
+  Tensor xl = leaf(x), wl = leaf(w), bl = b.defined() ? leaf(b) : Tensor();
+  const int64_t before = ops::linear_act_fused_count();
+  Tensor y = linear_act(xl, wl, bl, act);
+  *fused += ops::linear_act_fused_count() - before;
+  y.backward(up.to(dev));
+  return {y.detach().cpu(), xl.grad().cpu(), wl.grad().cpu(),
+          bl.defined() ? bl.grad().cpu() : Tensor()};
+}
+
+/// Whether this build's "GPU" has the epilogue kernel (false when the CUDA tests run on the CPU,
+/// SL_CUDA_TESTS_ON_CPU): the fused counts below are expected only then.
+bool gpu_has_epilogue() {
+  return addmm_act_kernel.has(sl::testing::kGPU.kind);
+}
+
+void check_linear_act_parity(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& up,
+                             Activation act, int64_t* fused_gpu) {
+  int64_t fused_cpu = 0;
+  TensorList ref = linear_act_run(x, w, b, up, act, kCPU, &fused_cpu);
+  TensorList got = linear_act_run(x, w, b, up, act, sl::testing::kGPU, fused_gpu);
+  CHECK(fused_cpu == 0);
+  const auto tol = linear_act_tol(x.dtype(), act);
+  for (size_t i = 0; i < ref.size(); ++i) {
+    CAPTURE(i);  // 0: output, then the gradients of x, w, bias
+    REQUIRE(got[i].defined() == ref[i].defined());
+    if (ref[i].defined()) SL_CHECK_CLOSE_TOL(got[i], ref[i], tol);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cuda parity: linear_act through the cuBLASLt epilogues, forward and backward" *
+          sl::testing::needs_gpu()) {
+  SL_REQUIRE_CUDA("linear_act epilogues");
+  manual_seed(13);
+  // Aligned sizes every dtype's Lt kernels take: the epilogue path must be the one that ran for
+  // relu (RELU_BIAS) and tanh-gelu (GELU_AUX_BIAS: the backward reads its pre-activation), and
+  // not for erf-gelu (Lt's GELU is the tanh approximation: BIAS epilogue, then our gelu kernel).
+  const int64_t batch = 2, rows = 32, in = 64, out = 256;
+  for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
+    for (Activation act : kActs) {
+      for (bool with_bias : {true, false}) {
+        CAPTURE(dt);
+        const std::string act_name = activation_name(act);
+        CAPTURE(act_name);
+        CAPTURE(with_bias);
+        Tensor x = grid_values({batch, rows, in}, 1, 0.5, dt);
+        Tensor w = grid_values({out, in}, 1, 0.25, dt);
+        Tensor b = with_bias ? grid_values({out}, 8, 0.125, dt) : Tensor();
+        Tensor up = grid_values({batch, rows, out}, 1, 1.0, dt);
+        int64_t fused = 0;
+        check_linear_act_parity(x, w, b, up, act, &fused);
+        const bool epilogue = gpu_has_epilogue() && act != Activation::gelu;
+        CHECK_MESSAGE(fused == (epilogue ? 1 : 0), "the cuBLASLt epilogue path was "
+                                                       << std::string(fused ? "" : "not ")
+                                                       << "taken");
+        // forward only (no_grad): RELU_BIAS / GELU_BIAS without the pre-activation
+        NoGradGuard ng;
+        const int64_t before = ops::linear_act_fused_count();
+        Tensor y = linear_act(x.to(sl::testing::kGPU), w.to(sl::testing::kGPU),
+                              with_bias ? b.to(sl::testing::kGPU) : Tensor(), act);
+        CHECK(ops::linear_act_fused_count() - before == (epilogue ? 1 : 0));
+        SL_CHECK_CLOSE_TOL(y.cpu(), linear_act(x, w, b, act), linear_act_tol(dt, act));
+      }
+    }
+  }
+  // The parity above can tell the gelus apart: on these pre-activations they differ by more than
+  // float32's allowance.
+  Tensor pre = ops::linear(grid_values({rows, in}, 1, 0.5, DType::f32),
+                           grid_values({out, in}, 1, 0.25, DType::f32), Tensor());
+  Tensor gap = (gelu(pre, "none") - gelu(pre, "tanh")).abs().max();
+  CHECK(gap.item<float>() > 2e-4);
+}
+
+TEST_CASE("cuda parity: linear_act where the epilogue is declined or Lt may have no algorithm" *
+          sl::testing::needs_gpu()) {
+  SL_REQUIRE_CUDA("linear_act fallbacks");
+  manual_seed(14);
+  // Odd sizes (N = 45: the tanh-gelu pre-activation is stored with rows padded to 48, Lt's
+  // multiple of 8) and an input whose data starts one element past an aligned address: Lt may or
+  // may not offer an algorithm (its alignment rules depend on the kernel); either way the result
+  // must match, and the path taken is reported.
+  for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
+    for (Activation act : kActs) {
+      CAPTURE(dt);
+      const std::string act_name = activation_name(act);
+      CAPTURE(act_name);
+      Tensor x = grid_values({37, 71}, 1, 0.5, dt).narrow(1, 1, 70);  // misaligned start
+      Tensor w = grid_values({45, 70}, 1, 0.25, dt);
+      Tensor b = grid_values({45}, 8, 0.125, dt);
+      Tensor up = grid_values({37, 45}, 1, 1.0, dt);
+      // linear_act_run copies x to the GPU contiguously; misalign it there too
+      int64_t fused = 0;
+      check_linear_act_parity(x.contiguous(), w, b, up, act, &fused);
+      MESSAGE("linear_act " << act_name << " " << std::string(dtype_name(dt))
+                            << " [37, 70] x [45, 70]^T: "
+                            << std::string(fused ? "fused" : "fallback"));
+      Tensor gx = grid_values({37, 71}, 1, 0.5, dt).to(sl::testing::kGPU).narrow(1, 1, 70);
+      SL_CHECK_CLOSE_TOL(
+          linear_act(gx, w.to(sl::testing::kGPU), b.to(sl::testing::kGPU), act).cpu(),
+          linear_act(gx.cpu(), w, b, act), linear_act_tol(dt, act));
+    }
+  }
+  // float64: no Lt path (GEMM + add + activation); an empty input: nothing to multiply
+  const int64_t before = ops::linear_act_fused_count();
+  Tensor x = randn({5, 6}, {.dtype = DType::f64}), w = randn({4, 6}, {.dtype = DType::f64});
+  Tensor b = randn({4}, {.dtype = DType::f64});
+  int64_t fused = 0;
+  check_linear_act_parity(x, w, b, randn({5, 4}, {.dtype = DType::f64}), Activation::gelu_tanh,
+                          &fused);
+  Tensor e = linear_act(randn({0, 6}).to(sl::testing::kGPU), randn({4, 6}).to(sl::testing::kGPU),
+                        randn({4}).to(sl::testing::kGPU), Activation::relu);
+  CHECK(e.sizes() == Shape{0, 4});
+  CHECK(ops::linear_act_fused_count() == before);
+  if (sl::testing::kGPU.kind != DeviceKind::cpu) {
+    SL_CHECK_THROWS(
+        linear_act(randn({3, 4}).to(sl::testing::kGPU), randn({2, 4}), Tensor(), Activation::relu),
+        DeviceError, "linear_act: expected all tensors on the same device");
+  }
+}
+
+TEST_CASE("cuda parity: linear_act under autocast matches the CPU's autocast" *
+          sl::testing::needs_gpu()) {
+  SL_REQUIRE_CUDA("linear_act autocast");
+  manual_seed(15);
+  // float32 leaves, a bfloat16 scope on each device: the product and relu run in bfloat16 (exact
+  // on the grid), the gradients come back in float32.
+  Tensor x = grid_values({16, 64}, 1, 0.5, DType::f32),
+         w = grid_values({128, 64}, 1, 0.25, DType::f32);
+  Tensor b = grid_values({128}, 8, 0.125, DType::f32),
+         up = grid_values({16, 128}, 1, 1.0, DType::bf16);
+  TensorList res[2];
+  int64_t fused[2] = {0, 0};
+  const Device devs[2] = {kCPU, sl::testing::kGPU};
+  for (int d = 0; d < 2; ++d) {
+    AutocastGuard g(devs[d].kind, DType::bf16);
+    res[d] = linear_act_run(x, w, b, up, Activation::relu, devs[d], &fused[d]);
+  }
+  CHECK(res[1][0].dtype() == DType::bf16);
+  CHECK(res[1][2].dtype() == DType::f32);
+  CHECK(fused[1] == (gpu_has_epilogue() ? 1 : 0));
+  for (size_t i = 0; i < 4; ++i) {
+    CAPTURE(i);
+    SL_CHECK_CLOSE(res[1][i], res[0][i], 0, 0);
+  }
 }

@@ -1,6 +1,7 @@
 // MultiheadAttention and TransformerEncoderLayer against PyTorch (fixtures: attention,
 // transformer), gradchecks, masks, eval-vs-train and errors.
 #include <cmath>
+#include <cstring>
 
 #include "fixture.h"
 #include "nn/attention.h"
@@ -175,4 +176,61 @@ TEST_CASE("TransformerEncoderLayer names, repr, eval and errors") {
   CHECK_FALSE(equal(m.forward(x), m.forward(x)));  // dropout 0.1 in training
   SL_CHECK_THROWS(nn::TransformerEncoderLayer(8, 2, {.activation = "swish"}), ValueError,
                   "activation must be 'relu', 'gelu' or 'gelu_tanh', got 'swish'");
+}
+
+TEST_CASE("TransformerEncoderLayer: the fused linear1 + activation gives the bits of the two ops") {
+  // The feed-forward block runs linear1 and the activation as one linear_act; on the CPU that is
+  // the same ops as before, so the layer's output and every gradient must keep their bits. The
+  // reference spells out the layer's former forward with its own submodules.
+  auto same_bits = [](const Tensor& a, const Tensor& b) {
+    if (a.dtype() != b.dtype() || a.sizes() != b.sizes()) return false;
+    Tensor ac = a.contiguous(), bc = b.contiguous();
+    return std::memcmp(ac.data_ptr(), bc.data_ptr(),
+                       static_cast<size_t>(ac.numel()) * dtype_size(ac.dtype())) == 0;
+  };
+  for (const char* act : {"relu", "gelu", "gelu_tanh"}) {
+    for (bool pre : {false, true}) {
+      CAPTURE(act);
+      CAPTURE(pre);
+      manual_seed(41);
+      nn::TransformerEncoderLayer m(
+          8, 2, {.dim_feedforward = 16, .dropout = 0.0, .activation = act, .norm_first = pre});
+      Tensor src = randn({5, 2, 8});
+      Tensor up = randn({5, 2, 8});
+      auto sa = [&](const Tensor& x) {
+        return m.dropout1->forward(m.self_attn->forward(x, x, x, {.need_weights = false}).first);
+      };
+      auto ff = [&](const Tensor& x) {
+        Tensor h = m.linear1->forward(x);
+        h = std::string(act) == "relu" ? relu(h)
+                                       : gelu(h, std::string(act) == "gelu" ? "none" : "tanh");
+        return m.dropout2->forward(m.linear2->forward(m.dropout->forward(h)));
+      };
+      auto former = [&](const Tensor& s) {
+        Tensor x = s;
+        if (pre) {
+          x = x + sa(m.norm1->forward(x));
+          return x + ff(m.norm2->forward(x));
+        }
+        x = m.norm1->forward(x + sa(x));
+        return m.norm2->forward(x + ff(x));
+      };
+      TensorList outs, grads;
+      for (int run = 0; run < 2; ++run) {
+        m.zero_grad();
+        Tensor x = src.clone().requires_grad_();
+        Tensor y = run == 0 ? m.forward(x) : former(x);
+        y.backward(up);
+        outs.push_back(y.detach());
+        grads.push_back(x.grad());
+        for (const auto& [name, p] : m.named_parameters()) grads.push_back(p.grad().clone());
+      }
+      CHECK(same_bits(outs[0], outs[1]));
+      const size_t n = grads.size() / 2;
+      for (size_t i = 0; i < n; ++i) {
+        CAPTURE(i);  // 0: the input's gradient, then the parameters' in named_parameters order
+        CHECK(same_bits(grads[i], grads[n + i]));
+      }
+    }
+  }
 }
