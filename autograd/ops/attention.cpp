@@ -84,18 +84,24 @@ Tensor fused_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
                        const Tensor& attn_mask, bool is_causal, double scale) {
   Tensor q = autocast(q_in, AmpPolicy::lower), k = autocast(k_in, AmpPolicy::lower),
          v = autocast(v_in, AmpPolicy::lower);
-  Tensor out = ops::attention_fused_forward(q, k, v, attn_mask, is_causal, scale);
-  if (needs_grad(q, k, v)) {
-    record("FusedAttentionBackward", {q, k, v}, {&out},
-           [sq = SavedTensor(q), sk = SavedTensor(k), sv = SavedTensor(v), mask = attn_mask,
-            is_causal, scale](const BackwardCtx& c) -> variable_list {
-             const char* name = "FusedAttentionBackward";
-             ops::AttentionGrads g =
-                 ops::attention_fused_backward(c.grad(), sq.unpack(name), sk.unpack(name),
-                                               sv.unpack(name), mask, is_causal, scale);
-             return {g.q, g.k, g.v};
-           });
-  }
+  if (!needs_grad(q, k, v))
+    return ops::attention_fused_forward(q, k, v, attn_mask, is_causal, scale);
+  // the output and the rows' statistics (where the forward gave them) save the backward most of
+  // its softmax (Note [Attention row statistics])
+  ops::AttentionForward fwd =
+      ops::attention_fused_forward_with_stats(q, k, v, attn_mask, is_causal, scale);
+  Tensor out = fwd.out;
+  const bool with_stats = fwd.stats.defined();
+  record("FusedAttentionBackward", {q, k, v}, {&out},
+         [sq = SavedTensor(q), sk = SavedTensor(k), sv = SavedTensor(v),
+          so = with_stats ? SavedTensor(out) : SavedTensor(), stats = fwd.stats, mask = attn_mask,
+          is_causal, scale](const BackwardCtx& c) -> variable_list {
+           const char* name = "FusedAttentionBackward";
+           ops::AttentionGrads g = ops::attention_fused_backward(
+               c.grad(), sq.unpack(name), sk.unpack(name), sv.unpack(name), mask, is_causal, scale,
+               so.defined() ? so.unpack(name) : Tensor(), stats);
+           return {g.q, g.k, g.v};
+         });
   return out;
 }
 

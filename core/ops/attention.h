@@ -34,6 +34,33 @@ SL_DECLARE_KERNEL(attention_softmax_backward_kernel,
                   void(const Tensor& grad_scores, const Tensor& grad_probs, const Tensor& probs,
                        double scale));
 
+// Note [Attention row statistics]
+// The blocked fused path (Note [Fused attention]) keeps, per query row, the softmax's maximum m
+// and inverse sum z = 1 / sum_j exp(y_j - m), where y = scale * scores + mask terms: [A, B, L, 2]
+// values, a sliver of the probabilities' size. With them the backward recomputes each block's
+// probabilities in one pass, p_j = exp(y_j - m) * z, the forward's very bits (the same
+// exponential loop), instead of a whole softmax (max, exponentials and sum, normalisation).
+// The row dot product the softmax backward needs, sum_j dP_j p_j, equals dO . O for the row's
+// output O and output gradient dO (FlashAttention, arXiv 2205.14135, section B.2), an
+// E-element sum instead of an S-element one, so that pass goes too. A fully masked row has
+// m = -inf (and NaN probabilities, as in the forward). Devices without these kernels (CUDA for
+// now: its forward is one kernel that returns no statistics) take the plain recomputation.
+
+/// As attention_softmax_forward_kernel, and also writes each row's statistics (Note [Attention
+/// row statistics]) to stats, an [A, B, L, 2] strided view of the scores' dtype. probs may be
+/// the scores themselves (computed in place).
+SL_DECLARE_KERNEL(attention_softmax_stats_forward_kernel,
+                  void(const Tensor& probs, const Tensor& stats, const Tensor& scores,
+                       const Tensor& mask, bool is_causal, double scale, int64_t causal_offset));
+/// probs = the probabilities of the rows whose statistics attention_softmax_stats_forward_kernel
+/// wrote (same scores, mask, is_causal, scale and causal_offset: the same bits), then
+/// grad_scores = scale * probs * (grad_probs - dot) with dot an [A, B, L] strided view of each
+/// row's sum_j grad_probs * probs. probs may be the scores and grad_scores the grad_probs.
+SL_DECLARE_KERNEL(attention_softmax_recompute_backward_kernel,
+                  void(const Tensor& probs, const Tensor& grad_scores, const Tensor& scores,
+                       const Tensor& grad_probs, const Tensor& mask, const Tensor& stats,
+                       const Tensor& dot, bool is_causal, double scale, int64_t causal_offset));
+
 /// out = softmax(scale * q k^T + mask terms) v in one pass over contiguous q [A, B, L, E],
 /// k [A, B, S, E], v [A, B, S, Ev] and out [A, B, L, Ev] of one floating dtype (L, S >= 1), the
 /// mask as for attention_softmax_forward_kernel. Returns false, having written nothing, when the
@@ -69,14 +96,28 @@ void check_fused_attention_inputs(const char* op, const Tensor& q, const Tensor&
 /// attention]); inputs as check_fused_attention_inputs.
 Tensor attention_fused_forward(const Tensor& q, const Tensor& k, const Tensor& v,
                                const Tensor& mask, bool is_causal, double scale);
+/// The fused forward's output, and the rows' statistics [..., L, 2] of Note [Attention row
+/// statistics] where the blocked form computed them (float32 / float64 on a device with the
+/// statistics kernels); stats is undefined otherwise.
+struct AttentionForward {
+  Tensor out, stats;
+};
+/// attention_fused_forward, keeping the rows' statistics for attention_fused_backward.
+AttentionForward attention_fused_forward_with_stats(const Tensor& q, const Tensor& k,
+                                                    const Tensor& v, const Tensor& mask,
+                                                    bool is_causal, double scale);
 /// Gradients of attention_fused_forward w.r.t. q, k and v (the mask is a constant).
 struct AttentionGrads {
   Tensor q, k, v;
 };
 /// Recomputes the probabilities block by block (Note [Fused attention]); grad_out [..., L, Ev].
+/// Given the forward's output and statistics (attention_fused_forward_with_stats, both defined)
+/// it recomputes them in one pass from the statistics (Note [Attention row statistics]); out and
+/// stats must then have the shapes and dtype that forward gave (ShapeError / DTypeError).
 AttentionGrads attention_fused_backward(const Tensor& grad_out, const Tensor& q, const Tensor& k,
                                         const Tensor& v, const Tensor& mask, bool is_causal,
-                                        double scale);
+                                        double scale, const Tensor& out = Tensor(),
+                                        const Tensor& stats = Tensor());
 /// The most score elements one block of the blocked form holds (default 4 Mi elements: 16 MiB
 /// of float32 scores; a block also holds probabilities, and in the backward two more of that
 /// size).

@@ -8,6 +8,7 @@
 #include "core/ops/copy.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/matmul.h"
+#include "core/ops/reduce.h"
 #include "core/ops/view.h"
 
 namespace sl {
@@ -15,6 +16,13 @@ namespace sl {
 SL_DEFINE_KERNEL(attention_fused_forward_kernel,
                  bool(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v,
                       const Tensor& mask, bool is_causal, double scale));
+SL_DEFINE_KERNEL(attention_softmax_stats_forward_kernel,
+                 void(const Tensor& probs, const Tensor& stats, const Tensor& scores,
+                      const Tensor& mask, bool is_causal, double scale, int64_t causal_offset));
+SL_DEFINE_KERNEL(attention_softmax_recompute_backward_kernel,
+                 void(const Tensor& probs, const Tensor& grad_scores, const Tensor& scores,
+                      const Tensor& grad_probs, const Tensor& mask, const Tensor& stats,
+                      const Tensor& dot, bool is_causal, double scale, int64_t causal_offset));
 
 namespace ops {
 namespace {
@@ -99,12 +107,31 @@ bool single_block(const Problem& p, const Block& b) {
   return b.na == p.A && b.nr == p.L && b.nk == p.S;
 }
 
-/// The block's masked, scaled attention probabilities [na, B, nr, nk].
-Tensor block_probs(const Problem& p, const Block& b, bool is_causal, double scale) {
+/// Whether the blocked form keeps and uses the rows' statistics (Note [Attention row
+/// statistics]): float32 / float64 on a device with both kernels.
+bool uses_stats(const Problem& p) {
+  const DeviceKind kind = p.q.device().kind;
+  const DType dt = p.q.dtype();
+  return (dt == DType::f32 || dt == DType::f64) &&
+         attention_softmax_stats_forward_kernel.has(kind) &&
+         attention_softmax_recompute_backward_kernel.has(kind);
+}
+
+/// The block's masked, scaled attention probabilities [na, B, nr, nk]; with stats defined
+/// ([A, B, L, 2]) the block's rows' statistics are written there too.
+Tensor block_probs(const Problem& p, const Block& b, bool is_causal, double scale,
+                   const Tensor& stats) {
   Tensor qb = slice(p.q, b.a0, b.na, b.r0, b.nr, 0, p.E);
   Tensor kb = slice(p.k, b.a0, b.na, 0, b.nk, 0, p.E);
   Tensor mb = p.mask.defined() ? slice(p.mask, b.a0, b.na, b.r0, b.nr, 0, b.nk) : Tensor();
-  return attention_softmax_forward(matmul(qb, transpose(kb, -2, -1)), mb, is_causal, scale, b.r0);
+  Tensor scores = matmul(qb, transpose(kb, -2, -1));
+  if (!stats.defined()) {
+    return attention_softmax_forward(scores, mb, is_causal, scale, b.r0);
+  }
+  attention_softmax_stats_forward_kernel(p.q.device().kind, scores,
+                                         slice(stats, b.a0, b.na, b.r0, b.nr, 0, 2), scores, mb,
+                                         is_causal, scale, b.r0);
+  return scores;  // the probabilities, computed in place
 }
 
 }  // namespace
@@ -143,32 +170,50 @@ void check_fused_attention_inputs(const char* op, const Tensor& q, const Tensor&
   check_attention_mask(op, scores, q.device(), mask);
 }
 
-Tensor attention_fused_forward(const Tensor& q, const Tensor& k, const Tensor& v,
-                               const Tensor& mask, bool is_causal, double scale) {
+namespace {
+
+AttentionForward fused_forward(const Tensor& q, const Tensor& k, const Tensor& v,
+                               const Tensor& mask, bool is_causal, double scale, bool want_stats) {
   const Problem p = make_problem("attention_fused_forward", q, k, v, mask);
   const Shape out_shape = with_tail(p.batch, p.L, p.Ev);
   Tensor out = empty({p.A, p.B, p.L, p.Ev}, q.dtype(), q.device());
-  if (out.numel() == 0) return reshape(out, out_shape);
+  if (out.numel() == 0) return {reshape(out, out_shape), Tensor()};
   const DeviceKind kind = q.device().kind;
   if (p.S > 0 && attention_fused_forward_kernel.has(kind) &&
       attention_fused_forward_kernel(kind, out, p.q, p.k, p.v, p.mask, is_causal, scale)) {
-    return reshape(out, out_shape);
+    return {reshape(out, out_shape), Tensor()};
   }
+  Tensor stats;
+  if (want_stats && uses_stats(p)) stats = empty({p.A, p.B, p.L, 2}, q.dtype(), q.device());
   for_each_block(p, is_causal, [&](const Block& b) {
-    Tensor ob =
-        matmul(block_probs(p, b, is_causal, scale), slice(p.v, b.a0, b.na, 0, b.nk, 0, p.Ev));
+    Tensor ob = matmul(block_probs(p, b, is_causal, scale, stats),
+                       slice(p.v, b.a0, b.na, 0, b.nk, 0, p.Ev));
     if (single_block(p, b)) {
       out = ob;
     } else {
       copy_(slice(out, b.a0, b.na, b.r0, b.nr, 0, p.Ev), ob);
     }
   });
-  return reshape(out, out_shape);
+  return {reshape(out, out_shape),
+          stats.defined() ? reshape(stats, with_tail(p.batch, p.L, 2)) : Tensor()};
+}
+
+}  // namespace
+
+Tensor attention_fused_forward(const Tensor& q, const Tensor& k, const Tensor& v,
+                               const Tensor& mask, bool is_causal, double scale) {
+  return fused_forward(q, k, v, mask, is_causal, scale, false).out;
+}
+
+AttentionForward attention_fused_forward_with_stats(const Tensor& q, const Tensor& k,
+                                                    const Tensor& v, const Tensor& mask,
+                                                    bool is_causal, double scale) {
+  return fused_forward(q, k, v, mask, is_causal, scale, true);
 }
 
 AttentionGrads attention_fused_backward(const Tensor& grad_out, const Tensor& q, const Tensor& k,
                                         const Tensor& v, const Tensor& mask, bool is_causal,
-                                        double scale) {
+                                        double scale, const Tensor& out, const Tensor& stats) {
   const char* op = "attention_fused_backward";
   const Problem p = make_problem(op, q, k, v, mask);
   const Shape out_shape = with_tail(p.batch, p.L, p.Ev);
@@ -180,15 +225,50 @@ AttentionGrads attention_fused_backward(const Tensor& grad_out, const Tensor& q,
   Tensor go = reshape(contiguous(cast(grad_out, dt)), {p.A, p.B, p.L, p.Ev});
   // dk and dv sum over blocks of queries: in float32 for 16-bit inputs
   const DType acc_dt = dt == DType::f16 || dt == DType::bf16 ? DType::f32 : dt;
+  // with the forward's statistics: each row's sum_j dP_j p_j as dO . O (Note [Attention row
+  // statistics]), [A, B, L]
+  Tensor st4, dot;
+  if (out.defined() || stats.defined()) {
+    SL_CHECK_SHAPE(out.defined() && stats.defined(), op,
+                   ": the forward's output and statistics go together, got only the ",
+                   out.defined() ? "output" : "statistics");
+    const Shape stats_shape = with_tail(p.batch, p.L, 2);
+    SL_CHECK_SHAPE(out.sizes() == out_shape && stats.sizes() == stats_shape, op,
+                   ": expected the forward's output ", shape_str(out_shape), " and statistics ",
+                   shape_str(stats_shape), ", got ", shape_str(out.sizes()), " and ",
+                   shape_str(stats.sizes()));
+    SL_CHECK_DTYPE(out.dtype() == dt && stats.dtype() == dt, op,
+                   ": expected the forward's output and statistics in ", dtype_name(dt), ", got ",
+                   dtype_name(out.dtype()), " and ", dtype_name(stats.dtype()));
+    SL_CHECK_DEVICE(out.device() == dev && stats.device() == dev, op,
+                    ": the forward's output and statistics must be on ", dev);
+    if (uses_stats(p)) {
+      st4 = reshape(contiguous(stats), {p.A, p.B, p.L, 2});
+      dot = reduce(ReduceOp::sum,
+                   binary(BinaryOp::mul, go, reshape(contiguous(out), {p.A, p.B, p.L, p.Ev})), {3},
+                   false);
+    }
+  }
   Tensor dq, dk, dv;
   for_each_block(p, is_causal, [&](const Block& b) {
     Tensor qb = slice(p.q, b.a0, b.na, b.r0, b.nr, 0, p.E);
     Tensor kb = slice(p.k, b.a0, b.na, 0, b.nk, 0, p.E);
     Tensor vb = slice(p.v, b.a0, b.na, 0, b.nk, 0, p.Ev);
     Tensor gb = slice(go, b.a0, b.na, b.r0, b.nr, 0, p.Ev);
-    Tensor pb = block_probs(p, b, is_causal, scale);
+    Tensor pb, ds;
+    if (st4.defined()) {
+      // probabilities and score gradients in one pass, both in place
+      pb = matmul(qb, transpose(kb, -2, -1));
+      ds = matmul(gb, transpose(vb, -2, -1));
+      Tensor mb = p.mask.defined() ? slice(p.mask, b.a0, b.na, b.r0, b.nr, 0, b.nk) : Tensor();
+      attention_softmax_recompute_backward_kernel(
+          dev.kind, pb, ds, pb, ds, mb, slice(st4, b.a0, b.na, b.r0, b.nr, 0, 2),
+          narrow(narrow(dot, 0, b.a0, b.na), 2, b.r0, b.nr), is_causal, scale, b.r0);
+    } else {
+      pb = block_probs(p, b, is_causal, scale, Tensor());
+      ds = attention_softmax_backward(matmul(gb, transpose(vb, -2, -1)), pb, scale);
+    }
     Tensor dvb = matmul(transpose(pb, -2, -1), gb);
-    Tensor ds = attention_softmax_backward(matmul(gb, transpose(vb, -2, -1)), pb, scale);
     Tensor dqb = matmul(ds, kb);
     Tensor dkb = matmul(transpose(ds, -2, -1), qb);
     if (single_block(p, b)) {

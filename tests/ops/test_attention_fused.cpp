@@ -220,8 +220,9 @@ TEST_CASE("fused attention: keeps no probabilities for the backward, and blocks 
   BlockElements be(B * 32 * S);  // blocks of 32 queries of one leading entry: 128 Ki scores
   auto [fused_live, fused_peak] = forward_bytes(AttentionBackend::fused);
   auto [unfused_live, unfused_peak] = forward_bytes(AttentionBackend::unfused);
-  // fused: q, k and v are saved as they are (contiguous: no copies), so only the output stays
-  CHECK(fused_live == out_bytes);
+  // fused: q, k and v are saved as they are (contiguous: no copies), so only the output stays,
+  // and the rows' statistics (Note [Attention row statistics]): two floats per query
+  CHECK(fused_live == out_bytes + A * B * L * 2 * 4);
   // unfused: the output and the [A, B, L, S] probabilities (saved by the softmax and the product)
   CHECK(unfused_live >= out_bytes + probs_bytes);
   // the forward's peak: the unfused path holds the scores and the probabilities at once; the
@@ -277,6 +278,117 @@ TEST_CASE("attention softmax: a causal row offset equals the same rows of the wh
   }
 }
 
+TEST_CASE("attention row statistics: the backward's recomputation gives the forward's bits") {
+  manual_seed(96);
+  for (DType dt : {DType::f32, DType::f64}) {
+    CAPTURE(dt);
+    // mask 0: none; 1: bool, with a fully masked row; 2: additive, broadcast over batch dims
+    for (int mask_kind : {0, 1, 2}) {
+      for (int64_t offset : {-1, 0, 3}) {  // -1: not causal
+        CAPTURE(mask_kind);
+        CAPTURE(offset);
+        const bool causal = offset >= 0;
+        const int64_t A = 2, B = 3, L = 5, S = 37;  // S not a multiple of the 16 lanes
+        Tensor scores = randn({A, B, L, S}, {.dtype = dt}).mul(3.0);
+        Tensor mask;
+        if (mask_kind == 1) {
+          mask = rand({A, B, L, S}).gt(0.3);
+          mask.select(3, 0).fill_(1);
+          mask.select(0, 1).select(0, 2).select(0, 4).fill_(0);  // row (1, 2, 4): all masked
+        } else if (mask_kind == 2) {
+          mask = randn({1, 1, L, S}, {.dtype = dt}).expand({A, B, L, S});
+        }
+        const double scale = 0.6;
+        Tensor expect = ops::attention_softmax_forward(scores, mask, causal, scale,
+                                                       std::max<int64_t>(offset, 0));
+        Tensor probs = empty_like(scores), stats = empty({A, B, L, 2}, {.dtype = dt});
+        attention_softmax_stats_forward_kernel(DeviceKind::cpu, probs, stats, scores, mask, causal,
+                                               scale, std::max<int64_t>(offset, 0));
+        // the statistics kernel is the forward: the same bits
+        SL_CHECK_CLOSE(probs, expect, 0, 0);
+        // the statistics against f64 values computed here: max and 1 / sum of exp(y - max)
+        Tensor y = scores.to(DType::f64).mul(scale);
+        if (mask_kind == 1) y = y.masked_fill(mask.logical_not(), -INFINITY);
+        if (mask_kind == 2) y = y.add(mask.to(DType::f64));
+        if (causal) y = y.masked_fill(ones({L, S}).triu(1 + offset).gt(0), -INFINITY);
+        Tensor mx = y.amax({3});
+        Tensor inv = y.sub(mx.unsqueeze(3)).exp().sum({3}).reciprocal();
+        Tensor st = stats.to(DType::f64);
+        // the max is one of the rounded y: float32 rounds scale * s and then + mask, each by
+        // half an ulp of values below 20 (|s| < 3 * 5.5 sigma, mask < 5.5 sigma): 2e-6 absolute
+        SL_CHECK_CLOSE(st.select(3, 0), mx, dt == DType::f64 ? 1e-15 : 2e-7,
+                       dt == DType::f64 ? 1e-14 : 2e-6);
+        // the sum of S <= 37 exponentials, each within 2 ulp (core/cpu/math.h)
+        SL_CHECK_CLOSE(st.select(3, 1), inv.masked_fill(mx.isinf(), NAN),
+                       dt == DType::f64 ? 1e-14 : 1e-6, 0);
+
+        // the recomputation: the forward's bits again; the score gradients as
+        // attention_softmax_backward's, given the row dot product computed here in f64
+        Tensor gp = randn({A, B, L, S}, {.dtype = dt});
+        Tensor dot = gp.to(DType::f64).mul(expect.to(DType::f64)).sum({3}).to(dt);
+        Tensor p2 = scores.clone(), gs = gp.clone();  // in place, as the fused backward calls it
+        attention_softmax_recompute_backward_kernel(DeviceKind::cpu, p2, gs, p2, gs, mask, stats,
+                                                    dot, causal, scale,
+                                                    std::max<int64_t>(offset, 0));
+        SL_CHECK_CLOSE(p2, expect, 0, 0);
+        // the same formula on the same values; only the dot product's rounding differs (f32:
+        // the kernel's is summed in double then rounded, so at most 1 ulp of the dot)
+        SL_CHECK_CLOSE(gs, ops::attention_softmax_backward(gp, expect, scale),
+                       dt == DType::f64 ? 1e-13 : 1e-5, dt == DType::f64 ? 1e-15 : 1e-6);
+      }
+    }
+  }
+}
+
+TEST_CASE("fused attention: the backward from the forward's statistics, against without them") {
+  manual_seed(97);
+  for (const Case& c : kCases) {
+    CAPTURE(c.name);
+    for (DType dt : {DType::f64, DType::f32}) {
+      CAPTURE(dt);
+      Tensor q = randn(c.q, {.dtype = dt}), k = randn(c.k, {.dtype = dt}),
+             v = randn(c.v, {.dtype = dt});
+      Tensor mask = make_mask(c);
+      if (mask.defined() && mask.dtype() != DType::b8) mask = mask.to(dt);
+      const double scale = 0.45;
+      for (int64_t budget : {int64_t{1}, int64_t{7}, int64_t{1} << 22}) {
+        CAPTURE(budget);
+        BlockElements be(budget);
+        ops::AttentionForward f =
+            ops::attention_fused_forward_with_stats(q, k, v, mask, c.causal, scale);
+        REQUIRE(f.stats.defined());
+        Shape st_shape(c.q.begin(), c.q.end() - 1);
+        st_shape.push_back(2);
+        CHECK(f.stats.sizes() == st_shape);
+        SL_CHECK_CLOSE(f.out, ops::attention_fused_forward(q, k, v, mask, c.causal, scale), 0, 0);
+        Tensor gy = randn(f.out.sizes(), {.dtype = dt});
+        ops::AttentionGrads with =
+            ops::attention_fused_backward(gy, q, k, v, mask, c.causal, scale, f.out, f.stats);
+        ops::AttentionGrads without =
+            ops::attention_fused_backward(gy, q, k, v, mask, c.causal, scale);
+        // the same probabilities; the row dot product dO . O against sum_j dP_j p_j: equal in
+        // exact arithmetic, here summed over <= 7 against <= 13 terms in the dtype's rounding
+        const double rtol = dt == DType::f64 ? 1e-12 : 1e-5, atol = dt == DType::f64 ? 1e-13 : 2e-6;
+        SL_CHECK_CLOSE(with.q, without.q, rtol, atol);
+        SL_CHECK_CLOSE(with.k, without.k, rtol, atol);
+        SL_CHECK_CLOSE(with.v, without.v, rtol, atol);
+      }
+    }
+  }
+  // 16-bit inputs on the CPU take the float32 softmax through casts: no statistics
+  Tensor h = randn({2, 4, 3}).to(DType::bf16);
+  CHECK_FALSE(
+      ops::attention_fused_forward_with_stats(h, h, h, Tensor(), false, 1.0).stats.defined());
+}
+
+TEST_CASE("fused attention: the output is saved for the backward; changing it in place is caught") {
+  AttentionBackendScope fused(AttentionBackend::fused);
+  Tensor q = randn({2, 5, 4}).requires_grad_(), k = randn({2, 6, 4}), v = randn({2, 6, 3});
+  Tensor y = scaled_dot_product_attention(q, k, v);
+  y.mul_(2.0);
+  SL_CHECK_THROWS(y.sum().backward(), AutogradError, "FusedAttentionBackward");
+}
+
 TEST_CASE("fused attention: error paths") {
   Tensor q = randn({2, 5, 4}), k = randn({2, 6, 4}), v = randn({2, 6, 3});
   AttentionBackendScope fused(AttentionBackend::fused);
@@ -300,6 +412,23 @@ TEST_CASE("fused attention: error paths") {
                   ShapeError,
                   "attention_fused_backward: grad_out of shape [2, 5, 4] for an output "
                   "of shape [2, 5, 3]");
+  ops::AttentionForward f = ops::attention_fused_forward_with_stats(q, k, v, Tensor(), false, 1.0);
+  Tensor gy = randn({2, 5, 3});
+  SL_CHECK_THROWS(ops::attention_fused_backward(gy, q, k, v, Tensor(), false, 1.0, f.out),
+                  ShapeError,
+                  "attention_fused_backward: the forward's output and statistics go together, got "
+                  "only the output");
+  SL_CHECK_THROWS(
+      ops::attention_fused_backward(gy, q, k, v, Tensor(), false, 1.0, f.out,
+                                    f.stats.narrow(1, 0, 4)),
+      ShapeError,
+      "attention_fused_backward: expected the forward's output [2, 5, 3] and statistics [2, 5, 2], "
+      "got [2, 5, 3] and [2, 4, 2]");
+  SL_CHECK_THROWS(ops::attention_fused_backward(gy, q, k, v, Tensor(), false, 1.0, f.out,
+                                                f.stats.to(DType::f64)),
+                  DTypeError,
+                  "attention_fused_backward: expected the forward's output and statistics in "
+                  "float32, got float32 and float64");
   SL_CHECK_THROWS(ops::attention_softmax_forward(randn({3, 4}), Tensor(), true, 1.0, -1),
                   ValueError, "causal_offset must be >= 0, got -1");
 }
