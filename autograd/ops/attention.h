@@ -60,7 +60,9 @@ class AttentionBackendScope {
 /// treated as a constant). The implementation follows attention_backend(); under autocast q, k
 /// and v are lowered to the scope's dtype (AmpPolicy::lower) on either path. Throws ShapeError
 /// (ranks, E or S mismatch, mask shape), ValueError (dropout_p outside [0, 1); the fused backend
-/// forced where it does not apply), DTypeError, DeviceError.
+/// forced where it does not apply), DTypeError, DeviceError. The fused path saves its output for
+/// the backward on the CPU (as PyTorch's fused kernels do): changing the output in place before
+/// the backward makes the backward throw AutogradError.
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const Tensor& attn_mask = Tensor(), double dropout_p = 0.0,
                                     bool is_causal = false,

@@ -78,8 +78,9 @@ namespace ops {
 // one (CUDA: Note [Fused attention kernel]); elsewhere, and for what that kernel does not take,
 // it is computed in blocks of queries (and of the leading batch dim): per block the scores, the
 // attention softmax and the product with v, with at most attention_block_elements() scores
-// alive at once. Only q, k, v and the mask are kept for the backward, which recomputes each
-// block's probabilities and then forms
+// alive at once. Only q, k, v, the mask, the output and each row's softmax statistics (Note
+// [Attention row statistics]) are kept for the backward, which recomputes each block's
+// probabilities and then forms
 //   dv += p^T dout,  ds = softmax_backward(dout v^T, p),  dq = ds k,  dk += ds^T q
 // (FlashAttention's backward, arXiv 2205.14135, by blocks of queries; dk and dv accumulate in
 // float32 for 16-bit inputs). The cost is a second q k^T product in the backward. With
