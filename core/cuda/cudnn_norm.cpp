@@ -42,12 +42,28 @@ void* ptr_or_null(const Tensor& t) {
   return t.defined() ? t.data_ptr() : nullptr;
 }
 
-/// The descriptors of one call: x (and y, dy, dx) [N, C, S, 1], and the derived parameter one.
-struct BnDescs {
+/// What the forward and the backward share: the current device set to the input's, the
+/// descriptors of x (and y, dy, dx) [N, C, S, 1] and the parameter one cuDNN derives from it,
+/// the weight (ones when undefined), the scaling factors and the handle.
+struct BnCall {
+  Device dev;
+  int64_t C;
+  DType pdt;  ///< the parameters' dtype
+  DeviceGuard guard;
   CudnnTensorDesc x;
   CudnnTensorDesc p;
-  BnDescs(const Tensor& input, const char* op)
-      : x(input.dtype(), input.size(0), input.size(1), input.size(2), 1, op) {
+  Tensor weight;
+  CudnnBlend blend;
+  cudnnHandle_t handle;
+  BnCall(const Tensor& input, const Tensor& w, const char* op)
+      : dev(input.device()),
+        C(input.size(1)),
+        pdt(param_dtype(input.dtype())),
+        guard(dev),
+        x(input.dtype(), input.size(0), input.size(1), input.size(2), 1, op),
+        weight(or_filled(w, C, pdt, dev, 1.0)),
+        blend(cudnn_blend(input.dtype())),
+        handle(cudnn_handle(dev.index)) {
     CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(p.get(), x.get(), kMode));
   }
 };
@@ -58,26 +74,20 @@ void cudnn_batch_norm_forward(const Tensor& out, const Tensor& save_mean, const 
                               const Tensor& input, const Tensor& weight, const Tensor& bias,
                               const Tensor& running_mean, const Tensor& running_var, bool training,
                               double momentum, double eps) {
-  const char* op = "batch_norm (cuDNN)";
-  const Device dev = input.device();
-  const int64_t C = input.size(1);
-  const DType pdt = param_dtype(input.dtype());
-  DeviceGuard g(dev);
-  BnDescs d(input, op);
-  Tensor w = or_filled(weight, C, pdt, dev, 1.0);
-  Tensor b = or_filled(bias, C, pdt, dev, 0.0);
-  const CudnnBlend blend = cudnn_blend(input.dtype());
-  cudnnHandle_t h = cudnn_handle(dev.index);
+  const BnCall c(input, weight, "batch_norm (cuDNN)");
+  Tensor b = or_filled(bias, c.C, c.pdt, c.dev, 0.0);
   if (training) {
     CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
-        h, kMode, blend.one, blend.zero, d.x.get(), input.data_ptr(), d.x.get(), out.data_ptr(),
-        d.p.get(), w.data_ptr(), b.data_ptr(), momentum, ptr_or_null(running_mean),
-        ptr_or_null(running_var), eps, save_mean.data_ptr(), save_invstd.data_ptr()));
+        c.handle, kMode, c.blend.one, c.blend.zero, c.x.get(), input.data_ptr(), c.x.get(),
+        out.data_ptr(), c.p.get(), c.weight.data_ptr(), b.data_ptr(), momentum,
+        ptr_or_null(running_mean), ptr_or_null(running_var), eps, save_mean.data_ptr(),
+        save_invstd.data_ptr()));
     return;
   }
   CUDNN_CHECK(cudnnBatchNormalizationForwardInference(
-      h, kMode, blend.one, blend.zero, d.x.get(), input.data_ptr(), d.x.get(), out.data_ptr(),
-      d.p.get(), w.data_ptr(), b.data_ptr(), running_mean.data_ptr(), running_var.data_ptr(), eps));
+      c.handle, kMode, c.blend.one, c.blend.zero, c.x.get(), input.data_ptr(), c.x.get(),
+      out.data_ptr(), c.p.get(), c.weight.data_ptr(), b.data_ptr(), running_mean.data_ptr(),
+      running_var.data_ptr(), eps));
   // The statistics used, as the own kernel saves them: the running mean, and
   // 1 / sqrt(running_var + eps) computed in double and rounded once.
   ops::copy_(save_mean, running_mean);
@@ -90,24 +100,17 @@ void cudnn_batch_norm_backward(const Tensor& grad_input, const Tensor& grad_weig
                                const Tensor& grad_bias, const Tensor& grad_out, const Tensor& input,
                                const Tensor& weight, const Tensor& save_mean,
                                const Tensor& save_invstd) {
-  const char* op = "batch_norm_backward (cuDNN)";
-  const Device dev = input.device();
-  const int64_t C = input.size(1);
-  const DType pdt = param_dtype(input.dtype());
-  DeviceGuard g(dev);
-  BnDescs d(input, op);
-  Tensor w = or_filled(weight, C, pdt, dev, 1.0);
-  Tensor gi = or_scratch(grad_input, input.sizes(), input.dtype(), dev);
-  Tensor gw = or_scratch(grad_weight, {C}, pdt, dev);
-  Tensor gb = or_scratch(grad_bias, {C}, pdt, dev);
-  const CudnnBlend blend = cudnn_blend(input.dtype());
+  const BnCall c(input, weight, "batch_norm_backward (cuDNN)");
+  Tensor gi = or_scratch(grad_input, input.sizes(), input.dtype(), c.dev);
+  Tensor gw = or_scratch(grad_weight, {c.C}, c.pdt, c.dev);
+  Tensor gb = or_scratch(grad_bias, {c.C}, c.pdt, c.dev);
   // cuDNN reads epsilon only to recompute the statistics when savedMean / savedInvVariance are
   // null; they are always given here (the forward's, whichever path computed them: both mean
   // mean and 1 / sqrt(var + eps)), so the backward kernel, which has no eps, passes the minimum.
   CUDNN_CHECK(cudnnBatchNormalizationBackward(
-      cudnn_handle(dev.index), kMode, blend.one, blend.zero, blend.one, blend.zero, d.x.get(),
-      input.data_ptr(), d.x.get(), grad_out.data_ptr(), d.x.get(), gi.data_ptr(), d.p.get(),
-      w.data_ptr(), gw.data_ptr(), gb.data_ptr(), kCudnnBnMinEpsilon, save_mean.data_ptr(),
+      c.handle, kMode, c.blend.one, c.blend.zero, c.blend.one, c.blend.zero, c.x.get(),
+      input.data_ptr(), c.x.get(), grad_out.data_ptr(), c.x.get(), gi.data_ptr(), c.p.get(),
+      c.weight.data_ptr(), gw.data_ptr(), gb.data_ptr(), kCudnnBnMinEpsilon, save_mean.data_ptr(),
       save_invstd.data_ptr()));
 }
 

@@ -17,7 +17,12 @@ namespace {
 /// the object.
 class PoolDesc {
  public:
-  explicit PoolDesc(const Pool2dGeometry& g) {
+  /// Throws ValueError naming op when a geometry value is outside cuDNN's int range.
+  PoolDesc(const Pool2dGeometry& g, const char* op) {
+    for (int64_t v : {g.kh, g.kw, g.pad_h, g.pad_w, g.stride_h, g.stride_w}) {
+      SL_CHECK(v >= 0 && v <= INT32_MAX, op, ": pooling geometry value ", v,
+               " is outside cuDNN's int range");
+    }
     CUDNN_CHECK(cudnnCreatePoolingDescriptor(&d_));
     const cudnnPoolingMode_t mode = g.count_include_pad
                                         ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
@@ -49,48 +54,48 @@ CudnnPlanes planes_of(int64_t P, const char* op) {
   return *s;
 }
 
-void check_geometry(const Pool2dGeometry& g, const char* op) {
-  for (int64_t v : {g.kh, g.kw, g.pad_h, g.pad_w, g.stride_h, g.stride_w}) {
-    SL_CHECK(v >= 0 && v <= INT32_MAX, op, ": pooling geometry value ", v,
-             " is outside cuDNN's int range");
-  }
-}
+/// What the forward and the backward share: the current device set to x_like's, the pooling
+/// descriptor, the descriptors of x (and dx) [n, c, H, W] and y (and dy) [n, c, Ho, Wo] of
+/// dtype dt, with x_like the [P, H, W] input (forward) or grad_input (backward), and the scaling
+/// factors.
+struct PoolCall {
+  DeviceGuard guard;
+  PoolDesc pool;
+  CudnnPlanes planes;
+  CudnnTensorDesc x, y;
+  CudnnBlend blend;
+  cudnnHandle_t handle;
+  PoolCall(const Tensor& x_like, DType dt, const Pool2dGeometry& g, const char* op)
+      : guard(x_like.device()),
+        pool(g, op),
+        planes(planes_of(x_like.size(0), op)),
+        x(dt, planes.n, planes.c, x_like.size(1), x_like.size(2), op),
+        y(dt, planes.n, planes.c, g.out_h, g.out_w, op),
+        blend(cudnn_blend(dt)),
+        handle(cudnn_handle(x_like.device().index)) {}
+};
 
 }  // namespace
 
 void cudnn_avg_pool2d_forward(const Tensor& out, const Tensor& input, const Pool2dGeometry& g) {
-  const char* op = "avg_pool2d (cuDNN)";
-  check_geometry(g, op);
-  const CudnnPlanes s = planes_of(input.size(0), op);
-  const DType dt = input.dtype();
-  DeviceGuard dg(input.device());
-  CudnnTensorDesc xd(dt, s.n, s.c, input.size(1), input.size(2), op);
-  CudnnTensorDesc yd(dt, s.n, s.c, g.out_h, g.out_w, op);
-  PoolDesc pd(g);
-  const CudnnBlend b = cudnn_blend(dt);
-  CUDNN_CHECK(cudnnPoolingForward(cudnn_handle(input.device().index), pd.get(), b.one, xd.get(),
-                                  input.data_ptr(), b.zero, yd.get(), out.data_ptr()));
+  const PoolCall c(input, input.dtype(), g, "avg_pool2d (cuDNN)");
+  CUDNN_CHECK(cudnnPoolingForward(c.handle, c.pool.get(), c.blend.one, c.x.get(), input.data_ptr(),
+                                  c.blend.zero, c.y.get(), out.data_ptr()));
 }
 
 void cudnn_avg_pool2d_backward(const Tensor& grad_input, const Tensor& grad_out,
                                const Pool2dGeometry& g) {
-  const char* op = "avg_pool2d_backward (cuDNN)";
-  check_geometry(g, op);
-  const CudnnPlanes s = planes_of(grad_input.size(0), op);
   const DType dt = grad_out.dtype();
-  DeviceGuard dg(grad_out.device());
-  CudnnTensorDesc xd(dt, s.n, s.c, grad_input.size(1), grad_input.size(2), op);
-  CudnnTensorDesc yd(dt, s.n, s.c, g.out_h, g.out_w, op);
-  PoolDesc pd(g);
-  const CudnnBlend b = cudnn_blend(dt);
+  const PoolCall c(grad_input, dt, g, "avg_pool2d_backward (cuDNN)");
   // cudnnPoolingBackward takes the forward's y and x, which an average's gradient does not
   // depend on (only max pooling reads them), and our backward kernel is not given them: y is
   // passed as grad_out (its shape), x as an uninitialised buffer of the input's shape (not
   // grad_input itself, so cuDNN never sees x and dx alias).
   Tensor x_unused = ops::empty(grad_input.sizes(), dt, grad_input.device());
-  CUDNN_CHECK(cudnnPoolingBackward(cudnn_handle(grad_out.device().index), pd.get(), b.one, yd.get(),
-                                   grad_out.data_ptr(), yd.get(), grad_out.data_ptr(), xd.get(),
-                                   x_unused.data_ptr(), b.zero, xd.get(), grad_input.data_ptr()));
+  CUDNN_CHECK(cudnnPoolingBackward(c.handle, c.pool.get(), c.blend.one, c.y.get(),
+                                   grad_out.data_ptr(), c.y.get(), grad_out.data_ptr(), c.x.get(),
+                                   x_unused.data_ptr(), c.blend.zero, c.x.get(),
+                                   grad_input.data_ptr()));
 }
 
 }  // namespace sl::cuda

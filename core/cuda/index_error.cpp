@@ -16,12 +16,18 @@ std::string index_error_message(const IndexErrorRecord& r, int device) {
 }
 
 std::optional<IndexErrorRecord> take_index_error(IndexErrorRecord& r) {
-  if (std::atomic_ref<int32_t>(r.set).load(std::memory_order_acquire) == 0) return std::nullopt;
+  // One exchange, not a load and a later store: two host threads at a synchronisation point of
+  // the same device (a loader thread's copy, the main thread's item()) must not both see `set`
+  // and report the error twice. The fields stay put after `set` is cleared: no device thread
+  // writes them until the caller releases the claim word.
+  if (std::atomic_ref<int32_t>(r.set).exchange(0, std::memory_order_acq_rel) == 0) {
+    return std::nullopt;
+  }
   IndexErrorRecord copy = r;
+  copy.set = 1;
   r.op = nullptr;
   r.index = 0;
   r.size = 0;
-  std::atomic_ref<int32_t>(r.set).store(0, std::memory_order_release);
   return copy;
 }
 

@@ -43,8 +43,10 @@ struct IndexErrorRecord {
 /// (expected 0 <= index < 5); ..." followed by the note that it was detected asynchronously.
 std::string index_error_message(const IndexErrorRecord& r, int device);
 
-/// When `r` holds an error (set != 0, read with acquire order): returns a copy and clears `r`.
-/// Otherwise nullopt, leaving `r` as it is. Call only when no kernel can be writing `r`.
+/// When `r` holds an error (set != 0, taken with one atomic exchange, so among threads calling
+/// this at once exactly one gets it): returns a copy and clears `r`. Otherwise nullopt, leaving
+/// `r` as it is. Device threads write `r` only while holding the claim word, which the caller
+/// releases after this returns an error.
 std::optional<IndexErrorRecord> take_index_error(IndexErrorRecord& r);
 
 /// Throws IndexError with index_error_message(r, device).
