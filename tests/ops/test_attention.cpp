@@ -3,24 +3,13 @@
 // conventions, dropout, error paths.
 #include <cmath>
 
-#include "ops/fixtures.h"
+#include "ops/attention_fixture.h"
 #include "support/testing.h"
 
 using namespace sl;
 using sl::testing::Fixture;
 
-namespace {
-
-Tensor run_case(const Fixture& fx, const std::string& c, const Tensor& q, const Tensor& k,
-                const Tensor& v, DType dt) {
-  Tensor mask = fx.has(c, "mask") ? fx.get(c, "mask") : Tensor();
-  if (mask.defined() && mask.dtype() != DType::b8) mask = mask.to(dt);
-  double scale = fx.number(c, "scale");
-  return scaled_dot_product_attention(q, k, v, mask, 0.0, fx.ints(c, "causal")[0] != 0,
-                                      scale > 0 ? std::optional<double>(scale) : std::nullopt);
-}
-
-}  // namespace
+using sl::testing::attention_fixture_case;
 
 TEST_CASE("attention: PyTorch parity of outputs and gradients (f32)") {
   Fixture fx("attention");
@@ -28,14 +17,7 @@ TEST_CASE("attention: PyTorch parity of outputs and gradients (f32)") {
   REQUIRE(cases.size() == 8);
   for (const auto& c : cases) {
     CAPTURE(c);
-    Tensor q = fx.get(c, "q").requires_grad_(), k = fx.get(c, "k").requires_grad_();
-    Tensor v = fx.get(c, "v").requires_grad_();
-    Tensor y = run_case(fx, c, q, k, v, DType::f32);
-    SL_CHECK_CLOSE(y, fx.get(c, "y"), 1e-5, 1e-6);
-    y.backward(fx.get(c, "gy"));
-    SL_CHECK_CLOSE(q.grad(), fx.get(c, "grad_q"), 1e-5, 1e-6);
-    SL_CHECK_CLOSE(k.grad(), fx.get(c, "grad_k"), 1e-5, 1e-6);
-    SL_CHECK_CLOSE(v.grad(), fx.get(c, "grad_v"), 1e-5, 1e-6);
+    sl::testing::check_attention_fixture_parity(fx, c);
   }
 }
 
@@ -46,7 +28,9 @@ TEST_CASE("attention: gradcheck (f64) for every fixture option combination") {
     Tensor q = fx.get_f64(c, "q").requires_grad_(), k = fx.get_f64(c, "k").requires_grad_();
     Tensor v = fx.get_f64(c, "v").requires_grad_();
     CHECK(gradcheck(
-        [&](const TensorList& in) { return run_case(fx, c, in[0], in[1], in[2], DType::f64); },
+        [&](const TensorList& in) {
+          return attention_fixture_case(fx, c, in[0], in[1], in[2], DType::f64);
+        },
         {q, k, v}));
   }
 }

@@ -8,10 +8,11 @@
 
 #include "core/amp.h"
 #include "core/ops/attention.h"
-#include "ops/fixtures.h"
+#include "ops/attention_fixture.h"
 #include "support/testing.h"
 
 using namespace sl;
+using sl::testing::attention_fixture_case;
 using sl::testing::Fixture;
 
 namespace {
@@ -22,15 +23,6 @@ struct BlockElements {
   ~BlockElements() { ops::set_attention_block_elements(prev); }
   int64_t prev;
 };
-
-Tensor fixture_case(const Fixture& fx, const std::string& c, const Tensor& q, const Tensor& k,
-                    const Tensor& v, DType dt) {
-  Tensor mask = fx.has(c, "mask") ? fx.get(c, "mask") : Tensor();
-  if (mask.defined() && mask.dtype() != DType::b8) mask = mask.to(dt);
-  double scale = fx.number(c, "scale");
-  return scaled_dot_product_attention(q, k, v, mask, 0.0, fx.ints(c, "causal")[0] != 0,
-                                      scale > 0 ? std::optional<double>(scale) : std::nullopt);
-}
 
 struct Grads {
   Tensor y, q, k, v;
@@ -102,19 +94,10 @@ TEST_CASE("fused attention: PyTorch parity of outputs and gradients, in many blo
     BlockElements be(budget);
     for (const auto& c : fx.cases()) {
       CAPTURE(c);
-      // fresh leaves per budget (the fixture's tensors are shared, and gradients accumulate)
-      Tensor q = fx.get(c, "q").detach().requires_grad_();
-      Tensor k = fx.get(c, "k").detach().requires_grad_();
-      Tensor v = fx.get(c, "v").detach().requires_grad_();
-      Tensor y = fixture_case(fx, c, q, k, v, DType::f32);
+      // the unfused path's parity check (test_attention.cpp), on the fused path
+      Tensor y = sl::testing::check_attention_fixture_parity(fx, c);
       REQUIRE(y.grad_fn());
       CHECK(std::string(y.grad_fn()->name()) == "FusedAttentionBackward");
-      // the unfused path's tolerance (test_attention.cpp): float32 rounding of the products
-      SL_CHECK_CLOSE(y, fx.get(c, "y"), 1e-5, 1e-6);
-      y.backward(fx.get(c, "gy"));
-      SL_CHECK_CLOSE(q.grad(), fx.get(c, "grad_q"), 1e-5, 1e-6);
-      SL_CHECK_CLOSE(k.grad(), fx.get(c, "grad_k"), 1e-5, 1e-6);
-      SL_CHECK_CLOSE(v.grad(), fx.get(c, "grad_v"), 1e-5, 1e-6);
     }
   }
 }
@@ -131,7 +114,7 @@ TEST_CASE("fused attention: gradcheck (f64) in one block and in many") {
       Tensor v = fx.get_f64(c, "v").requires_grad_();
       CHECK(gradcheck(
           [&](const TensorList& in) {
-            return fixture_case(fx, c, in[0], in[1], in[2], DType::f64);
+            return attention_fixture_case(fx, c, in[0], in[1], in[2], DType::f64);
           },
           {q, k, v}));
     }
