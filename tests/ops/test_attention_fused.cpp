@@ -73,6 +73,17 @@ Tensor make_mask(const Case& c) {
   return Tensor();
 }
 
+struct Inputs {
+  Tensor q, k, v, mask;
+};
+
+/// Random q, k, v of case c in dt, and its mask (a floating one in dt).
+Inputs make_inputs(const Case& c, DType dt) {
+  Tensor mask = make_mask(c);
+  if (mask.defined() && mask.dtype() != DType::b8) mask = mask.to(dt);
+  return {randn(c.q, {.dtype = dt}), randn(c.k, {.dtype = dt}), randn(c.v, {.dtype = dt}), mask};
+}
+
 const std::vector<Case> kCases = {
     {"3-d, no mask", {3, 7, 5}, {3, 9, 5}, {3, 9, 4}, 0, false},
     {"4-d, bool mask", {2, 3, 11, 4}, {2, 3, 13, 4}, {2, 3, 13, 6}, 1, false},
@@ -127,10 +138,7 @@ TEST_CASE("fused attention: agrees with the unfused path for masks, causal, rank
     CAPTURE(c.name);
     for (DType dt : {DType::f64, DType::f32}) {
       CAPTURE(dt);
-      Tensor q = randn(c.q, {.dtype = dt}), k = randn(c.k, {.dtype = dt}),
-             v = randn(c.v, {.dtype = dt});
-      Tensor mask = make_mask(c);
-      if (mask.defined() && mask.dtype() != DType::b8) mask = mask.to(dt);
+      auto [q, k, v, mask] = make_inputs(c, dt);
       Shape ys = c.q;
       ys.back() = c.v.back();
       Tensor gy = randn(ys, {.dtype = dt});
@@ -329,10 +337,7 @@ TEST_CASE("fused attention: the backward from the forward's statistics, against 
     CAPTURE(c.name);
     for (DType dt : {DType::f64, DType::f32}) {
       CAPTURE(dt);
-      Tensor q = randn(c.q, {.dtype = dt}), k = randn(c.k, {.dtype = dt}),
-             v = randn(c.v, {.dtype = dt});
-      Tensor mask = make_mask(c);
-      if (mask.defined() && mask.dtype() != DType::b8) mask = mask.to(dt);
+      auto [q, k, v, mask] = make_inputs(c, dt);
       const double scale = 0.45;
       for (int64_t budget : {int64_t{1}, int64_t{7}, int64_t{1} << 22}) {
         CAPTURE(budget);
