@@ -63,6 +63,26 @@ SL_ATTN_CLONES double row_exp_sum_f32(float* y, int64_t n, float mx) {
   return s;
 }
 
+/// y[j] = x[j] * s for j < n (y may be x).
+SL_ATTN_CLONES void row_scale_f32(float* y, const float* x, int64_t n, float s) {
+  for (int64_t j = 0; j < n; ++j) y[j] = x[j] * s;
+}
+
+template <class T>
+void row_scale(T* y, const T* x, int64_t n, T s) {
+  if constexpr (std::is_same_v<T, float>) {
+    row_scale_f32(y, x, n, s);
+  } else {
+    for (int64_t j = 0; j < n; ++j) y[j] = x[j] * s;
+  }
+}
+
+/// out = scale * p * (g - d) over one row (out may be g).
+SL_ATTN_CLONES void row_grad_f32(float* out, const float* g, const float* p, int64_t n, float scale,
+                                 float d) {
+  for (int64_t j = 0; j < n; ++j) out[j] = scale * p[j] * (g[j] - d);
+}
+
 /// out = scale * p * (g - sum(g * p)) over one row (the dot product summed in double).
 SL_ATTN_CLONES void row_softmax_backward_f32(float* out, const float* g, const float* p, int64_t n,
                                              float scale) {
@@ -76,8 +96,7 @@ SL_ATTN_CLONES void row_softmax_backward_f32(float* out, const float* g, const f
   double dd = 0;
   for (int k = 0; k < kLanes; ++k) dd += acc[k];
   for (; j < n; ++j) dd += static_cast<double>(g[j]) * static_cast<double>(p[j]);
-  const float d = static_cast<float>(dd);
-  for (j = 0; j < n; ++j) out[j] = scale * p[j] * (g[j] - d);
+  row_grad_f32(out, g, p, n, scale, static_cast<float>(dd));
 }
 
 template <class T>
@@ -150,7 +169,7 @@ struct ScoreRows {
     const T* xr = x + r * S;
     const T neg_inf = -std::numeric_limits<T>::infinity();
     const int64_t limit = causal ? std::min<int64_t>(S, i + causal_offset + 1) : S;
-    for (int64_t j = 0; j < limit; ++j) yr[j] = xr[j] * sc;
+    row_scale(yr, xr, limit, sc);
     if (mp) {
       const M* mr = mp + a * ma + b * mb + i * ml;
       if constexpr (std::is_same_v<M, bool>) {
@@ -195,7 +214,7 @@ void softmax_rows(const Tensor& probs, const Tensor& scores, const Tensor& mask,
         std::fill(yr, yr + S, nan);
       } else {
         inv = static_cast<T>(1.0 / row_exp_sum(yr, limit, mx));
-        for (int64_t j = 0; j < limit; ++j) yr[j] *= inv;
+        row_scale(yr, yr, limit, inv);
         for (int64_t j = limit; j < S; ++j) yr[j] = T(0);
       }
       if (st) {
@@ -236,12 +255,16 @@ void softmax_rows_recompute_backward(const Tensor& probs, const Tensor& grad_sco
         std::fill(yr, yr + S, std::numeric_limits<T>::quiet_NaN());
       } else {
         row_exp(yr, limit, mx);
-        for (int64_t j = 0; j < limit; ++j) yr[j] *= inv;
+        row_scale(yr, yr, limit, inv);
         for (int64_t j = limit; j < S; ++j) yr[j] = T(0);
       }
       const T* gr = g + r * S;
       T* out = gs + r * S;
-      for (int64_t j = 0; j < S; ++j) out[j] = sc * yr[j] * (gr[j] - d);
+      if constexpr (std::is_same_v<T, float>) {
+        row_grad_f32(out, gr, yr, S, sc, d);
+      } else {
+        for (int64_t j = 0; j < S; ++j) out[j] = sc * yr[j] * (gr[j] - d);
+      }
     }
   });
 }
