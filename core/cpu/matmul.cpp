@@ -20,6 +20,42 @@
 namespace sl::cpu {
 namespace {
 
+// Note [Deterministic BLAS tiles]
+// A product's bits must not depend on the thread count. OpenBLAS's own threading and Eigen's
+// (whose cache blocking takes the thread count into account) both break that, so either runs
+// single-threaded on a grid of output tiles fixed by the shape and the machine alone
+// (gemm_tiles), which our pool runs in parallel: each output element is computed by the same call
+// whatever the thread count.
+
+/// Row bands start at multiples of this many rows (Note [One call for row bands]).
+constexpr int64_t kRowBandAlign = 24;
+
+/// The output tiles of one product (Note [Deterministic BLAS tiles]): [tm, tn] blocks.
+struct TileGrid {
+  int64_t tm, tn;
+};
+
+/// Splits the output rows (or, for fewer than 64 rows per band, the larger output dim) into one
+/// band per hardware thread (row bands rounded up to kRowBandAlign, column bands to 64), or
+/// nothing for small products and batches with at least that many matrices. Each band repacks the
+/// operand it shares with the others (all of B for a band of rows), so bands are as few and as
+/// large as the machine's parallelism allows: fixed 512-row bands ran 2048 x 768 x 3072 at 91%
+/// of one cblas_sgemm call at 1 thread and 2048^3 at 86% of OpenBLAS's own 2-thread run, while
+/// fixed 1024-row bands left 512 x 1024 conv GEMMs on one core. The grid depends on the shape
+/// and the machine only, never on the thread count set through the API, so results stay
+/// identical for any set_num_threads.
+TileGrid gemm_tiles(int64_t batch, int64_t M, int64_t N, int64_t K) {
+  static const int64_t bands =
+      std::clamp<int64_t>(static_cast<int64_t>(std::thread::hardware_concurrency()), 1, 256);
+  const bool small = M * N * K <= (int64_t{1} << 18);
+  if (small || bands == 1 || batch >= bands) return {M, N};
+  auto band = [](int64_t n, int64_t align) {
+    return ((n + bands - 1) / bands + align - 1) / align * align;
+  };
+  // rows when every band keeps at least 64 of them (contiguous output rows), else columns
+  return M >= 64 * bands || M >= N ? TileGrid{band(M, kRowBandAlign), N} : TileGrid{M, band(N, 64)};
+}
+
 #if SL_HAVE_CBLAS
 // Note [One call for row bands]
 // OpenBLAS's sums depend on where a product's bounds fall relative to its micro-kernel's register
@@ -34,35 +70,6 @@ namespace {
 // packing the shared operand once per band, which cost 0-3% of a transformer-sized GEMM at 1
 // thread and 11% of 256 x 256 x 2048. Each process first checks that the join is exact for its
 // BLAS and dtype (row_bands_join_exactly) and otherwise keeps the separate calls.
-
-/// Row bands start at multiples of this many rows (Note [One call for row bands]).
-constexpr int64_t kRowBandAlign = 24;
-
-/// The output tiles of one BLAS product (Note [Deterministic BLAS tiles]): [tm, tn] blocks.
-struct TileGrid {
-  int64_t tm, tn;
-};
-
-/// Splits the output rows (or, for fewer than 64 rows per band, the larger output dim) into one
-/// band per hardware thread (row bands rounded up to kRowBandAlign, column bands to 64), or
-/// nothing for small products and batches with at least that many matrices. Each band repacks the
-/// operand it shares with the others (all of B for a band of rows), so bands are as few and as
-/// large as the machine's parallelism allows: fixed 512-row bands ran 2048 x 768 x 3072 at 91%
-/// of one cblas_sgemm call at 1 thread and 2048^3 at 86% of OpenBLAS's own 2-thread run, while
-/// fixed 1024-row bands left 512 x 1024 conv GEMMs on one core. The grid depends on the shape
-/// and the machine only, never on the thread count set through the API, so results stay
-/// identical for any set_num_threads.
-TileGrid blas_tiles(int64_t batch, int64_t M, int64_t N, int64_t K) {
-  static const int64_t bands =
-      std::clamp<int64_t>(static_cast<int64_t>(std::thread::hardware_concurrency()), 1, 256);
-  const bool small = M * N * K <= (int64_t{1} << 18);
-  if (small || bands == 1 || batch >= bands) return {M, N};
-  auto band = [](int64_t n, int64_t align) {
-    return ((n + bands - 1) / bands + align - 1) / align * align;
-  };
-  // rows when every band keeps at least 64 of them (contiguous output rows), else columns
-  return M >= 64 * bands || M >= N ? TileGrid{band(M, kRowBandAlign), N} : TileGrid{M, band(N, 64)};
-}
 
 /// Smallest row band (rows x N x K multiply-adds) that one call may replace (Note [One call for
 /// row bands]): OpenBLAS builds may route small products to other kernels (SkylakeX's
@@ -108,14 +115,15 @@ bool row_bands_join_exactly() {
 }
 #endif
 
+/// c[M, N] (row stride ldc) = alpha * a b + beta * c, one single-threaded Eigen product.
 template <class T>
 void gemm_eigen(int64_t M, int64_t N, int64_t K, const T* a, int64_t sam, int64_t sak, const T* b,
-                int64_t sbk, int64_t sbn, T* c, T alpha, T beta) {
+                int64_t sbk, int64_t sbn, T* c, int64_t ldc, T alpha, T beta) {
   using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using Strides = Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>;
   Eigen::Map<const Mat, 0, Strides> A(a, M, K, Strides(sam, sak));
   Eigen::Map<const Mat, 0, Strides> B(b, K, N, Strides(sbk, sbn));
-  Eigen::Map<Mat> C(c, M, N);
+  Eigen::Map<Mat, 0, Eigen::OuterStride<>> C(c, M, N, Eigen::OuterStride<>(ldc));
   if (beta == T(0)) {
     C.noalias() = alpha * (A * B);
   } else {
@@ -137,11 +145,8 @@ void bmm_typed(const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     BlasMatrix la = blas_matrix(M, K, sam, sak), lb = blas_matrix(K, N, sbk, sbn);
     if (la.ok && lb.ok) {
-      // Note [Deterministic BLAS tiles]: OpenBLAS's own threading gives different bits with a
-      // different thread count, so the BLAS runs single-threaded (core/parallel.cpp) on a grid
-      // of output tiles fixed by the shape alone, which our pool runs in parallel. Each output
-      // element is computed by the same call whatever the thread count.
-      auto [tm, tn] = blas_tiles(B, M, N, K);
+      // Note [Deterministic BLAS tiles]: the BLAS runs single-threaded (core/parallel.cpp)
+      auto [tm, tn] = gemm_tiles(B, M, N, K);
       // Note [One call for row bands]: bands that would run one after the other become one call
       if (tm < M && tn == N && (get_num_threads() == 1 || detail::in_parallel_region())) {
         const int64_t last_band = M % tm == 0 ? tm : M % tm;  // the smallest
@@ -174,12 +179,15 @@ void bmm_typed(const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha
     }
   }
 #endif
-  // Eigen parallelises one product with OpenMP on its own; keep it to our thread count (inside
-  // the parallel_for below it sees the parallel region and stays serial).
-  Eigen::setNbThreads(get_num_threads());
-  parallel_for(0, B, 1, [&](int64_t b0, int64_t b1) {
-    for (int64_t p = b0; p < b1; ++p) {
-      gemm_eigen<T>(M, N, K, pa + p * sab, sam, sak, pb + p * sbb, sbk, sbn, pc + p * M * N, alpha,
+  // Note [Deterministic BLAS tiles]: Eigen single-threaded, on the same grid of output tiles
+  Eigen::setNbThreads(1);
+  auto [tm, tn] = gemm_tiles(B, M, N, K);
+  const int64_t mt = M == 0 ? 1 : (M + tm - 1) / tm, nt = N == 0 ? 1 : (N + tn - 1) / tn;
+  parallel_for(0, B * mt * nt, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t p = t / (mt * nt), i0 = (t / nt) % mt * tm, j0 = t % nt * tn;
+      gemm_eigen<T>(std::min(tm, M - i0), std::min(tn, N - j0), K, pa + p * sab + i0 * sam, sam,
+                    sak, pb + p * sbb + j0 * sbn, sbk, sbn, pc + p * M * N + i0 * N + j0, N, alpha,
                     beta);
     }
   });

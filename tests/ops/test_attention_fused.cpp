@@ -151,9 +151,14 @@ TEST_CASE("fused attention: agrees with the unfused path for masks, causal, rank
         BlockElements be(budget);
         check_same(run(AttentionBackend::fused, q, k, v, mask, c.causal, gy), u, rtol, atol);
       }
-      // in one block the forward runs the unfused path's kernels on the same data: same bits
-      BlockElements one(int64_t{1} << 22);
-      SL_CHECK_CLOSE(run(AttentionBackend::fused, q, k, v, mask, c.causal, gy).y, u.y, 0, 0);
+      // in one block the forward runs the unfused path's kernels on the same data: same bits;
+      // except causal with L < S, where the block reads only the first L keys (a shorter sum
+      // in p v, which a GEMM may order differently: Eigen's does)
+      const int64_t L = c.q[c.q.size() - 2], S = c.k[c.k.size() - 2];
+      if (!c.causal || L >= S) {
+        BlockElements one(int64_t{1} << 22);
+        SL_CHECK_CLOSE(run(AttentionBackend::fused, q, k, v, mask, c.causal, gy).y, u.y, 0, 0);
+      }
     }
   }
 }
