@@ -369,12 +369,21 @@ fi
     echo
     echo "| test | result | duration | doctest cases |"
     echo "|---|---|---|---|"
-    awk '/^test:/ { if (t != "") print "| " t " | " r " | " d " | " c " |"; t = $2; r = d = c = "" }
+    awk '/^test:/ { if (t != "") print "| " t " | " r " | " d " | " c " |"; t = $0; sub(/^test: */, "", t); r = d = c = "" }
          /^duration:/ { d = $2 }
          /^result:/ { r = $0; sub(/^result: */, "", r) }
          /^\[doctest\] test cases:/ { c = $0; sub(/^\[doctest\] test cases: */, "", c); gsub(/ *\| */, ", ", c) }
          END { if (t != "") print "| " t " | " r " | " d " | " c " |" }' "$OUTDIR/test.log"
     echo
+    if grep -qE 'ERROR:' "$OUTDIR/test.log" 2>/dev/null; then
+      echo "Failed test cases and their errors (the first 60 lines; all of it is in test.log):"
+      echo
+      echo '```'
+      awk '/^TEST CASE:/ { tc = $0; shown = 0 }
+           /ERROR:/ { if (!shown) print tc; shown = 1; print "  " $0 }' "$OUTDIR/test.log" | head -60
+      echo '```'
+      echo
+    fi
     echo "Skipped test cases (each prints why):"
     echo
     echo '```'
