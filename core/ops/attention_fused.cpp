@@ -124,7 +124,7 @@ Tensor block_probs(const Problem& p, const Block& b, bool is_causal, double scal
   Tensor qb = slice(p.q, b.a0, b.na, b.r0, b.nr, 0, p.E);
   Tensor kb = slice(p.k, b.a0, b.na, 0, b.nk, 0, p.E);
   Tensor mb = p.mask.defined() ? slice(p.mask, b.a0, b.na, b.r0, b.nr, 0, b.nk) : Tensor();
-  Tensor scores = matmul(qb, transpose(kb, -2, -1));
+  Tensor scores = contiguous(matmul(qb, transpose(kb, -2, -1)));
   if (!stats.defined()) {
     return attention_softmax_forward(scores, mb, is_causal, scale, b.r0);
   }
@@ -257,9 +257,10 @@ AttentionGrads attention_fused_backward(const Tensor& grad_out, const Tensor& q,
     Tensor gb = slice(go, b.a0, b.na, b.r0, b.nr, 0, p.Ev);
     Tensor pb, ds;
     if (st4.defined()) {
-      // probabilities and score gradients in one pass, both in place
-      pb = matmul(qb, transpose(kb, -2, -1));
-      ds = matmul(gb, transpose(vb, -2, -1));
+      // probabilities and score gradients in one pass, both in place (the kernel takes
+      // contiguous rows: fresh matmul outputs are, so contiguous() copies nothing)
+      pb = contiguous(matmul(qb, transpose(kb, -2, -1)));
+      ds = contiguous(matmul(gb, transpose(vb, -2, -1)));
       Tensor mb = p.mask.defined() ? slice(p.mask, b.a0, b.na, b.r0, b.nr, 0, b.nk) : Tensor();
       attention_softmax_recompute_backward_kernel(
           dev.kind, pb, ds, pb, ds, mb, slice(st4, b.a0, b.na, b.r0, b.nr, 0, 2),
