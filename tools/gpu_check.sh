@@ -391,12 +391,14 @@ fi
     grep -E '^(Ok|Fail|Skipped|Timeout|Expected Fail|Unexpected Pass):' "$OUTDIR/test.log" 2>/dev/null
     echo '```'
     echo
-    echo "Failures (first 60 matching lines; the whole log is test.log):"
-    echo
-    echo '```'
-    grep -nE 'ERROR|FAILED|error:|TIMEOUT|Segmentation|terminate called' "$OUTDIR/test.log" \
-      2>/dev/null | head -60
-    echo '```'
+    if [ $tests_ok != 1 ]; then
+      echo "Failure lines (crashes and timeouts too; first 60; the whole log is test.log):"
+      echo
+      echo '```'
+      grep -vE '^Inherited environment:' "$OUTDIR/test.log" 2>/dev/null |
+        grep -nE 'ERROR|FAILED|error:|TIMEOUT|Segmentation|terminate called' | head -60
+      echo '```'
+    fi
   else
     echo
     echo "Last lines of build.log:"
