@@ -184,11 +184,23 @@ struct ScoreRows {
   }
 
   /// The offset of row r's entry in a strided [A, B, L, ...] tensor of per-row values.
-  static int64_t row_offset(const Tensor& t, int64_t r, int64_t L, int64_t B) {
+  int64_t row_offset(const Tensor& t, int64_t r) const {
     const int64_t i = r % L, b = (r / L) % B, a = r / (L * B);
     return a * t.stride(0) + b * t.stride(1) + i * t.stride(2);
   }
 };
+
+/// The end of a probability row whose first `limit` entries hold exp(y - mx): times inv, zeros
+/// for the causally masked rest; all NaN when every position was masked (mx = -inf).
+template <class T>
+void finish_row(T* yr, int64_t limit, int64_t S, T mx, T inv) {
+  if (mx == -std::numeric_limits<T>::infinity()) {
+    std::fill(yr, yr + S, std::numeric_limits<T>::quiet_NaN());
+    return;
+  }
+  row_scale(yr, yr, limit, inv);
+  std::fill(yr + limit, yr + S, T(0));
+}
 
 /// probs = the attention softmax of the scores (probs may be the scores themselves). With stats
 /// defined ([A, B, L, 2] of T, any strides) each row's maximum and 1 / sum of exponentials are
@@ -208,17 +220,11 @@ void softmax_rows(const Tensor& probs, const Tensor& scores, const Tensor& mask,
       T* yr = y + r * S;
       const int64_t limit = rows.load(r, yr);
       const T mx = row_max(yr, limit);
-      T inv = nan;
-      if (mx == neg_inf) {
-        // every position masked: NaN like PyTorch's exp(-inf - -inf)
-        std::fill(yr, yr + S, nan);
-      } else {
-        inv = static_cast<T>(1.0 / row_exp_sum(yr, limit, mx));
-        row_scale(yr, yr, limit, inv);
-        for (int64_t j = limit; j < S; ++j) yr[j] = T(0);
-      }
+      // every position masked: NaN like PyTorch's exp(-inf - -inf)
+      const T inv = mx == neg_inf ? nan : static_cast<T>(1.0 / row_exp_sum(yr, limit, mx));
+      finish_row(yr, limit, S, mx, inv);
       if (st) {
-        T* sr = st + ScoreRows<T, M>::row_offset(stats, r, rows.L, rows.B);
+        T* sr = st + rows.row_offset(stats, r);
         sr[0] = mx;
         sr[st3] = inv;
       }
@@ -247,17 +253,12 @@ void softmax_rows_recompute_backward(const Tensor& probs, const Tensor& grad_sco
   parallel_for(0, rows.rows(), rows.grain(), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       T* yr = y + r * S;
-      const T* sr = st + ScoreRows<T, M>::row_offset(stats, r, rows.L, rows.B);
+      const T* sr = st + rows.row_offset(stats, r);
       const T mx = sr[0], inv = sr[st3];
-      const T d = dp[ScoreRows<T, M>::row_offset(dot, r, rows.L, rows.B)];
+      const T d = dp[rows.row_offset(dot, r)];
       const int64_t limit = rows.load(r, yr);
-      if (mx == -std::numeric_limits<T>::infinity()) {
-        std::fill(yr, yr + S, std::numeric_limits<T>::quiet_NaN());
-      } else {
-        row_exp(yr, limit, mx);
-        row_scale(yr, yr, limit, inv);
-        for (int64_t j = limit; j < S; ++j) yr[j] = T(0);
-      }
+      if (mx != -std::numeric_limits<T>::infinity()) row_exp(yr, limit, mx);
+      finish_row(yr, limit, S, mx, inv);
       const T* gr = g + r * S;
       T* out = gs + r * S;
       if constexpr (std::is_same_v<T, float>) {
