@@ -7,6 +7,10 @@
 // SL_REGISTER_KERNEL. Generic code calls `slot(device_kind, args...)`; a missing entry throws a
 // DeviceError naming the kernel and the device instead of crashing. Slots are
 // constant-initialised, so registration from static initialisers in any order is safe.
+//
+// Every slot that receives an implementation also joins one list of slots, so that tests can
+// stand one backend in for another: mirror_kernels(cpu, cuda) gives each slot without a CUDA
+// entry the CPU's (tests/cuda/fake_gpu.cpp, Note [Fake GPU]).
 #pragma once
 
 #include <array>
@@ -19,22 +23,53 @@ namespace sl {
 template <class Sig>
 class KernelSlot;
 
+/// For tests only: gives every kernel slot that has a `from` implementation and no `to` one the
+/// `from` implementation, and returns how many it filled. Lets a test binary run device-generic
+/// code on a stand-in backend (Note [Fake GPU] in tests/cuda/fake_gpu.h); a library or program
+/// never calls it. Call it after all static registration (from main or a test's static
+/// initialiser): slots registered later are not mirrored.
+int mirror_kernels(DeviceKind from, DeviceKind to);
+
+namespace detail {
+/// The untyped part of a kernel slot: its name and its place in the list of slots.
+class KernelSlotBase {
+ public:
+  const char* name() const { return name_; }
+
+ protected:
+  /// Copies the `from` entry into the empty `to` entry; false when there was nothing to copy.
+  using MirrorFn = bool (*)(KernelSlotBase*, DeviceKind from, DeviceKind to);
+  constexpr KernelSlotBase(const char* name, MirrorFn mirror) : name_(name), mirror_(mirror) {}
+  /// Adds this slot to the list (once; called by every set()).
+  void enlist();
+
+ private:
+  friend int sl::mirror_kernels(DeviceKind, DeviceKind);
+  const char* name_;
+  MirrorFn mirror_;
+  KernelSlotBase* next_ = nullptr;
+  bool listed_ = false;
+};
+}  // namespace detail
+
 template <class R, class... Args>
-class KernelSlot<R(Args...)> {
+class KernelSlot<R(Args...)> : public detail::KernelSlotBase {
  public:
   using Fn = R (*)(Args...);
-  constexpr explicit KernelSlot(const char* name) : name_(name), fns_{} {}
+  constexpr explicit KernelSlot(const char* name) : KernelSlotBase(name, &mirror), fns_{} {}
 
   /// Installs the implementation for a device kind (called from static registrars).
-  void set(DeviceKind k, Fn f) { fns_[static_cast<int>(k)] = f; }
+  void set(DeviceKind k, Fn f) {
+    fns_[static_cast<int>(k)] = f;
+    enlist();
+  }
   bool has(DeviceKind k) const { return fns_[static_cast<int>(k)] != nullptr; }
-  const char* name() const { return name_; }
 
   /// The implementation for `k`; throws DeviceError when the backend has none.
   Fn get(DeviceKind k) const {
     Fn f = fns_[static_cast<int>(k)];
     if (!f) [[unlikely]] {
-      detail::throw_error<DeviceError>(name_, ": no kernel for device type ", device_kind_name(k),
+      detail::throw_error<DeviceError>(name(), ": no kernel for device type ", device_kind_name(k),
                                        k == DeviceKind::cuda
                                            ? " (built without CUDA, or this op has no CUDA kernel)"
                                            : "");
@@ -44,7 +79,12 @@ class KernelSlot<R(Args...)> {
   R operator()(DeviceKind k, Args... args) const { return get(k)(static_cast<Args>(args)...); }
 
  private:
-  const char* name_;
+  static bool mirror(KernelSlotBase* base, DeviceKind from, DeviceKind to) {
+    auto* self = static_cast<KernelSlot*>(base);
+    if (self->has(to) || !self->has(from)) return false;
+    self->fns_[static_cast<int>(to)] = self->fns_[static_cast<int>(from)];
+    return true;
+  }
   std::array<Fn, kNumDeviceKinds> fns_;
 };
 

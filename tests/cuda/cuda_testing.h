@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/cuda/cuda_api.h"
+#include "fake_gpu.h"
 #include "support/testing.h"
 
 #ifdef SL_CUDA_TESTS_ON_CPU
@@ -20,7 +21,7 @@
 /// Returns from the test case (reporting "[skipped] CUDA test: <what>") when no GPU is visible.
 #define SL_REQUIRE_CUDA(what)                                               \
   do {                                                                      \
-    if (!::sl::cuda::is_available()) {                                      \
+    if (!::sl::testing::gpu_visible()) {                                    \
       ::sl::testing::report_skip(std::string("CUDA test: ") + (what),       \
                                  "no GPU visible (or built without CUDA)"); \
       return;                                                               \
@@ -29,6 +30,12 @@
 #endif
 
 namespace sl::testing {
+
+/// Whether cuda:0 exists, after installing the fake GPU in a build without CUDA (Note [Fake GPU]).
+inline bool gpu_visible() {
+  install_fake_gpu();
+  return ::sl::cuda::is_available();
+}
 
 /// Decorator for a test case that needs a GPU from its first line:
 /// TEST_CASE("name" * sl::testing::needs_gpu()). The reason to skip: these cases compare CUDA
@@ -41,10 +48,27 @@ inline doctest::skip needs_gpu() {
 #ifdef SL_CUDA_TESTS_ON_CPU
   return doctest::skip(false);
 #else
-  const bool skip = !::sl::cuda::is_available();
+  const bool skip = !gpu_visible();
   if (skip) {
     report_skip("CUDA test cases that need a GPU (counted in doctest's \"skipped\")",
                 "no GPU visible (or built without CUDA)");
+  }
+  return doctest::skip(skip);
+#endif
+}
+
+/// Decorator for a test case whose subject is the CUDA runtime or a CUDA library itself (pinned
+/// memory, asynchronous errors, cuBLASLt or cuDNN paths): as needs_gpu(), and skipped on the
+/// fake GPU too, where those do not exist.
+inline doctest::skip needs_real_gpu() {
+#ifdef SL_CUDA_TESTS_ON_CPU
+  return doctest::skip(false);
+#else
+  const bool skip = !gpu_visible() || fake_gpu_installed();
+  if (skip) {
+    report_skip("CUDA test cases that need a real GPU (counted in doctest's \"skipped\")",
+                fake_gpu_installed() ? "the GPU is the fake one (Note [Fake GPU])"
+                                     : "no GPU visible (or built without CUDA)");
   }
   return doctest::skip(skip);
 #endif

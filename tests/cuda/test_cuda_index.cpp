@@ -203,7 +203,7 @@ TEST_CASE("cuda indexing: checked mode throws at the op, as before" * sl::testin
 // of cuda_testing.h has nothing to run for them.
 
 TEST_CASE("cuda indexing: unchecked mode reports a bad index at the next synchronisation, once" *
-          sl::testing::needs_gpu()) {
+          sl::testing::needs_real_gpu()) {
   SL_REQUIRE_CUDA("unchecked indexing errors");
   UncheckedIndexing off;
   cuda::synchronize();
@@ -249,7 +249,7 @@ TEST_CASE("cuda indexing: unchecked mode reports a bad index at the next synchro
 }
 
 TEST_CASE("cuda indexing: bad indices skip their elements, in range ones are applied" *
-          sl::testing::needs_gpu()) {
+          sl::testing::needs_real_gpu()) {
   SL_REQUIRE_CUDA("unchecked indexing semantics");
   UncheckedIndexing off;
   Tensor x = arange(0, 4, 1, {.dtype = DType::f32}).to(kGPU);
@@ -271,7 +271,7 @@ TEST_CASE("cuda indexing: bad indices skip their elements, in range ones are app
 }
 
 TEST_CASE("cuda indexing: kernels never write or read outside their operands" *
-          sl::testing::needs_gpu()) {
+          sl::testing::needs_real_gpu()) {
   SL_REQUIRE_CUDA("index kernel guards");
   // The kernels are called directly (no host check in any mode) on views in the middle of
   // buffers filled with a sentinel: an index one past either end would land in the sentinel.

@@ -8,9 +8,9 @@ using namespace sl;
 namespace {
 
 /// True (after reporting a skip) when this build has a GPU backend and a visible GPU, so pinned
-/// memory exists. Pinned memory needs a real GPU: with SL_CUDA_TESTS_ON_CPU there is none.
+/// memory exists. Pinned memory needs a real GPU: the fake GPU (Note [Fake GPU]) has none.
 bool pinned_available(const char* what) {
-  if (cuda::is_available()) return true;
+  if (cuda::is_available() && !::sl::testing::fake_gpu_installed()) return true;
   ::sl::testing::report_skip(std::string("CUDA test: ") + what,
                              "no GPU visible (or built without CUDA)");
   return false;
@@ -34,7 +34,7 @@ TEST_CASE("pin_memory: without a GPU it throws a DeviceError that says why") {
 }
 
 TEST_CASE("pin_memory: pinned copies of CPU tensors round-trip through the GPU exactly" *
-          sl::testing::needs_gpu()) {
+          sl::testing::needs_real_gpu()) {
   if (!pinned_available("pinned round trip")) return;
   for (DType dt : {DType::f32, DType::f64, DType::bf16, DType::i64, DType::b8}) {
     CAPTURE(dt);
@@ -60,7 +60,7 @@ TEST_CASE("pin_memory: pinned copies of CPU tensors round-trip through the GPU e
 }
 
 TEST_CASE("pin_memory: freed pinned blocks are cached and reused (statistics)" *
-          sl::testing::needs_gpu()) {
+          sl::testing::needs_real_gpu()) {
   if (!pinned_available("pinned block reuse")) return;
   cuda::synchronize();
   empty_pinned_cache();
@@ -80,7 +80,7 @@ TEST_CASE("pin_memory: freed pinned blocks are cached and reused (statistics)" *
 }
 
 TEST_CASE("pin_memory: a pinned source freed before its asynchronous copy ran is not reused" *
-          sl::testing::needs_gpu()) {
+          sl::testing::needs_real_gpu()) {
   if (!pinned_available("pinned source lifetime")) return;
   Tensor h = randn({1 << 16});
   Tensor d;
@@ -95,7 +95,7 @@ TEST_CASE("pin_memory: a pinned source freed before its asynchronous copy ran is
 }
 
 TEST_CASE("pinned staging: large pageable copies go in chunks and reuse their buffers" *
-          sl::testing::needs_gpu()) {
+          sl::testing::needs_real_gpu()) {
   if (!pinned_available("staged copies")) return;
   // 2.5 staging chunks of float32 in each direction (kStageChunkBytes is 4 MiB)
   const int64_t n = (int64_t{5} << 20) / 2;

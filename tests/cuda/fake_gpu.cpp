@@ -1,0 +1,109 @@
+#include "fake_gpu.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "core/allocator.h"
+#include "core/cuda/caching_allocator.h"
+#include "core/cuda/cuda_api.h"
+#include "core/dispatch.h"
+#include "sl_config.h"
+
+namespace sl::testing {
+namespace {
+
+/// Host memory standing in for device memory, with a capacity; events are always complete (the
+/// fake GPU runs everything synchronously).
+class HostMemoryBackend final : public cuda::DeviceMemoryBackend {
+ public:
+  void* raw_alloc(size_t nbytes) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (nbytes > kFakeGpuCapacity - used_) return nullptr;
+    void* p = std::aligned_alloc(512, (nbytes + 511) / 512 * 512);
+    if (p == nullptr) return nullptr;
+    used_ += nbytes;
+    sizes_[p] = nbytes;
+    return p;
+  }
+  void raw_free(void* ptr) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sizes_.find(ptr);
+    if (it == sizes_.end()) return;
+    used_ -= it->second;
+    sizes_.erase(it);
+    std::free(ptr);
+  }
+  void mem_info(size_t* free_bytes, size_t* total_bytes) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    *free_bytes = kFakeGpuCapacity - used_;
+    *total_bytes = kFakeGpuCapacity;
+  }
+  cuda::EventId record_event(cuda::StreamId) override { return 1; }
+  bool query_event(cuda::EventId) override { return true; }
+  void wait_event(cuda::EventId) override {}
+  void destroy_event(cuda::EventId) override {}
+  std::string name() const override { return "fake cuda:0"; }
+
+ private:
+  std::mutex mu_;
+  size_t used_ = 0;
+  std::map<void*, size_t> sizes_;
+};
+
+class FakeGpuAllocator final : public Allocator {
+ public:
+  FakeGpuAllocator() : cache_(std::make_unique<HostMemoryBackend>()) {}
+  void* allocate(size_t nbytes) override { return cache_.allocate(nbytes, /*stream=*/0); }
+  void deallocate(void* ptr, size_t /*nbytes*/) override { cache_.deallocate(ptr); }
+  MemoryStats stats() const override { return cache_.stats(); }
+  void reset_peak() override { cache_.reset_peak(); }
+  void empty_cache() override { cache_.empty_cache(); }
+
+ private:
+  cuda::CachingAllocator cache_;
+};
+
+Allocator* fake_allocator(int index) {
+  SL_CHECK_DEVICE(index == 0, "fake GPU: only cuda:0 exists, asked for cuda:", index);
+  // Never destroyed, as the real one: tensors may outlive static destructors.
+  static auto* a = new FakeGpuAllocator();
+  return a;
+}
+int fake_device_count() { return 1; }
+void fake_synchronize(int /*device*/) {}
+std::string fake_device_name(int /*device*/) { return "fake GPU (the CPU's kernels)"; }
+int fake_compute_capability(int /*device*/) { return 90; }
+
+bool g_installed = false;
+
+}  // namespace
+
+bool install_fake_gpu() {
+  if (SL_HAVE_CUDA) return false;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // The runtime's own slots first, so that mirroring does not give cuda:0 the CPU's allocator
+    // or device count.
+    allocator_kernel.set(DeviceKind::cuda, &fake_allocator);
+    device_count_kernel.set(DeviceKind::cuda, &fake_device_count);
+    cuda::synchronize_kernel.set(DeviceKind::cuda, &fake_synchronize);
+    cuda::device_name_kernel.set(DeviceKind::cuda, &fake_device_name);
+    cuda::compute_capability_kernel.set(DeviceKind::cuda, &fake_compute_capability);
+    const int n = mirror_kernels(DeviceKind::cpu, DeviceKind::cuda);
+    g_installed = true;
+    std::fprintf(stderr,
+                 "[fake GPU] cuda:0 is a stand-in: host memory and the CPU's kernels (%d kernel "
+                 "slots mirrored). These runs check everything around the CUDA kernels, not the "
+                 "kernels: see Note [Fake GPU] in tests/cuda/fake_gpu.h.\n",
+                 n);
+  });
+  return true;
+}
+
+bool fake_gpu_installed() { return g_installed; }
+
+}  // namespace sl::testing

@@ -1,0 +1,33 @@
+// The fake GPU: the CUDA test suite's stand-in device in builds without CUDA.
+//
+// Note [Fake GPU]
+// A build without the CUDA backend still builds the CUDA test suite (tests/cuda), and runs it
+// against a stand-in cuda:0 (meson test `cuda_fake`). Its memory is host memory, managed by the
+// real caching allocator (Note [Caching allocator]) over a host backend with a fixed capacity,
+// and every kernel slot's CUDA entry is the CPU kernel (sl::mirror_kernels). Tensors really are
+// on DeviceKind::cuda, so everything around the kernels runs as it would on a GPU: device checks
+// and moves in the ops, autograd, nn modules, optimizers, autocast and GradScaler, checkpoint
+// recomputation, the allocator's statistics and its out-of-memory error, and the test code
+// itself (every call, shape and tolerance expression). It says nothing about the CUDA kernels: a
+// parity case compares the CPU with itself. The cases whose subject is the CUDA runtime itself
+// (pinned memory, asynchronous index errors, cuBLASLt and cuDNN paths and counters) are marked
+// needs_real_gpu() and skip on it. A build with CUDA never installs it: there, cuda:0 is a GPU
+// or absent.
+#pragma once
+
+#include <cstddef>
+
+namespace sl::testing {
+
+/// "Device memory" of the fake GPU: far above what the suite allocates, far below the
+/// impossible allocation of the out-of-memory test.
+inline constexpr size_t kFakeGpuCapacity = size_t{16} << 30;
+
+/// Installs the fake GPU once (later calls return at once) and returns true; returns false when
+/// the build has CUDA (nothing is installed then). Called by the CUDA test helpers before they
+/// ask whether a GPU is visible.
+bool install_fake_gpu();
+/// True when the fake GPU is installed.
+bool fake_gpu_installed();
+
+}  // namespace sl::testing
