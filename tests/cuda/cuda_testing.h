@@ -74,6 +74,17 @@ inline doctest::skip needs_real_gpu() {
 #endif
 }
 
+/// False (after reporting a skip once) on the fake GPU, whose kernels are the CPU's: the norm,
+/// pooling and attention-softmax ops hand 16-bit storage to a GPU's kernels as it is, and the
+/// CPU's kernels take none (on the CPU those ops compute 16-bit inputs in float32 before the
+/// kernel). True on a real GPU. `what` names the family in the skip message.
+inline bool gpu_kernels_take_16bit(const char* what) {
+  if (!fake_gpu_installed()) return true;
+  report_skip(std::string("16-bit ") + what + " cases on the fake GPU",
+              "its kernels are the CPU's, which take no 16-bit storage (Note [Fake GPU])");
+  return false;
+}
+
 #ifdef SL_CUDA_TESTS_ON_CPU
 inline const Device kGPU{DeviceKind::cpu, 0};
 #else
