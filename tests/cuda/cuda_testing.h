@@ -9,15 +9,6 @@
 #include "fake_gpu.h"
 #include "support/testing.h"
 
-#ifdef SL_CUDA_TESTS_ON_CPU
-// A check of the test code itself on a machine without a GPU (never set by the build): compile
-// the CUDA test files with -DSL_CUDA_TESTS_ON_CPU and "the GPU" is the CPU, so every call, shape
-// and tolerance expression runs (a CPU-vs-CPU comparison proves nothing about the kernels; it
-// only shows the tests would run).
-#define SL_REQUIRE_CUDA(what) \
-  do {                        \
-  } while (0)
-#else
 /// Returns from the test case (reporting "[skipped] CUDA test: <what>") when no GPU is visible.
 #define SL_REQUIRE_CUDA(what)                                               \
   do {                                                                      \
@@ -27,7 +18,6 @@
       return;                                                               \
     }                                                                       \
   } while (0)
-#endif
 
 namespace sl::testing {
 
@@ -45,25 +35,18 @@ inline bool gpu_visible() {
 /// body still starts with SL_REQUIRE_CUDA, which guards runs that force skipped cases (doctest's
 /// --no-skip).
 inline doctest::skip needs_gpu() {
-#ifdef SL_CUDA_TESTS_ON_CPU
-  return doctest::skip(false);
-#else
   const bool skip = !gpu_visible();
   if (skip) {
     report_skip("CUDA test cases that need a GPU (counted in doctest's \"skipped\")",
                 "no GPU visible (or built without CUDA)");
   }
   return doctest::skip(skip);
-#endif
 }
 
 /// Decorator for a test case whose subject is the CUDA runtime or a CUDA library itself (pinned
 /// memory, asynchronous errors, cuBLASLt or cuDNN paths): as needs_gpu(), and skipped on the
 /// fake GPU too, where those do not exist.
 inline doctest::skip needs_real_gpu() {
-#ifdef SL_CUDA_TESTS_ON_CPU
-  return doctest::skip(false);
-#else
   const bool skip = !gpu_visible() || fake_gpu_installed();
   if (skip) {
     report_skip("CUDA test cases that need a real GPU (counted in doctest's \"skipped\")",
@@ -71,7 +54,6 @@ inline doctest::skip needs_real_gpu() {
                                      : "no GPU visible (or built without CUDA)");
   }
   return doctest::skip(skip);
-#endif
 }
 
 /// False (after reporting a skip once) on the fake GPU, whose kernels are the CPU's: the norm,
@@ -85,11 +67,7 @@ inline bool gpu_kernels_take_16bit(const char* what) {
   return false;
 }
 
-#ifdef SL_CUDA_TESTS_ON_CPU
-inline const Device kGPU{DeviceKind::cpu, 0};
-#else
 inline const Device kGPU{DeviceKind::cuda, 0};
-#endif
 
 /// Tolerances for comparing a GPU result with the CPU result of the same op.
 struct Tol {

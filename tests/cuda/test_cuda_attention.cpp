@@ -13,9 +13,10 @@
 //     recomputed scores, probabilities, dout v^T and the softmax gradient to 16 bits one after
 //     the other: four ulps relative (bf16 3.2e-2, f16 4e-3) and an absolute term of two ulps of
 //     the O(1) gradients (bf16 1.6e-2, f16 2e-3) for the cancellation in p * (dp - sum(p dp)).
-//     The same for a 16-bit forward in the blocked form (head dims over 128). Built with
-//     SL_CUDA_TESTS_ON_CPU (cuda_testing.h), where the CPU's 16-bit path rounds at the same
-//     points, every case passes within these tolerances (the blocked form on both sides).
+//     The same for a 16-bit forward in the blocked form (head dims over 128). Run once with the
+//     CPU standing in for the GPU (its 16-bit path rounds at the same points), every case passed
+//     within these tolerances (the blocked form on both sides). The fake GPU of builds without
+//     CUDA skips the 16-bit cases (Note [Fake GPU]).
 #include <cmath>
 
 #include "core/ops/attention.h"

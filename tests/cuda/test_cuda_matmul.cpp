@@ -200,8 +200,8 @@ TensorList linear_act_run(const Tensor& x, const Tensor& w, const Tensor& b, con
           bl.defined() ? bl.grad().cpu() : Tensor()};
 }
 
-/// Whether this build's "GPU" has the epilogue kernel (false when the CUDA tests run on the CPU,
-/// SL_CUDA_TESTS_ON_CPU): the fused counts below are expected only then.
+/// Whether this build's "GPU" has the epilogue kernel (the fake GPU of Note [Fake GPU] has not:
+/// the CPU registers none): the fused counts below are expected only then.
 bool gpu_has_epilogue() {
   return addmm_act_kernel.has(sl::testing::kGPU.kind);
 }
