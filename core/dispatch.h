@@ -10,7 +10,7 @@
 //
 // Every slot that receives an implementation also joins one list of slots, so that tests can
 // stand one backend in for another: mirror_kernels(cpu, cuda) gives each slot without a CUDA
-// entry the CPU's (tests/cuda/fake_gpu.cpp, Note [Fake GPU]).
+// entry the CPU's (tests/support/fake_gpu.cpp, Note [Fake GPU]).
 #pragma once
 
 #include <array>
@@ -25,7 +25,7 @@ class KernelSlot;
 
 /// For tests only: gives every kernel slot that has a `from` implementation and no `to` one the
 /// `from` implementation, and returns how many it filled. Lets a test binary run device-generic
-/// code on a stand-in backend (Note [Fake GPU] in tests/cuda/fake_gpu.h); a library or program
+/// code on a stand-in backend (Note [Fake GPU] in tests/support/fake_gpu.h); a library or program
 /// never calls it. Call it after all static registration (from main or a test's static
 /// initialiser): slots registered later are not mirrored.
 int mirror_kernels(DeviceKind from, DeviceKind to);

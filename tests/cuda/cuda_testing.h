@@ -6,7 +6,7 @@
 #include <string>
 
 #include "core/cuda/cuda_api.h"
-#include "fake_gpu.h"
+#include "support/fake_gpu.h"
 #include "support/testing.h"
 
 /// Returns from the test case (reporting "[skipped] CUDA test: <what>") when no GPU is visible.

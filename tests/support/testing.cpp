@@ -1,5 +1,7 @@
 #include "support/testing.h"
 
+#include "support/fake_gpu.h"
+
 #include <cmath>
 #include <cstdio>
 #include <mutex>
@@ -10,6 +12,7 @@ namespace sl::testing {
 
 std::vector<Device> test_devices() {
   std::vector<Device> d{kCPU};
+  install_fake_gpu();  // a build without CUDA runs the CUDA cases on the fake GPU
   if (cuda_is_available()) {
     d.emplace_back(DeviceKind::cuda, 0);
   } else {

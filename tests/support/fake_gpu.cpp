@@ -1,4 +1,4 @@
-#include "fake_gpu.h"
+#include "support/fake_gpu.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -98,7 +98,7 @@ bool install_fake_gpu() {
     std::fprintf(stderr,
                  "[fake GPU] cuda:0 is a stand-in: host memory and the CPU's kernels (%d kernel "
                  "slots mirrored). These runs check everything around the CUDA kernels, not the "
-                 "kernels: see Note [Fake GPU] in tests/cuda/fake_gpu.h.\n",
+                 "kernels: see Note [Fake GPU] in tests/support/fake_gpu.h.\n",
                  n);
   });
   return true;

@@ -2,7 +2,8 @@
 //
 // Note [Fake GPU]
 // A build without the CUDA backend still builds the CUDA test suite (tests/cuda), and runs it
-// against a stand-in cuda:0 (meson test `cuda_fake`). Its memory is host memory, managed by the
+// against a stand-in cuda:0 (meson test `cuda_fake`), as it runs the op-case table's CUDA cases
+// (test_devices(), tests/core/test_op_table.cpp). Its memory is host memory, managed by the
 // real caching allocator (Note [Caching allocator]) over a host backend with a fixed capacity,
 // and every kernel slot's CUDA entry is the CPU kernel (sl::mirror_kernels). Tensors really are
 // on DeviceKind::cuda, so everything around the kernels runs as it would on a GPU: device checks
