@@ -57,7 +57,8 @@ Tensor log_sigmoid(const Tensor& x);
 /// CTC loss of log_probs [T, N, C] (log_softmax over C) against padded [N, S] or concatenated
 /// targets with per-sample lengths, computed in log space by sl::ctc_loss (autograd/ops/ctc.h,
 /// which documents shapes and errors); "mean" is PyTorch's (each loss divided by its target
-/// length, then averaged); zero_infinity zeroes impossible alignments and their gradients.
+/// length, then averaged); zero_infinity zeroes impossible alignments (a target longer than its
+/// input among them) and their gradients; without it such a loss is +inf and its gradient NaN.
 Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
                 const Tensor& target_lengths, int64_t blank = 0,
                 Reduction reduction = Reduction::mean, bool zero_infinity = false);

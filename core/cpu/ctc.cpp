@@ -1,6 +1,8 @@
 // CPU kernels of the ctc family: the alpha / beta recursions of one sample per task (samples
 // split over the OpenMP pool), in log space, as PyTorch's CPU implementation (Note [CTC
-// gradient]).
+// gradient]). Samples without an alignment, targets longer than their inputs among them, take
+// the same path (Note [CTC impossible samples]): loops stop at T_b and at the sample's 2 L_b + 1
+// states, and log_add of all -inf is -inf, so their nll is +inf and their gradient NaN rows.
 #include <algorithm>
 #include <cmath>
 #include <limits>

@@ -1,7 +1,9 @@
 // CUDA kernels of the ctc family (Note [CTC gradient]): one block per sample; the threads share
 // the extended-label positions s of one time step, and the block steps through time with a
 // barrier between steps, so every value is computed by the CPU kernel's formula
-// (core/cpu/ctc.cpp) in the same order.
+// (core/cpu/ctc.cpp) in the same order, targets longer than their inputs included (Note [CTC
+// impossible samples]: every index is bounded by T_b and by the sample's 2 L_b + 1 <= 2 S + 1
+// states; the beta entries s >= 2 L_b + 1 of rows t < T_b - 1 are never written nor read).
 #include <cmath>
 
 #include "core/cuda/device_math.cuh"

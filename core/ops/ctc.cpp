@@ -73,8 +73,8 @@ CtcArgs check_ctc(const Tensor& log_probs, const Tensor& targets, const Tensor& 
     SL_CHECK(in >= 0 && in <= T, op, ": input_lengths[", b, "] = ", in,
              " is out of range for log_probs with ", T, " time steps");
     SL_CHECK(tl_b >= 0, op, ": target_lengths[", b, "] = ", tl_b, " is negative");
-    SL_CHECK(tl_b <= in, op, ": target_lengths[", b, "] = ", tl_b, " is longer than input_lengths[",
-             b, "] = ", in, " (a target cannot be longer than its input)");
+    // A target longer than its input (tl_b > in) is accepted, as PyTorch does: it has no
+    // alignment, so the kernels give that sample nll = +inf (Note [CTC impossible samples]).
     if (!concatenated) {
       SL_CHECK(tl_b <= tg.size(1), op, ": target_lengths[", b, "] = ", tl_b,
                " exceeds the padded targets' length ", tg.size(1));

@@ -11,6 +11,22 @@
 // what PyTorch returns for log_probs; it is not the plain derivative w.r.t. log_probs, so
 // gradchecks must go through a log_softmax. With zero_infinity, samples whose loss is
 // infinite get a zero loss and a zero gradient.
+//
+// Note [CTC impossible samples]
+// A sample has no alignment when its target needs more steps than its input has (L_b labels
+// plus one blank between each pair of equal neighbours > T_b), in particular whenever
+// target_lengths[b] > input_lengths[b], which check_ctc accepts as PyTorch does. The kernels
+// need no special case: every loop is bounded by T_b in time and by the sample's own 2 L_b + 1
+// extended states (<= 2 S + 1, the row length of log_alpha) in s, and a log-space sum whose
+// terms are all -inf is -inf (never NaN), so every log_alpha[t, s] + log_beta[t, s] of such a
+// sample is -inf and its nll is +inf. Backward, as PyTorch's (checked with 1.13 on the CPU;
+// its CUDA kernel uses the same formula):
+//   - zero_infinity: the sample's loss and all T rows of its gradient are exactly 0;
+//   - otherwise: grad[t, b, :] is NaN for t < T_b (exp(lcab + nll - lp) = exp(-inf + inf)),
+//     even where grad_nll[b] is 0 (NaN * 0), and 0 for t >= T_b; "sum" and "mean" are +inf.
+// T_b = 0 is the exception: nll is 0 for an empty target and +inf otherwise, and the gradient
+// is 0 with or without zero_infinity (there is no time step to differentiate). (PyTorch 1.13's
+// CPU kernel returns an uninitialized value for this loss, so there is no fixture for it.)
 #pragma once
 
 #include <cstdint>
@@ -23,13 +39,15 @@ namespace sl {
 
 /// Forward: nll [N] and log_alpha [N, T, 2 * S + 1] from log_probs [T, N, C] (contiguous,
 /// f32 / f64), targets [N, S] (i64, padded), input_lengths / target_lengths [N] (i64), all
-/// checked and on one device. nll is +inf for samples with no valid alignment.
+/// checked and on one device. nll is +inf for samples with no valid alignment, including
+/// targets longer than their input (Note [CTC impossible samples]).
 SL_DECLARE_KERNEL(ctc_loss_forward_kernel,
                   void(const Tensor& nll, const Tensor& log_alpha, const Tensor& log_probs,
                        const Tensor& targets, const Tensor& input_lengths,
                        const Tensor& target_lengths, int64_t blank));
 /// Backward: grad [T, N, C] (overwritten) as Note [CTC gradient] from grad_nll [N] and the
-/// forward's nll and log_alpha.
+/// forward's nll and log_alpha; NaN rows for an infinite nll unless zero_infinity (Note [CTC
+/// impossible samples]).
 SL_DECLARE_KERNEL(ctc_loss_backward_kernel,
                   void(const Tensor& grad, const Tensor& grad_nll, const Tensor& log_probs,
                        const Tensor& targets, const Tensor& input_lengths,
@@ -53,8 +71,9 @@ struct CtcArgs {
 /// unbatched) floating; targets [N, S] padded or 1-d concatenated (sum of target_lengths
 /// entries; unbatched: [S]); lengths integer tensors of N entries (unbatched: 1). Throws
 /// ShapeError (ranks, sizes), DTypeError, DeviceError, ValueError (blank outside [0, C),
-/// input_lengths[b] > T, target longer than its input, target_lengths[b] > S or negative, a
-/// target equal to blank), IndexError (a target outside [0, C)).
+/// input_lengths[b] > T or negative, target_lengths[b] > S or negative, a target equal to
+/// blank), IndexError (a target outside [0, C)). A target longer than its input is valid: its
+/// sample has nll = +inf (Note [CTC impossible samples]).
 CtcArgs check_ctc(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
                   const Tensor& target_lengths, int64_t blank);
 /// {nll [N] (+inf where no alignment exists), log_alpha}.

@@ -93,10 +93,28 @@ TEST_CASE("ctc_loss matches PyTorch (mean, sum, none, zero_infinity)") {
   nn::CTCLoss mod(0, Reduction::mean, true);
   check_case(fx, "ctc_zero_inf",
              [&](const TensorList& in) { return mod.forward(in[0], in[1], il2, tl); });
-  // A target longer than its input is refused (PyTorch would return inf).
-  Tensor lp = fx.get("ctc_mean.in.0");
-  SL_CHECK_THROWS(F::ctc_loss(lp, fx.get("ctc_mean.in.1"), idx({8, 2, 7}), idx({3, 3, 4})),
-                  ValueError, "");
+  // A target longer than its input is accepted, as PyTorch does: that sample's loss is +inf, and
+  // with zero_infinity 0 with an exactly zero gradient (Note [CTC impossible samples]). Samples
+  // 0 and 2 keep the fixture's targets and lengths, so their losses are the fixture's "none"
+  // ones; sample 1 gets a third label (3 labels in 2 steps).
+  Tensor tg = from_vector<int64_t>({1, 2, 2, 0, 3, 1, 2, 0, 4, 4, 4, 1}, {3, 4});
+  SL_CHECK_CLOSE(tg.index_select(0, idx({0, 2})),
+                 fx.get("ctc_mean.in.1").index_select(0, idx({0, 2})), 0, 0);
+  Tensor ref = fx.get("ctc_none.out.0");
+  Tensor il3 = idx({8, 2, 7}), tl3 = idx({3, 3, 4});
+  Tensor none = F::ctc_loss(fx.get("ctc_mean.in.0"), tg, il3, tl3, 0, Reduction::none);
+  CHECK(std::isinf(none.to_vector<float>()[1]));
+  SL_CHECK_CLOSE(none.index_select(0, idx({0, 2})), ref.index_select(0, idx({0, 2})), kRtol, kAtol);
+  CHECK(std::isinf(
+      F::ctc_loss(fx.get("ctc_mean.in.0"), tg, il3, tl3, 0, Reduction::sum).item<float>()));
+  Tensor lp = fx.get("ctc_mean.in.0").requires_grad_();
+  nn::CTCLoss zmod(0, Reduction::mean, true);
+  Tensor z = zmod.forward(lp, tg, il3, tl3);
+  auto r = ref.to_vector<float>();
+  CHECK(z.item<float>() == doctest::Approx((r[0] / 3 + 0 + r[2] / 4) / 3).epsilon(1e-6));
+  z.backward();
+  SL_CHECK_CLOSE(lp.grad().select(1, 1), zeros({lp.size(0), lp.size(2)}), 0, 0);
+  CHECK(lp.grad().isfinite().all().item<bool>());
 }
 
 TEST_CASE("losses gradcheck in float64") {

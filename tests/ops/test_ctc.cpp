@@ -1,7 +1,15 @@
 // ctc_loss: PyTorch parity (fixtures from tools/gen_op_fixtures.py), gradcheck in f64 through
-// log_softmax, an independent brute-force check over all alignments, error paths.
+// log_softmax, an independent brute-force check over all alignments, samples without an
+// alignment (targets longer than their inputs: Note [CTC impossible samples]), error paths.
+//
+// f32 tolerances against PyTorch (rtol 1e-5, atol 1e-6): the losses are log-space recursions of
+// at most 8 steps over O(1) terms, computed with other exp / log implementations and summation
+// orders than PyTorch's, so they differ by a few float ulps (1e-5 relative is ~80 ulps); the
+// atol covers gradient entries that cancel (exp(lp) - exp(lcab + nll - lp), and g - softmax *
+// sum(g) through log_softmax). Infinities and NaNs must match exactly (testing::compare).
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include "ops/fixtures.h"
 #include "support/testing.h"
@@ -106,6 +114,43 @@ TEST_CASE("ctc_loss: padded and concatenated targets agree; zero_infinity") {
   SL_CHECK_CLOSE(x.grad(), zeros({4, 1, 3}), 0, 0);
 }
 
+TEST_CASE("ctc_loss: empty inputs, and a target longer than its input in both layouts") {
+  manual_seed(53);
+  // input length 0: loss 0 for an empty target, +inf otherwise; no time step, so a zero
+  // gradient with or without zero_infinity (Note [CTC impossible samples])
+  Tensor x = randn({4, 3, 5}, {.dtype = DType::f64}).requires_grad_();
+  Tensor tg = from_vector<int64_t>({1, 2, 0, 3, 4, 1, 2, 3, 4}, {3, 3});
+  std::vector<int64_t> il{0, 0, 4}, tl{0, 2, 3};
+  for (bool zinf : {false, true}) {
+    CAPTURE(zinf);
+    x.set_grad(Tensor());
+    Tensor y = ctc_loss(log_softmax_last(x), tg, il, tl, 0, "none", zinf);
+    auto yv = y.to_vector<double>();
+    CHECK(yv[0] == 0.0);
+    CHECK(yv[1] == (zinf ? 0.0 : std::numeric_limits<double>::infinity()));
+    CHECK(std::isfinite(yv[2]));
+    y.backward(ones({3}, {.dtype = DType::f64}));
+    SL_CHECK_CLOSE(x.grad().narrow(1, 0, 2), zeros({4, 2, 5}, {.dtype = DType::f64}), 0, 0);
+    CHECK(x.grad().isfinite().all().item<bool>());
+  }
+  // padded and concatenated targets agree on a batch with a too-long target, NaN rows included
+  Tensor lp = log_softmax_last(randn({5, 2, 4}));
+  Tensor padded = from_vector<int64_t>({1, 2, 3, 1, 2, 3, 3, 0, 0, 0, 0, 0}, {2, 6});
+  Tensor concat = from_vector<int64_t>({1, 2, 3, 1, 2, 3, 3});
+  std::vector<int64_t> il2{5, 5}, tl2{6, 1};
+  for (const char* red : {"none", "sum", "mean"}) {
+    CAPTURE(red);
+    Tensor a = lp.detach().requires_grad_(), b = lp.detach().requires_grad_();
+    Tensor ya = ctc_loss(a, padded, il2, tl2, 0, red), yb = ctc_loss(b, concat, il2, tl2, 0, red);
+    SL_CHECK_CLOSE(ya, yb, 0, 0);
+    ya.sum().backward();
+    yb.sum().backward();
+    SL_CHECK_CLOSE(a.grad(), b.grad(), 0, 0);
+    CHECK(a.grad().select(1, 0).isnan().all().item<bool>());
+    CHECK(a.grad().select(1, 1).isfinite().all().item<bool>());
+  }
+}
+
 TEST_CASE("ctc_loss: error paths") {
   Tensor lp = log_softmax_last(randn({5, 2, 4}));
   Tensor tg = from_vector<int64_t>({1, 2, 3, 1}, {2, 2});
@@ -116,9 +161,26 @@ TEST_CASE("ctc_loss: error paths") {
   SL_CHECK_THROWS(ctc_loss(lp, tg, il, tl, -1), ValueError, "blank must be in [0, 4)");
   SL_CHECK_THROWS(ctc_loss(lp, tg, std::vector<int64_t>{6, 4}, tl), ValueError,
                   "input_lengths[0] = 6 is out of range for log_probs with 5 time steps");
-  SL_CHECK_THROWS(ctc_loss(lp, from_vector<int64_t>({1, 2, 3, 1, 2, 1}, {2, 3}),
+  SL_CHECK_THROWS(
+      ctc_loss(lp, tg, std::vector<int64_t>{5, -1}, tl), ValueError,
+      "ctc_loss: input_lengths[1] = -1 is out of range for log_probs with 5 time steps");
+  // a target longer than its input is valid (+inf), but its labels and lengths are still checked
+  Tensor long_tg = from_vector<int64_t>({1, 2, 3, 1, 2, 1}, {2, 3});
+  CHECK(std::isinf(
+      ctc_loss(lp, long_tg, std::vector<int64_t>{5, 2}, std::vector<int64_t>{2, 3}, 0, "none")
+          .to_vector<float>()[1]));
+  SL_CHECK_THROWS(ctc_loss(lp, long_tg, std::vector<int64_t>{5, 2}, std::vector<int64_t>{2, 4}),
+                  ValueError,
+                  "ctc_loss: target_lengths[1] = 4 exceeds the padded targets' length 3");
+  SL_CHECK_THROWS(ctc_loss(lp, from_vector<int64_t>({1, 2, 3, 1, 0, 1}, {2, 3}),
                            std::vector<int64_t>{5, 2}, std::vector<int64_t>{2, 3}),
-                  ValueError, "target_lengths[1] = 3 is longer than input_lengths[1] = 2");
+                  ValueError, "ctc_loss: target label 0 (sample 1, position 1) is the blank index");
+  SL_CHECK_THROWS(ctc_loss(lp, from_vector<int64_t>({1, 2, 3, 1, 9}), std::vector<int64_t>{5, 2},
+                           std::vector<int64_t>{2, 3}),
+                  IndexError,
+                  "ctc_loss: target label 9 (sample 1, position 2) is out of range for 4 classes");
+  SL_CHECK_THROWS(ctc_loss(lp, long_tg, std::vector<int64_t>{5, 6}, std::vector<int64_t>{2, 3}),
+                  ValueError, "ctc_loss: input_lengths[1] = 6 is out of range");
   SL_CHECK_THROWS(ctc_loss(lp, tg, il, std::vector<int64_t>{2, 3}), ValueError,
                   "exceeds the padded targets' length 2");
   SL_CHECK_THROWS(ctc_loss(lp, tg, il, std::vector<int64_t>{-1, 2}), ValueError, "is negative");
