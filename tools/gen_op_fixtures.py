@@ -427,7 +427,69 @@ def gen_ctc():
         fam.put(case, "zero_infinity", [int(zinf)])
         if torch.isfinite(y).all():
             backward_with(fam, case, y, {"log_probs": lp})
+    gen_ctc_impossible(fam)
     fam.save()
+
+
+def gen_ctc_impossible(fam):
+    """Batches mixing possible samples with targets longer than their inputs (PyTorch: loss +inf;
+    zero_infinity: loss and gradient 0; otherwise NaN gradient rows for t < input length).
+
+    Appended after the cases above with a seed of their own, so those keep their values. Stores
+    the logits too, with the gradients w.r.t. log_probs (the kernel's, Note [CTC gradient]) and
+    w.r.t. the logits through log_softmax, of sum(y * gy). Input lengths are >= 1: PyTorch 1.13
+    returns an uninitialized loss for an input of length 0.
+    """
+    torch.manual_seed(61)
+    T, N, C = 6, 4, 5
+    # sample 0 possible; 1: 4 labels in 3 steps; 2: 2 labels in 2 steps (possible, L == T_b);
+    # 3: 5 labels in 4 steps (with a repeat)
+    tgts, ilens = [[1, 2, 3], [1, 2, 3, 4], [3, 1], [4, 4, 2, 1, 3]], [6, 3, 2, 4]
+    cases = []
+    for red in ["none", "sum", "mean"]:
+        for zinf in [False, True]:
+            # both layouts for every reduction: padded / concatenated alternate with zinf
+            layout = "padded" if (red != "sum") != zinf else "concat"
+            cases.append((f"impossible_{red}_{'zinf' if zinf else 'inf'}", red, zinf, layout,
+                          False))
+    cases += [("impossible_unbatched_inf", "mean", False, "padded", True),
+              ("impossible_unbatched_zinf", "mean", True, "padded", True)]
+    for case, red, zinf, layout, unbatched in cases:
+        if unbatched:
+            tg_list, il_list = [[1, 2, 3, 4, 2]], [3]  # 5 labels, 3 of the 4 steps
+            logits = (torch.randn(4, C) * 2).requires_grad_()
+        else:
+            tg_list, il_list = tgts, ilens
+            logits = (torch.randn(T, N, C) * 2).requires_grad_()
+        lp = logits.log_softmax(-1)
+        lp.retain_grad()
+        tl = [len(t) for t in tg_list]
+        if layout == "concat":
+            targets = torch.tensor([v for t in tg_list for v in t], dtype=torch.int64)
+        else:
+            targets = torch.zeros(len(tg_list), max(tl), dtype=torch.int64)
+            for b, t in enumerate(tg_list):
+                targets[b, :len(t)] = torch.tensor(t, dtype=torch.int64)
+        if unbatched:
+            targets = targets.reshape(-1)
+            il_t, tl_t = torch.tensor(il_list[0]), torch.tensor(tl[0])
+        else:
+            il_t, tl_t = torch.tensor(il_list), torch.tensor(tl)
+        y = F.ctc_loss(lp, targets, il_t, tl_t, blank=0, reduction=red, zero_infinity=zinf)
+        gy = torch.randn_like(y)
+        y.backward(gy)
+        fam.put(case, "logits", logits)
+        fam.put(case, "log_probs", lp)
+        fam.put(case, "targets", targets)
+        fam.put(case, "input_lengths", il_t)
+        fam.put(case, "target_lengths", tl_t)
+        fam.put(case, "y", y)
+        fam.put(case, "blank", [0])
+        fam.put(case, "reduction", [["none", "sum", "mean"].index(red)])
+        fam.put(case, "zero_infinity", [int(zinf)])
+        fam.put(case, "gy", gy)
+        fam.put(case, "grad_log_probs", lp.grad)
+        fam.put(case, "grad_logits", logits.grad)
 
 
 GENERATORS = {"ctc": gen_ctc, "conv": gen_conv, "pool": gen_pool, "norm": gen_norm, "attention": gen_attention,

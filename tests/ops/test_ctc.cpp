@@ -31,20 +31,70 @@ Tensor log_softmax_last(const Tensor& x) {
   return x - x.logsumexp({-1}, true);
 }
 
+constexpr double kRtol = 1e-5, kAtol = 1e-6;  // see the file comment
+
+bool starts_with(const std::string& s, const std::string& p) {
+  return s.rfind(p, 0) == 0;
+}
+
 }  // namespace
 
 TEST_CASE("ctc_loss: PyTorch parity of losses and gradients (f32)") {
   Fixture fx("ctc");
   auto cases = fx.cases();
-  REQUIRE(cases.size() == 6);
+  REQUIRE(cases.size() == 14);
+  REQUIRE(fx.cases("impossible_").size() == 8);
   for (const auto& c : cases) {
     CAPTURE(c);
     Tensor lp = fx.get(c, "log_probs").requires_grad_();
     Tensor y = run_case(fx, c, lp);
-    SL_CHECK_CLOSE(y, fx.get(c, "y"), 1e-5, 1e-6);
-    if (!fx.has(c, "gy")) continue;  // an infinite loss has no gradient to compare
+    SL_CHECK_CLOSE(y, fx.get(c, "y"), kRtol, kAtol);
+    // "infeasible" stores no gradient; the impossible_ cases store PyTorch's, NaN rows included
+    if (!fx.has(c, "gy")) continue;
     y.backward(fx.get(c, "gy"));
-    SL_CHECK_CLOSE(lp.grad(), fx.get(c, "grad_log_probs"), 1e-5, 1e-6);
+    SL_CHECK_CLOSE(lp.grad(), fx.get(c, "grad_log_probs"), kRtol, kAtol);
+  }
+}
+
+TEST_CASE("ctc_loss: targets longer than their inputs, as PyTorch (loss, gradient of the logits)") {
+  // Batches mixing possible samples with targets longer than their inputs, every reduction,
+  // zero_infinity on and off, padded and concatenated targets, batched and unbatched.
+  Fixture fx("ctc");
+  for (const auto& c : fx.cases("impossible_")) {
+    CAPTURE(c);
+    const bool zinf = fx.ints(c, "zero_infinity")[0] != 0;
+    const bool none = fx.ints(c, "reduction")[0] == 0;
+    Tensor logits = fx.get(c, "logits").requires_grad_();
+    Tensor y = run_case(fx, c, log_softmax_last(logits));
+    SL_CHECK_CLOSE(y, fx.get(c, "y"), kRtol, kAtol);
+    y.backward(fx.get(c, "gy"));
+    SL_CHECK_CLOSE(logits.grad(), fx.get(c, "grad_logits"), kRtol, kAtol);
+    // the behaviour itself, beyond agreeing with the fixture (Note [CTC impossible samples])
+    const bool unbatched = logits.dim() == 2;
+    Tensor g = unbatched ? logits.grad().unsqueeze(1) : logits.grad();
+    Tensor yn = y.to(DType::f64);
+    auto il = fx.get(c, "input_lengths").to_vector<int64_t>();
+    auto tl = fx.get(c, "target_lengths").to_vector<int64_t>();
+    const int64_t T = g.size(0);
+    int64_t impossible = 0;
+    for (size_t b = 0; b < il.size(); ++b) {
+      if (tl[b] <= il[b]) continue;
+      CAPTURE(b);
+      ++impossible;
+      Tensor gb = g.select(1, static_cast<int64_t>(b));
+      if (zinf) {
+        // exactly zero: no rounding allowed
+        SL_CHECK_CLOSE(gb, zeros_like(gb), 0, 0);
+        if (none) CHECK(yn.to_vector<double>()[b] == 0.0);
+      } else {
+        // NaN for t < input_lengths[b] (exp(-inf + inf)), exactly 0 beyond, and +inf
+        CHECK(gb.narrow(0, 0, il[b]).isnan().all().item<bool>());
+        SL_CHECK_CLOSE(gb.narrow(0, il[b], T - il[b]), zeros({T - il[b], g.size(2)}), 0, 0);
+        const double yb = none ? yn.to_vector<double>()[b] : yn.item<double>();
+        CHECK((std::isinf(yb) && yb > 0));
+      }
+    }
+    CHECK(impossible == (unbatched ? 1 : 2));
   }
 }
 
@@ -55,6 +105,36 @@ TEST_CASE("ctc_loss: gradcheck (f64) through log_softmax for every fixture case"
     CAPTURE(c);
     // logits whose log_softmax is the fixture's log_probs (shift invariance)
     Tensor logits = fx.get_f64(c, "log_probs").requires_grad_();
+    if (starts_with(c, "impossible_") && fx.ints(c, "zero_infinity")[0] == 0) {
+      // The impossible samples have no finite derivative (their loss is +inf): differentiate
+      // the possible samples' losses w.r.t. their own logits, in the same batch, the impossible
+      // samples' logits held constant (their NaN gradient rows go to those constants).
+      if (logits.dim() == 2) continue;  // unbatched: the one sample is impossible
+      auto il = fx.get(c, "input_lengths").to_vector<int64_t>();
+      auto tl = fx.get(c, "target_lengths").to_vector<int64_t>();
+      std::vector<int64_t> possible;
+      for (size_t b = 0; b < il.size(); ++b)
+        if (tl[b] <= il[b]) possible.push_back(static_cast<int64_t>(b));
+      REQUIRE(possible.size() == 2);
+      Tensor fixed = logits.detach();
+      Tensor free = cat({fixed.narrow(1, possible[0], 1), fixed.narrow(1, possible[1], 1)}, 1)
+                        .requires_grad_();
+      auto fn = [&](const TensorList& in) {
+        TensorList cols;
+        size_t k = 0;
+        for (int64_t b = 0; b < fixed.size(1); ++b) {
+          const bool p = k < possible.size() && possible[k] == b;
+          cols.push_back(p ? in[0].narrow(1, static_cast<int64_t>(k++), 1) : fixed.narrow(1, b, 1));
+        }
+        Tensor y = ctc_loss(log_softmax_last(cat(cols, 1)), fx.get(c, "targets"),
+                            fx.get(c, "input_lengths"), fx.get(c, "target_lengths"), 0, "none");
+        return index_select(y, 0, from_vector(possible));
+      };
+      CHECK(std::isfinite(fn({free}).sum().item<double>()));
+      CHECK(gradcheck(fn, {free}));
+      continue;
+    }
+    // zero_infinity cases included: the impossible samples contribute a constant 0
     CHECK(gradcheck([&](const TensorList& in) { return run_case(fx, c, log_softmax_last(in[0])); },
                     {logits}));
   }
