@@ -6,8 +6,8 @@
 // nll_loss with weight + ignore_index; mse / l1 (with exact ties, l1's subgradient at 0);
 // bce_with_logits with weight, pos_weight and large |logits|; ctc_loss with padded and
 // concatenated targets, unequal lengths, an empty input, a non-zero blank, zero_infinity on
-// and off around an infeasible sample. The module forms (CrossEntropyLoss, ..., with their
-// weight buffers moved by to(kGPU)) run once each.
+// and off around infeasible samples (repeats needing more steps, targets longer than inputs). The
+// module forms (CrossEntropyLoss, ..., with their weight buffers moved by to(kGPU)) run once each.
 //
 // Index, length and weight tensors are passed to check_gpu_parity as inputs without
 // requires_grad, so they are moved to the GPU with the floating inputs and get no gradient.
@@ -297,52 +297,101 @@ TEST_CASE("cuda parity: ctc_loss, padded and concatenated targets, blank, zero_i
   }
 }
 
-TEST_CASE("cuda parity: ctc_loss with an infeasible alignment, zero_infinity on and off" *
+TEST_CASE("cuda parity: ctc_loss with infeasible alignments, zero_infinity on and off" *
           sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("ctc_loss zero_infinity parity");
   manual_seed(37);
   for (DType dt : {DType::f64, DType::f32}) {
     CAPTURE(dt);
     const Tol tol = ctc_tol(dt);
-    const int64_t T = 6, N = 3, C = 5;
-    // sample 1: target [2, 2, 2] needs 5 steps (blanks between the repeats), its input has 4:
-    // no alignment, nll = +inf. (A target longer than its input is refused by the argument
-    // check on both devices, so repeats are how an infeasible sample is made.)
-    Tensor targets = i64s({1, 3, 4, 2, 2, 2, 4, 4, 3}, {N, 3});  // the last 3: padding
-    Tensor il = i64s({6, 4, 5}, {N});
-    Tensor tl = i64s({3, 3, 2}, {N});
+    const int64_t T = 6, N = 5, C = 5;
+    // No alignment, nll = +inf (Note [CTC impossible samples]): sample 1's target [2, 2, 2]
+    // needs 5 steps (blanks between the repeats), its input has 4; sample 3's target has 4
+    // labels for an input of 2 steps (longer than its input: 9 extended states against 2 rows
+    // of alpha / beta, rows t >= 2 of its gradient stay 0); sample 4's 6 labels fit its 6 steps
+    // but hold a repeat (4, 4), so they need 7. Samples 0 and 2 are feasible.
+    const std::vector<std::vector<int64_t>> rows = {
+        {1, 3, 4}, {2, 2, 2}, {4, 4}, {1, 2, 3, 4}, {3, 1, 4, 4, 2, 3}};
+    const std::vector<int64_t> ilv{6, 4, 5, 2, 6};
+    Tensor il = i64s(ilv, {N});
+    Tensor tl = i64s({3, 3, 2, 4, 6}, {N});
     for (int64_t blank : {int64_t{0}, int64_t{1}}) {
-      Tensor tg = targets;
-      if (blank == 1) tg = i64s({0, 3, 4, 2, 2, 2, 4, 4, 3}, {N, 3});
-      for (Reduction red : kReductions) {
-        CAPTURE(blank);
-        const std::string reduction = nn::reduction_name(red);
-        CAPTURE(reduction);
-        Tensor x = rnd({T, N, C}, dt);
-        // zero_infinity: the infeasible loss and its gradient are 0 on both devices
-        check_gpu_parity(
-            [&](const TensorList& t) {
-              return F::ctc_loss(log_softmax(t[0], 2), t[1], t[2], t[3], blank, red, true);
-            },
-            {x.detach().clone().requires_grad_(), tg, il, tl}, tol.rtol, tol.atol);
-        // off: +inf on both devices (the NaN gradient of that sample's rows must match too:
-        // exp(-inf + inf) in both kernels; the other samples' gradients stay finite)
-        auto off = [&](const TensorList& t) {
-          return F::ctc_loss(log_softmax(t[0], 2), t[1], t[2], t[3], blank, red, false);
-        };
-        check_gpu_parity(off, {x.detach().clone().requires_grad_(), tg, il, tl}, tol.rtol,
-                         tol.atol);
-        Tensor lc = off({x.detach(), tg, il, tl});
-        Tensor lg = off({x.detach().to(kGPU), tg.to(kGPU), il.to(kGPU), tl.to(kGPU)}).cpu();
-        if (red == Reduction::none) {
-          CHECK(std::isinf(lc.to(DType::f64).to_vector<double>()[1]));
-          CHECK(std::isinf(lg.to(DType::f64).to_vector<double>()[1]));
-          CHECK(std::isfinite(lg.to(DType::f64).to_vector<double>()[0]));
-        } else {
-          CHECK(std::isinf(lc.to(DType::f64).item<double>()));
-          CHECK(std::isinf(lg.to(DType::f64).item<double>()));
+      std::vector<int64_t> padded(N * 6, 3), concat;  // padding (3) is never read
+      for (int64_t b = 0; b < N; ++b) {
+        for (size_t s = 0; s < rows[b].size(); ++s) {
+          const int64_t l = rows[b][s] == blank ? 0 : rows[b][s];  // blank 1: label 1 -> 0
+          padded[b * 6 + s] = l;
+          concat.push_back(l);
         }
       }
+      Tensor tpad = i64s(padded, {N, 6});
+      Tensor tcat = i64s(concat, {static_cast<int64_t>(concat.size())});
+      for (Reduction red : kReductions) {
+        for (const Tensor& tg : {tpad, tcat}) {
+          CAPTURE(blank);
+          const std::string reduction = nn::reduction_name(red);
+          CAPTURE(reduction);
+          const bool concatenated = tg.dim() == 1;
+          CAPTURE(concatenated);
+          Tensor x = rnd({T, N, C}, dt);
+          // zero_infinity: the infeasible losses and their gradients are 0 on both devices
+          auto on = [&](const TensorList& t) {
+            return F::ctc_loss(log_softmax(t[0], 2), t[1], t[2], t[3], blank, red, true);
+          };
+          check_gpu_parity(on, {x.detach().clone().requires_grad_(), tg, il, tl}, tol.rtol,
+                           tol.atol);
+          // off: +inf on both devices (the NaN gradient rows t < input_lengths[b] of those
+          // samples must match too: exp(-inf + inf) in both kernels, as PyTorch; the other
+          // samples' gradients stay finite)
+          auto off = [&](const TensorList& t) {
+            return F::ctc_loss(log_softmax(t[0], 2), t[1], t[2], t[3], blank, red, false);
+          };
+          check_gpu_parity(off, {x.detach().clone().requires_grad_(), tg, il, tl}, tol.rtol,
+                           tol.atol);
+          // and the GPU's values themselves, not only their agreement with the CPU
+          for (bool zinf : {false, true}) {
+            CAPTURE(zinf);
+            Tensor xg = x.detach().to(kGPU).requires_grad_();
+            const TensorList in{xg, tg.to(kGPU), il.to(kGPU), tl.to(kGPU)};
+            Tensor lg = zinf ? on(in) : off(in);
+            lg.sum().backward();
+            Tensor l = lg.cpu().to(DType::f64), g = xg.grad().cpu().to(DType::f64);
+            for (int64_t b : {int64_t{1}, int64_t{3}, int64_t{4}}) {
+              CAPTURE(b);
+              Tensor gb = g.select(1, b);
+              if (zinf) {
+                SL_CHECK_CLOSE(gb, zeros({T, C}, {.dtype = DType::f64}), 0, 0);
+              } else {
+                CHECK(gb.narrow(0, 0, ilv[b]).isnan().all().item<bool>());
+                SL_CHECK_CLOSE(gb.narrow(0, ilv[b], T - ilv[b]),
+                               zeros({T - ilv[b], C}, {.dtype = DType::f64}), 0, 0);
+              }
+              if (red == Reduction::none) {
+                const double lb = l.to_vector<double>()[b];
+                CHECK(zinf ? lb == 0.0 : (std::isinf(lb) && lb > 0));
+              }
+            }
+            for (int64_t b : {int64_t{0}, int64_t{2}}) {
+              CAPTURE(b);
+              CHECK(g.select(1, b).isfinite().all().item<bool>());
+              if (red == Reduction::none) CHECK(std::isfinite(l.to_vector<double>()[b]));
+            }
+            if (red != Reduction::none) {
+              CHECK(zinf ? std::isfinite(l.item<double>()) : std::isinf(l.item<double>()));
+            }
+          }
+        }
+      }
+    }
+    // unbatched [T, C]: a target of 4 labels for an input of 3 of the 6 steps
+    for (bool zinf : {false, true}) {
+      CAPTURE(zinf);
+      check_gpu_parity(
+          [&](const TensorList& t) {
+            return F::ctc_loss(log_softmax(t[0], 1), t[1], t[2], t[3], 0, Reduction::mean, zinf);
+          },
+          {rnd({T, C}, dt), i64s({1, 2, 3, 4}, {4}), i64s({3}).squeeze(0), i64s({4}).squeeze(0)},
+          tol.rtol, tol.atol);
     }
   }
 }
