@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/cuda/cuda_api.h"
+#include "sl_config.h"
 #include "support/fake_gpu.h"
 #include "support/testing.h"
 
@@ -27,18 +28,45 @@ inline bool gpu_visible() {
   return ::sl::cuda::is_available();
 }
 
-/// Decorator for a test case that needs a GPU from its first line:
+/// Decorator for a test case that needs a GPU (`count` GPUs) from its first line:
 /// TEST_CASE("name" * sl::testing::needs_gpu()). The reason to skip: these cases compare CUDA
 /// kernels with the CPU, so without a visible GPU (or in a build without CUDA) there is nothing
 /// to run. doctest then skips the case and counts it as skipped in its summary, not as passed,
 /// and the binary prints that reason once. Evaluated when the binary registers its cases; the
 /// body still starts with SL_REQUIRE_CUDA, which guards runs that force skipped cases (doctest's
 /// --no-skip).
-inline doctest::skip needs_gpu() {
-  const bool skip = !gpu_visible();
+inline doctest::skip needs_gpu(int count = 1) {
+  const bool skip = !gpu_visible() || ::sl::cuda::device_count() < count;
   if (skip) {
-    report_skip("CUDA test cases that need a GPU (counted in doctest's \"skipped\")",
-                "no GPU visible (or built without CUDA)");
+    const std::string what = count == 1 ? std::string("a GPU") : std::to_string(count) + " GPUs";
+    report_skip("CUDA test cases that need " + what + " (counted in doctest's \"skipped\")",
+                gpu_visible() ? "too few GPUs visible" : "no GPU visible (or built without CUDA)");
+  }
+  return doctest::skip(skip);
+}
+
+/// Decorator for a test case of what happens without a GPU: skipped (and counted so) when one is
+/// visible, the fake one included.
+inline doctest::skip needs_no_gpu() {
+  const bool skip = gpu_visible();
+  if (skip) {
+    report_skip("test cases of the behaviour without a GPU (counted in doctest's \"skipped\")",
+                "a GPU is visible");
+  }
+  return doctest::skip(skip);
+}
+
+/// Decorator for a test case that needs cuDNN: as needs_gpu(), and skipped in a build without
+/// cuDNN. On the fake GPU (Note [Fake GPU]) the case runs only when `on_fake`: a conv parity case
+/// can (the CPU's conv stands in for cuDNN's), a comparison of cuDNN with the own kernels cannot.
+inline doctest::skip needs_cudnn(bool on_fake) {
+  const bool fake = gpu_visible() && fake_gpu_installed();
+  const bool skip = !gpu_visible() || (fake ? !on_fake : !SL_HAVE_CUDNN);
+  if (skip) {
+    report_skip("CUDA test cases that need cuDNN (counted in doctest's \"skipped\")",
+                !gpu_visible() ? "no GPU visible (or built without CUDA)"
+                : fake         ? "the GPU is the fake one (Note [Fake GPU])"
+                               : "built without cuDNN");
   }
   return doctest::skip(skip);
 }

@@ -127,7 +127,8 @@ void check_bn_close(const BnRun& a, const BnRun& ref, DType dt) {
 
 }  // namespace
 
-TEST_CASE("cudnn parity: batch norm, cuDNN vs own kernels vs CPU" * sl::testing::needs_gpu()) {
+TEST_CASE("cudnn parity: batch norm, cuDNN vs own kernels vs CPU" *
+          sl::testing::needs_cudnn(/*on_fake=*/false)) {
   SL_REQUIRE_CUDA("cuDNN batch norm parity");
   SL_REQUIRE_CUDNN("cuDNN batch norm parity");
   manual_seed(31);
@@ -177,7 +178,7 @@ TEST_CASE("cudnn parity: batch norm, cuDNN vs own kernels vs CPU" * sl::testing:
 }
 
 TEST_CASE("cudnn parity: batch norm backward takes either path's saved statistics, eps 0.5" *
-          sl::testing::needs_gpu()) {
+          sl::testing::needs_cudnn(/*on_fake=*/false)) {
   SL_REQUIRE_CUDA("cuDNN batch norm saved statistics");
   SL_REQUIRE_CUDNN("cuDNN batch norm saved statistics");
   // A large eps makes 1 / sqrt(var + eps) far from 1 / sqrt(var): if the cuDNN backward
@@ -241,7 +242,8 @@ TEST_CASE("cudnn parity: batch norm of 2-d (own kernels) and 3-d (cuDNN) inputs 
   }
 }
 
-TEST_CASE("cudnn parity: average pooling, cuDNN vs own kernels vs CPU" * sl::testing::needs_gpu()) {
+TEST_CASE("cudnn parity: average pooling, cuDNN vs own kernels vs CPU" *
+          sl::testing::needs_cudnn(/*on_fake=*/false)) {
   SL_REQUIRE_CUDA("cuDNN average pooling parity");
   SL_REQUIRE_CUDNN("cuDNN average pooling parity");
   manual_seed(34);

@@ -149,17 +149,17 @@ TEST_CASE("cuda: device-to-device copies, overlapping views, fill" * sl::testing
   Tensor z = zeros({0, 3}, {.device = kGPU});
   CHECK(z.numel() == 0);
   CHECK(z.cpu().numel() == 0);
-  if (cuda::device_count() >= 2) {
-    Device g1(DeviceKind::cuda, 1);
-    Tensor x = randn({33, 5}).to(kGPU);
-    Tensor y = x.to(g1);
-    CHECK(y.device() == g1);
-    SL_CHECK_CLOSE(y.cpu(), x.cpu(), 0, 0);
-    Tensor yt = zeros({5, 33}, {.device = g1});
-    yt.t().copy_(x.to(DType::f64));
-    SL_CHECK_CLOSE(yt.t().cpu(), x.cpu(), 0, 0);
-    SL_CHECK_THROWS(x + y, DeviceError, "expected all tensors on the same device");
-  } else {
-    sl::testing::report_skip("CUDA test: copies between two GPUs", "fewer than 2 GPUs visible");
-  }
+}
+
+TEST_CASE("cuda: copies between two GPUs; ops refuse to mix them" * sl::testing::needs_gpu(2)) {
+  SL_REQUIRE_CUDA("copies between two GPUs");
+  Device g1(DeviceKind::cuda, 1);
+  Tensor x = randn({33, 5}).to(kGPU);
+  Tensor y = x.to(g1);
+  CHECK(y.device() == g1);
+  SL_CHECK_CLOSE(y.cpu(), x.cpu(), 0, 0);
+  Tensor yt = zeros({5, 33}, {.device = g1});
+  yt.t().copy_(x.to(DType::f64));
+  SL_CHECK_CLOSE(yt.t().cpu(), x.cpu(), 0, 0);
+  SL_CHECK_THROWS(x + y, DeviceError, "expected all tensors on the same device");
 }

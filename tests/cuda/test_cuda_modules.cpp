@@ -211,7 +211,7 @@ TEST_CASE("cuda module parity: Linear, Identity, Sequential, ModuleList" *
 }
 
 TEST_CASE("cuda module parity: Conv1d and Conv2d with stride, padding, dilation, groups" *
-          sl::testing::needs_gpu()) {
+          sl::testing::needs_cudnn(/*on_fake=*/true)) {
   SL_REQUIRE_CUDA("conv module parity");
   if (!have_conv_kernels()) return;
   manual_seed(42);
@@ -596,7 +596,7 @@ std::optional<Shape> zoo_input_shape(const std::string& name) {
 // differs by float rounding moves it by a tiny fraction of lr (up to lr * |dg| / eps for
 // gradients near eps = 1e-8), and 1e-4 is a tenth of one step.
 TEST_CASE("cuda module parity: every model in the zoo trains like on the CPU" *
-          sl::testing::needs_gpu()) {
+          sl::testing::needs_cudnn(/*on_fake=*/true)) {
   SL_REQUIRE_CUDA("model zoo training parity");
   if (!have_conv_kernels()) return;
   const std::vector<std::string> names = models::model_names();

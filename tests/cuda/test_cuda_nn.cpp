@@ -143,7 +143,8 @@ TEST_CASE("cuda parity: dropout keeps the same elements as the CPU" * sl::testin
       {rnd({64, 9}, DType::f32)}, 0, 0);
 }
 
-TEST_CASE("cuda parity: conv2d / conv1d through cuDNN" * sl::testing::needs_gpu()) {
+TEST_CASE("cuda parity: conv2d / conv1d through cuDNN" *
+          sl::testing::needs_cudnn(/*on_fake=*/true)) {
   SL_REQUIRE_CUDA("conv parity");
   if (!conv2d_forward_kernel.has(DeviceKind::cuda)) {
     sl::testing::report_skip("CUDA test: conv parity", "built without cuDNN");

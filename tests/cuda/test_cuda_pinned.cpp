@@ -20,13 +20,10 @@ const Device kCuda0{DeviceKind::cuda, 0};
 
 }  // namespace
 
-TEST_CASE("pin_memory: without a GPU it throws a DeviceError that says why") {
+TEST_CASE("pin_memory: without a GPU it throws a DeviceError that says why" *
+          sl::testing::needs_no_gpu()) {
   Tensor x = ones({4});
   CHECK(!x.is_pinned());
-  if (cuda::is_available()) {
-    ::sl::testing::report_skip("pin_memory without a GPU", "a GPU is visible");
-    return;
-  }
   SL_CHECK_THROWS(x.pin_memory(), DeviceError, "pin_memory: pinned memory needs a GPU");
   // nothing pinned, nothing counted
   CHECK(pinned_memory_stats().reserved_bytes == 0);
