@@ -16,12 +16,18 @@ int64_t count_correct(nn::Module& model, const nn::Dataset& data, int64_t begin,
   const bool was_training = model.is_training();
   model.eval();
   NoGradGuard ng;
+  // the batches go where the model is (its first parameter or buffer; the CPU without either)
+  Device device = kCPU;
+  for (const auto& [name, t] : model.state_dict()) {
+    device = t.device();
+    break;
+  }
   int64_t correct = 0;
   for (int64_t s = begin; s < end; s += batch_size) {
     std::vector<int64_t> idx;
     for (int64_t i = s; i < std::min(end, s + batch_size); ++i) idx.push_back(i);
     nn::Batch b = data.get_batch(idx);
-    correct += argmax(model.forward(b[0]), 1).eq(b[1]).sum().item<int64_t>();
+    correct += argmax(model.forward(b[0].to(device)), 1).eq(b[1].to(device)).sum().item<int64_t>();
   }
   model.train(was_training);
   return correct;

@@ -13,8 +13,8 @@ namespace sl::models {
 
 /// Number of examples in [begin, end) of `data` (batches {inputs, int64 labels}) whose argmax
 /// of model.forward(inputs) equals the label. Runs in eval mode under no-grad, in batches of
-/// `batch_size`, and restores the module's training mode. Throws ValueError for a range outside
-/// [0, data.size()] or batch_size < 1.
+/// `batch_size` moved to the model's device, and restores the module's training mode. Throws
+/// ValueError for a range outside [0, data.size()] or batch_size < 1.
 int64_t count_correct(nn::Module& model, const nn::Dataset& data, int64_t begin, int64_t end,
                       int64_t batch_size = 1000);
 

@@ -2,9 +2,13 @@
 // Fashion-MNIST written as IDX files: a run stopped after its first epoch and resumed from the
 // epoch checkpoint ends bit-identical to the uninterrupted run (compared by the job's "state
 // digest", a hash of every parameter and buffer), under single and, when MPI is available, under
-// zero2 on 2 ranks; a 2-rank zero2 checkpoint resumes as single; bad flags fail clearly.
+// zero2 on 2 ranks; a 2-rank zero2 checkpoint resumes as single; on a GPU (--device cuda: a real
+// one, or in builds without CUDA the fake GPU of Note [Fake GPU] through sl_train_fake) it trains
+// as on the CPU, resumes, and its checkpoint continues on the CPU; bad flags fail clearly.
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -13,6 +17,7 @@
 #include <vector>
 
 #include "../dist/mpi_launch.h"
+#include "core/device.h"
 #include "support/testing.h"
 
 using namespace sl;
@@ -97,9 +102,9 @@ struct Result {
   std::string out;
 };
 
-/// Runs sl_train in one process (stdout and stderr together).
-Result run_single(std::vector<std::string> args) {
-  std::string cmd = "SL_NUM_THREADS=1 " + sl_train_bin();
+/// Runs sl_train (or `bin`) in one process (stdout and stderr together).
+Result run_single(std::vector<std::string> args, const std::string& bin = "") {
+  std::string cmd = "SL_NUM_THREADS=1 " + (bin.empty() ? sl_train_bin() : bin);
   for (const auto& a : args) cmd += " '" + a + "'";
   cmd += " 2>&1";
   Result r;
@@ -122,6 +127,29 @@ std::string digest(const std::string& out) {
 std::vector<std::string> plus(std::vector<std::string> a, const std::vector<std::string>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
+}
+
+/// The trainer that has a GPU: sl_train when this machine has one, else sl_train_fake (builds
+/// without CUDA: the fake GPU, Note [Fake GPU]); empty when neither.
+std::string gpu_train_bin() {
+  if (cuda_is_available()) return sl_train_bin();
+  const char* fake = std::getenv("SL_TRAIN_FAKE_GPU_BIN");
+  return fake ? fake : "";
+}
+
+doctest::skip needs_gpu_trainer() {
+  const bool skip = gpu_train_bin().empty();
+  if (skip) {
+    sl::testing::report_skip("cnn job on a GPU (counted in doctest's \"skipped\")",
+                             "no GPU visible, and this build (with CUDA) has no fake GPU");
+  }
+  return doctest::skip(skip);
+}
+
+/// The training loss printed for the last epoch ("epoch E/E  loss X"); NaN when absent.
+double final_loss(const std::string& out) {
+  auto at = out.rfind("  loss ");
+  return at == std::string::npos ? NAN : std::atof(out.c_str() + at + 7);
 }
 
 }  // namespace
@@ -173,6 +201,55 @@ TEST_CASE(
   CHECK(single.out.find("epoch 3/3") != std::string::npos);
 }
 
+TEST_CASE("cnn job: --device cuda trains as on the CPU, resumes, and continues on the CPU" *
+          needs_gpu_trainer()) {
+  const std::string bin = gpu_train_bin();
+  const bool fake = !cuda_is_available();  // this process sees no GPU: bin is sl_train_fake
+  Env env;
+  Result cpu = run_single(env.args("single", "cpu"));
+  REQUIRE_MESSAGE(cpu.code == 0, cpu.out);
+  Result gpu = run_single(plus(env.args("single", "gpu"), {"--device", "cuda"}), bin);
+  REQUIRE_MESSAGE(gpu.code == 0, gpu.out);
+  CHECK(gpu.out.find("on cuda:0") != std::string::npos);
+  CHECK(gpu.out.find("epoch 3/3") != std::string::npos);
+  Result first = run_single(
+      plus(env.args("single", "g1"), {"--device", "cuda", "--stop-after-epochs", "1"}), bin);
+  REQUIRE_MESSAGE(first.code == 0, first.out);
+  std::filesystem::copy(env.root + "/g1", env.root + "/g2",
+                        std::filesystem::copy_options::recursive);
+  Result rest =
+      run_single(plus(env.args("single", "g1"), {"--device", "cuda", "--resume", "1"}), bin);
+  REQUIRE_MESSAGE(rest.code == 0, rest.out);
+  CHECK(rest.out.find("resumed from") != std::string::npos);
+  // the GPU's checkpoint holds CPU tensors: it continues on the CPU
+  Result on_cpu = run_single(plus(env.args("single", "g2"), {"--resume", "1"}));
+  REQUIRE_MESSAGE(on_cpu.code == 0, on_cpu.out);
+  CHECK(on_cpu.out.find("epoch 3/3") != std::string::npos);
+  // dp with more replicas than GPUs is refused before it starts
+  Result dp =
+      run_single(plus(env.args("dp", "dp"), {"--device", "cuda", "--dp-replicas", "65"}), bin);
+  CHECK(dp.code == 1);
+  CHECK_MESSAGE(dp.out.find("cnn: --strategy dp with --dp-replicas 65 from cuda:0 needs GPUs") !=
+                    std::string::npos,
+                dp.out);
+  if (fake) {
+    // The fake GPU runs the CPU's kernels on the same values in the same order, so every run
+    // ends in the CPU run's exact state.
+    CHECK_MESSAGE(digest(gpu.out) == digest(cpu.out), cpu.out, "\n---\n", gpu.out);
+    CHECK(digest(rest.out) == digest(cpu.out));
+    CHECK(digest(on_cpu.out) == digest(cpu.out));
+  } else {
+    // A GPU's kernels sum in other orders (and cuDNN may pick other algorithms from run to run),
+    // so the states are not bit-identical; 9 AdamW steps from the same start on the same
+    // batches end within a thousandth of the CPU's training loss.
+    for (const Result* r : {&gpu, &rest, &on_cpu}) {
+      CHECK_MESSAGE(std::fabs(final_loss(r->out) - final_loss(cpu.out)) <=
+                        1e-3 * std::max(1.0, std::fabs(final_loss(cpu.out))),
+                    cpu.out, "\n---\n", r->out);
+    }
+  }
+}
+
 TEST_CASE("cnn job: errors are clear") {
   Env env;
   Result r = run_single(plus(env.args("single", "none"), {"--resume", "1"}));
@@ -186,4 +263,20 @@ TEST_CASE("cnn job: errors are clear") {
   r = run_single(plus(env.args("single", "d"), {"--resume", "1", "--batch-size", "16"}));
   CHECK(r.code == 1);
   CHECK(r.out.find("was written with another configuration") != std::string::npos);
+  // devices: one past the visible GPUs, a logical CPU device, a name that is no device
+  r = run_single(plus(env.args("single", "e"), {"--device", "cuda:63"}));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.out.find("cnn: --device cuda:63 is not available") != std::string::npos, r.out);
+  r = run_single(plus(env.args("single", "e"), {"--device", "cpu:1"}));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.out.find("is a logical CPU device") != std::string::npos, r.out);
+  r = run_single(plus(env.args("single", "e"), {"--device", "tpu"}));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.out.find("tpu") != std::string::npos, r.out);
+  if (!cuda_is_available()) {
+    r = run_single(plus(env.args("single", "e"), {"--device", "cuda"}));
+    CHECK(r.code == 1);
+    CHECK_MESSAGE(r.out.find("cnn: --device cuda but no GPU is visible") != std::string::npos,
+                  r.out);
+  }
 }

@@ -8,7 +8,12 @@
 //            [--lr 0.002] [--seed 0] [--data-dir DIR] [--checkpoint-dir checkpoints/cnn]
 //            [--resume 0|1] [--weight-decay 0.01] [--channels1 32] [--channels2 64]
 //            [--hidden 128] [--stop-after-epochs K] [--dp-replicas 2] [--log-every 100]
+//            [--device cpu|cuda|cuda:N]
 //
+// --device cuda trains on a GPU: cuda:N, or with plain "cuda" GPU (rank mod the visible GPUs)
+// for each rank; ddp/zero1/zero2 ranks then exchange gradients over NCCL (one GPU per rank), dp
+// spreads its replicas over cuda:N, cuda:N+1, ... Batches are copied to the device each step;
+// checkpoints hold CPU tensors, so a run may resume on another device.
 // --batch-size is the global batch: each of N ranks takes its 1/N share of every global batch
 // (dist::DistributedLoader), so the examples seen per step do not depend on N. Weight decay
 // applies to conv and linear weights, not to biases and BatchNorm parameters. The schedule
@@ -59,29 +64,50 @@ serialize::Json run_config(const models::FashionCNNOptions& m, int64_t batch, ui
                                   {"epochs", static_cast<long long>(epochs)}});
 }
 
-/// Sum of a double over the group's ranks.
-double sum_over_ranks(dist::Strategy& s, double v) {
-  if (s.world_size() == 1) return v;
+/// Sum of a double over the ranks of `group` (the MPI world; null with one rank). The job's own
+/// host-side exchanges go over it whatever the strategy's gradients use (NCCL on GPUs).
+double sum_over_ranks(const dist::ProcessGroupPtr& group, double v) {
+  if (!group || group->size() == 1) return v;
   Tensor t = tensor({v});
-  s.group()->allreduce(t, dist::ReduceOp::sum)->wait();
+  group->allreduce(t, dist::ReduceOp::sum)->wait();
   return t.item<double>();
 }
 
 /// Every rank evaluates with rank 0's BatchNorm statistics (each rank's last forward updated
-/// its own copy from its own share of the batch, as in PyTorch's DDP).
-void broadcast_buffers(dist::Strategy& s) {
-  if (s.world_size() == 1) return;
+/// its own copy from its own share of the batch, as in PyTorch's DDP); through host copies over
+/// `group`, so device buffers work with any backend.
+void broadcast_buffers(const dist::ProcessGroupPtr& group, nn::Module& model) {
+  if (!group || group->size() == 1) return;
   NoGradGuard ng;
-  for (const auto& [name, b] : s.module().named_buffers()) {
-    Tensor c = b.contiguous();
-    s.group()->broadcast(c, 0)->wait();
-    if (!c.is_same(b)) Tensor(b).copy_(c);
+  for (const auto& [name, b] : model.named_buffers()) {
+    Tensor c = b.to(kCPU, /*force_copy=*/true).contiguous();
+    group->broadcast(c, 0)->wait();
+    Tensor(b).copy_(c);
   }
+}
+
+/// The job's device from --device: "cpu", "cuda:N", or "cuda" = GPU (rank mod the visible GPUs).
+/// Throws DeviceError when that GPU is not visible (or the build has no CUDA).
+Device job_device(const std::string& spec, int rank) {
+  Device d(spec);
+  SL_CHECK(!d.is_cpu() || d.index == 0, "cnn: --device ", spec,
+           " is a logical CPU device; use cpu, cuda or cuda:N");
+  if (d.is_cuda() && spec == "cuda") {
+    const int n = cuda::device_count();
+    SL_CHECK_DEVICE(n > 0, "cnn: --device cuda but no GPU is visible",
+                    cuda::is_compiled() ? "" : " (this build has no CUDA)");
+    d.index = rank % n;
+  }
+  if (d.is_cuda()) {
+    SL_CHECK_DEVICE(d.index < cuda::device_count(), "cnn: --device ", d.str(),
+                    " is not available (", cuda::device_count(), " GPU(s) visible",
+                    cuda::is_compiled() ? "" : "; this build has no CUDA", ")");
+  }
+  return d;
 }
 
 int run_cnn(const Options& opt) {
   auto t_start = std::chrono::steady_clock::now();
-  SL_CHECK(opt.device == "cpu", "cnn: only --device cpu is supported here, got '", opt.device, "'");
   const dist::StrategyKind kind = dist::parse_strategy(opt.strategy);
   const bool multi_rank = kind == dist::StrategyKind::ddp || kind == dist::StrategyKind::zero1 ||
                           kind == dist::StrategyKind::zero2;
@@ -92,6 +118,7 @@ int run_cnn(const Options& opt) {
     int cores = static_cast<int>(std::thread::hardware_concurrency());
     set_num_threads(std::max(1, cores / world));
   }
+  const Device device = job_device(opt.device, rank);
   auto say = [rank](const char* fmt, auto... args) {
     if (rank != 0) return;
     std::printf(fmt, args...);
@@ -124,11 +151,19 @@ int run_cnn(const Options& opt) {
   // The same initial model on every rank (ddp/zero also broadcast rank 0's parameters).
   manual_seed(opt.seed);
   auto model = std::make_shared<models::FashionCNN>(mo);
+  model->to(device);  // before the optimizer takes the parameters
   auto [decay, no_decay] = optim::split_no_decay(model->named_parameters(), {"bias"});
   optim::AdamW adamw({{decay, {.lr = lr, .weight_decay = weight_decay}},
                       {no_decay, {.lr = lr, .weight_decay = 0.0}}});
-  dist::StrategyOptions so{.group = group};
+  // CUDA parameters: the strategy makes its NCCL group over the world itself.
+  dist::StrategyOptions so{.group = device.is_cuda() ? nullptr : group};
   so.dp_replicas = static_cast<int>(opt.get_int("dp-replicas", 2));
+  if (kind == dist::StrategyKind::dp && device.is_cuda()) {
+    SL_CHECK_DEVICE(device.index + so.dp_replicas <= cuda::device_count(), "cnn: --strategy dp ",
+                    "with --dp-replicas ", so.dp_replicas, " from ", device.str(), " needs GPUs ",
+                    device.index, "..", device.index + so.dp_replicas - 1, ", but ",
+                    cuda::device_count(), " are visible");
+  }
   so.replica_factory = [mo] { return std::make_shared<models::FashionCNN>(mo); };
   std::unique_ptr<dist::Strategy> strategy = dist::make_strategy(opt.strategy, model, adamw, so);
 
@@ -138,11 +173,11 @@ int run_cnn(const Options& opt) {
   optim::CosineAnnealingLR sched(adamw, opt.epochs * per_epoch);
   const serialize::Json config = run_config(mo, batch, opt.seed, opt.epochs);
   say("model: FashionCNN(%lld, %lld, %lld), %lld parameters; AdamW lr %g wd %g, cosine over %lld "
-      "steps; global batch %lld; strategy %s on %d rank(s), %d thread(s) each\n",
+      "steps; global batch %lld; strategy %s on %d rank(s), %d thread(s) each, on %s\n",
       static_cast<long long>(mo.channels1), static_cast<long long>(mo.channels2),
       static_cast<long long>(mo.hidden), static_cast<long long>(model->num_parameters()), lr,
       weight_decay, static_cast<long long>(opt.epochs * per_epoch), static_cast<long long>(batch),
-      strategy->name(), world, get_num_threads());
+      strategy->name(), world, get_num_threads(), device.str().c_str());
 
   int64_t epoch0 = 0;
   if (resume) {
@@ -171,7 +206,8 @@ int run_cnn(const Options& opt) {
     int64_t steps = 0;
     while (auto b = loader.next()) {
       strategy->zero_grad();
-      Tensor loss = nn::functional::cross_entropy(strategy->forward((*b)[0]), (*b)[1]);
+      Tensor loss =
+          nn::functional::cross_entropy(strategy->forward((*b)[0].to(device)), (*b)[1].to(device));
       strategy->backward(loss);
       strategy->step();
       sched.step();
@@ -182,12 +218,12 @@ int run_cnn(const Options& opt) {
             static_cast<long long>(per_epoch), loss.item<double>(), seconds_since(t_epoch));
       }
     }
-    const double train_loss = sum_over_ranks(*strategy, loss_sum) / (world * steps);
-    broadcast_buffers(*strategy);
+    const double train_loss = sum_over_ranks(group, loss_sum) / (world * steps);
+    broadcast_buffers(group, *model);
     const int64_t n = test_set->size();
     const int64_t correct =
         models::count_correct(*model, *test_set, rank * n / world, (rank + 1) * n / world);
-    accuracy = sum_over_ranks(*strategy, static_cast<double>(correct)) / static_cast<double>(n);
+    accuracy = sum_over_ranks(group, static_cast<double>(correct)) / static_cast<double>(n);
     if (!ckpt_dir.empty()) {
       nn::DataPosition pos = loader.position();
       serialize::Json extra = serialize::Json::object(

@@ -2,7 +2,7 @@
 // --model names (see registry.h; each model registers itself in its own file).
 //
 //   sl_train [--model mlp] [--epochs N] [--batch-size B] [--lr LR] [--seed S] [--threads T]
-//            [--data-dir DIR] [--strategy single] [--device cpu] [--key value ...]
+//            [--data-dir DIR] [--strategy single] [--device cpu|cuda|cuda:N] [--key value ...]
 //   sl_train --list
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +12,11 @@
 #include <shardlight/shardlight.h>
 
 #include "registry.h"
+#ifdef SL_TRAIN_FAKE_GPU
+// tests/meson.build's sl_train_fake: this trainer with the test suite's stand-in cuda:0, so the
+// --device cuda paths run end to end in builds without CUDA (Note [Fake GPU]).
+#include "support/fake_gpu.h"
+#endif
 
 namespace {
 
@@ -19,7 +24,7 @@ void usage(FILE* out) {
   std::fprintf(out,
                "usage: sl_train [--model NAME] [--epochs N] [--batch-size B] [--lr LR]\n"
                "                [--seed S] [--threads T] [--data-dir DIR] [--strategy single]\n"
-               "                [--device cpu] [--KEY VALUE ...]   (job-specific options)\n"
+               "                [--device cpu|cuda|cuda:N] [--KEY VALUE ...]   (job-specific)\n"
                "       sl_train --list\n"
                "Defaults: --model mlp --epochs 2 (the Fashion-MNIST demo).\n");
 }
@@ -91,6 +96,9 @@ bool parse(int argc, char** argv, sl::train::Options& opt) {
 }  // namespace
 
 int main(int argc, char** argv) {
+#ifdef SL_TRAIN_FAKE_GPU
+  sl::testing::install_fake_gpu();
+#endif
   try {
     sl::train::Options opt;
     if (!parse(argc, argv, opt)) return 0;

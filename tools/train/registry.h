@@ -22,6 +22,7 @@ struct Options {
   uint64_t seed = 0;
   int threads = 0;       ///< 0: SL_NUM_THREADS or the core count
   std::string data_dir;  ///< empty: the job's default location
+  /// "cpu", "cuda" or "cuda:N" (each job says which it supports).
   std::string device = "cpu";
   std::map<std::string, std::string> extra;
 
