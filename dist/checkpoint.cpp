@@ -76,12 +76,21 @@ Tensor flat_view(const Tensor& t) {
   return ops::view(ops::contiguous(t), {t.numel()});
 }
 
+/// Where `s`'s group takes its tensors: the CPU for CPU groups, the parameters' GPU for NCCL.
+Device comm_device(Strategy& s) {
+  if (s.group()->device_kind() == DeviceKind::cpu) return kCPU;
+  for (const auto& [name, p] : s.named_params()) return p.device();
+  return kCPU;
+}
+
 /// Every rank hands in (ok, a, b); returns everyone's, in rank order. The failure of any rank is
-/// known to all, so none waits for a rank that gave up.
-std::vector<std::array<int64_t, 3>> agree(ProcessGroup& pg, bool ok, int64_t a = 0, int64_t b = 0) {
-  Tensor mine = from_vector<int64_t>({ok ? 1 : 0, a, b});
-  Tensor all = zeros({3 * pg.size()}, {.dtype = DType::i64});
+/// known to all, so none waits for a rank that gave up. `dev`: comm_device of the strategy.
+std::vector<std::array<int64_t, 3>> agree(ProcessGroup& pg, Device dev, bool ok, int64_t a = 0,
+                                          int64_t b = 0) {
+  Tensor mine = from_vector<int64_t>({ok ? 1 : 0, a, b}).to(dev);
+  Tensor all = zeros({3 * pg.size()}, {.dtype = DType::i64, .device = dev});
   pg.allgather(all, mine)->wait();
+  all = all.cpu();
   std::vector<int64_t> v = all.to_vector<int64_t>();
   std::vector<std::array<int64_t, 3>> out;
   for (int r = 0; r < pg.size(); ++r) {
@@ -277,6 +286,7 @@ serialize::StateDict sorted_state_dict(const std::map<std::string, Tensor>& m) {
 void save_sharded_checkpoint(const std::string& dir, Strategy& s, const Json& extra) {
   ProcessGroup& pg = *s.group();
   const int rank = pg.rank(), n = pg.size();
+  const Device dev = comm_device(s);
   NoGradGuard no_grad;
   Source src = source_of(s);
   SL_CHECK(src.layout->world_size() == n, "save_sharded_checkpoint: layout for ",
@@ -295,7 +305,7 @@ void save_sharded_checkpoint(const std::string& dir, Strategy& s, const Json& ex
         parent / ("." + target.filename().string() + ".tmp-" + std::to_string(nonce)), ec);
     if (ec) err = detail::str_cat(dir, ": cannot create the temporary directory: ", ec.message());
   }
-  auto st = agree(pg, err.empty(), nonce);
+  auto st = agree(pg, dev, err.empty(), nonce);
   throw_if_any_failed(st, "save_sharded_checkpoint: " + dir, err);
   nonce = st[0][1];
   std::string nonce_s = std::to_string(nonce);
@@ -361,7 +371,7 @@ void save_sharded_checkpoint(const std::string& dir, Strategy& s, const Json& ex
   } catch (const std::exception& e) {
     err = e.what();
   }
-  st = agree(pg, err.empty(), mcrc, msize);
+  st = agree(pg, dev, err.empty(), mcrc, msize);
   if (rank == 0 && !err.empty()) {
     std::error_code ec;
     fs::remove_all(tmp, ec);
@@ -419,7 +429,7 @@ void save_sharded_checkpoint(const std::string& dir, Strategy& s, const Json& ex
       fs::remove_all(tmp, ec);
     }
   }
-  st = agree(pg, err.empty());
+  st = agree(pg, dev, err.empty());
   throw_if_any_failed(st, "save_sharded_checkpoint: " + dir, err);
 }
 

@@ -1,5 +1,6 @@
 #include "dist/process_group.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -273,8 +274,17 @@ LaunchInfo detect_launch() {
   return li;
 }
 
+namespace {
+std::atomic<NcclGroupFactory> g_nccl_stand_in{nullptr};
+}  // namespace
+
+void set_nccl_stand_in(NcclGroupFactory f) {
+  g_nccl_stand_in.store(f);
+}
+
 #if !SL_HAVE_NCCL
-ProcessGroupPtr make_nccl_group(const ProcessGroupPtr&, Device) {
+ProcessGroupPtr make_nccl_group(const ProcessGroupPtr& bootstrap, Device device) {
+  if (NcclGroupFactory f = g_nccl_stand_in.load()) return f(bootstrap, device);
   detail::throw_error<DeviceError>(
       "make_nccl_group: this build of Shardlight has no NCCL backend "
       "(it needs CUDA and NCCL at build time)");

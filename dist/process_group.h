@@ -146,6 +146,12 @@ ProcessGroupPtr make_single_group(ProcessGroupOptions opts = ProcessGroupOptions
 ProcessGroupPtr make_nccl_group(const ProcessGroupPtr& bootstrap, Device device);
 /// True when the NCCL backend was compiled in.
 bool nccl_available();
+/// Makes a group for CUDA tensors over `bootstrap`'s ranks (the signature of make_nccl_group).
+using NcclGroupFactory = ProcessGroupPtr (*)(const ProcessGroupPtr& bootstrap, Device device);
+/// For tests only: in a build without NCCL, make_nccl_group returns f's group instead of
+/// throwing (the fake GPU's stand-in, Note [Fake GPU] in tests/support/fake_gpu.h); null
+/// restores the error. Ignored when the NCCL backend is built in; nccl_available() is unchanged.
+void set_nccl_stand_in(NcclGroupFactory f);
 
 /// How this process was started.
 struct LaunchInfo {

@@ -122,8 +122,9 @@ StepResult Strategy::step() {
   TensorList grads = owned_gradients();
   const bool scaling = opts_.loss_scaling.has_value();
   const bool share = !gradients_replicated() && world_size() > 1;
+  // the group's collectives take tensors where the gradients are (a GPU's for NCCL)
+  const Device dev = grads.empty() ? kCPU : grads.front().device();
   if (scaling || opts_.skip_nonfinite) {
-    Device dev = grads.empty() ? kCPU : grads.front().device();
     Tensor found = zeros({1}, {.dtype = DType::f32, .device = dev});
     for (const Tensor& g : grads) ops::unscale_check_(g, found, scaling ? 1.0 / scale_ : 1.0);
     if (share) group_->allreduce(found, ReduceOp::max)->wait();  // every rank agrees
@@ -133,9 +134,9 @@ StepResult Strategy::step() {
   if (opts_.max_grad_norm > 0 && !skip) {
     double partial = optim::grad_norm_partial(grads, opts_.norm_type);
     if (share) {
-      Tensor t = full({1}, partial, {.dtype = DType::f64});
+      Tensor t = full({1}, partial, {.dtype = DType::f64, .device = dev});
       group_->allreduce(t, std::isinf(opts_.norm_type) ? ReduceOp::max : ReduceOp::sum)->wait();
-      partial = t.item<double>();
+      partial = t.cpu().item<double>();
     }
     r.grad_norm = optim::total_norm_from_partial(partial, opts_.norm_type);
     optim::clip_grads_with_norm_(grads, opts_.max_grad_norm, r.grad_norm);

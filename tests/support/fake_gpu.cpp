@@ -11,6 +11,8 @@
 #include "core/cuda/caching_allocator.h"
 #include "core/cuda/cuda_api.h"
 #include "core/dispatch.h"
+#include "dist/process_group.h"
+#include "dist/work.h"
 #include "sl_config.h"
 
 namespace sl::testing {
@@ -78,6 +80,55 @@ void fake_synchronize(int /*device*/) {}
 std::string fake_device_name(int /*device*/) { return "fake GPU (the CPU's kernels)"; }
 int fake_compute_capability(int /*device*/) { return 90; }
 
+/// The fake GPU's NCCL: the collectives of `bootstrap` (the MPI world, or a single rank) on host
+/// copies of the fake-GPU tensors, finished before start() returns. Same ranks, same reduction
+/// order as the bootstrap group, so a run on fake GPUs gives the CPU run's bits.
+class FakeNcclGroup final : public dist::ProcessGroup {
+ public:
+  FakeNcclGroup(dist::ProcessGroupPtr bootstrap, Device device)
+      : ProcessGroup(bootstrap->rank(), bootstrap->size(), bootstrap->options()),
+        bootstrap_(std::move(bootstrap)) {
+    SL_CHECK_DEVICE(device.is_cuda() && device.index == 0,
+                    "make_nccl_group (fake GPU): expected cuda:0, got ", device);
+  }
+  const char* backend() const override { return "nccl (fake GPU)"; }
+  DeviceKind device_kind() const override { return DeviceKind::cuda; }
+
+ protected:
+  dist::WorkPtr start(const dist::Collective& c, const Tensor& out, const Tensor& in) override {
+    using dist::CollectiveKind;
+    Tensor host_out = out.defined() ? out.to(kCPU, /*force_copy=*/true) : out;
+    Tensor host_in = in.defined() ? in.to(kCPU, /*force_copy=*/true) : in;
+    switch (c.kind) {
+      case CollectiveKind::allreduce:
+        bootstrap_->allreduce(host_out, c.op)->wait();
+        break;
+      case CollectiveKind::broadcast:
+        bootstrap_->broadcast(host_out, c.root)->wait();
+        break;
+      case CollectiveKind::reduce_scatter:
+        bootstrap_->reduce_scatter(host_out, host_in, c.op)->wait();
+        break;
+      case CollectiveKind::allgather:
+        bootstrap_->allgather(host_out, host_in)->wait();
+        break;
+      case CollectiveKind::barrier:
+        bootstrap_->barrier()->wait();
+        break;
+    }
+    if (out.defined()) Tensor(out).copy_(host_out);
+    return dist::Work::completed(c.str());
+  }
+
+ private:
+  dist::ProcessGroupPtr bootstrap_;
+};
+
+dist::ProcessGroupPtr make_fake_nccl_group(const dist::ProcessGroupPtr& bootstrap, Device device) {
+  SL_CHECK(bootstrap != nullptr, "make_nccl_group (fake GPU): bootstrap group is null");
+  return std::make_shared<FakeNcclGroup>(bootstrap, device);
+}
+
 bool g_installed = false;
 
 }  // namespace
@@ -94,10 +145,12 @@ bool install_fake_gpu() {
     cuda::device_name_kernel.set(DeviceKind::cuda, &fake_device_name);
     cuda::compute_capability_kernel.set(DeviceKind::cuda, &fake_compute_capability);
     const int n = mirror_kernels(DeviceKind::cpu, DeviceKind::cuda);
+    dist::set_nccl_stand_in(&make_fake_nccl_group);
     g_installed = true;
     std::fprintf(stderr,
                  "[fake GPU] cuda:0 is a stand-in: host memory and the CPU's kernels (%d kernel "
-                 "slots mirrored). These runs check everything around the CUDA kernels, not the "
+                 "slots mirrored), NCCL's collectives run over the MPI world on host copies. These "
+                 "runs check everything around the CUDA kernels, not the "
                  "kernels: see Note [Fake GPU] in tests/support/fake_gpu.h.\n",
                  n);
   });

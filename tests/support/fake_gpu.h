@@ -1,19 +1,22 @@
 // The fake GPU: the CUDA test suite's stand-in device in builds without CUDA.
 //
 // Note [Fake GPU]
-// A build without the CUDA backend still builds the CUDA test suite (tests/cuda), and runs it
+// A build without the CUDA backend still builds the CUDA test suite (tests/cuda) and runs it
 // against a stand-in cuda:0 (meson test `cuda_fake`), as it runs the op-case table's CUDA cases
-// (test_devices(), tests/core/test_op_table.cpp). Its memory is host memory, managed by the
-// real caching allocator (Note [Caching allocator]) over a host backend with a fixed capacity,
-// and every kernel slot's CUDA entry is the CPU kernel (sl::mirror_kernels). Tensors really are
-// on DeviceKind::cuda, so everything around the kernels runs as it would on a GPU: device checks
-// and moves in the ops, autograd, nn modules, optimizers, autocast and GradScaler, checkpoint
-// recomputation, the allocator's statistics and its out-of-memory error, and the test code
-// itself (every call, shape and tolerance expression). It says nothing about the CUDA kernels: a
-// parity case compares the CPU with itself. The cases whose subject is the CUDA runtime itself
-// (pinned memory, asynchronous index errors, cuBLASLt and cuDNN paths and counters) are marked
-// needs_real_gpu() and skip on it. A build with CUDA never installs it: there, cuda:0 is a GPU
-// or absent.
+// (test_devices(), tests/core/test_op_table.cpp) and the trainer's --device cuda (sl_train_fake,
+// tests/train/test_cnn_job.cpp). Its memory is host memory, managed by the real caching
+// allocator (Note [Caching allocator]) over a host backend with a fixed capacity; every kernel
+// slot's CUDA entry is the CPU kernel (sl::mirror_kernels); and make_nccl_group gives a group
+// that runs each collective over its bootstrap group (the MPI world) on host copies
+// (dist::set_nccl_stand_in), so ddp and ZeRO with CUDA parameters run on several ranks.
+// Tensors really are on DeviceKind::cuda, so everything around the kernels runs as it would on a
+// GPU: device checks and moves in the ops, autograd, nn modules, optimizers, autocast and
+// GradScaler, checkpoint recomputation, the dist strategies' device buffers, the allocator's
+// statistics and its out-of-memory error, and the test code itself (every call, shape and
+// tolerance expression). It says nothing about the CUDA kernels or NCCL: a parity case compares
+// the CPU with itself. The cases whose subject is the CUDA runtime itself (pinned memory,
+// asynchronous index errors, cuBLASLt and cuDNN paths and counters) are marked needs_real_gpu()
+// and skip on it. A build with CUDA never installs it: there, cuda:0 is a GPU or absent.
 #pragma once
 
 #include <cstddef>

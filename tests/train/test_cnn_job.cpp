@@ -137,13 +137,33 @@ std::string gpu_train_bin() {
   return fake ? fake : "";
 }
 
-doctest::skip needs_gpu_trainer() {
-  const bool skip = gpu_train_bin().empty();
+/// Skips (counted as skipped) without MPI and mpirun.
+doctest::skip needs_mpi() {
+  const bool skip = !sl::testing::mpi_available();
   if (skip) {
-    sl::testing::report_skip("cnn job on a GPU (counted in doctest's \"skipped\")",
-                             "no GPU visible, and this build (with CUDA) has no fake GPU");
+    sl::testing::report_skip("cnn job on 2 ranks (counted in doctest's \"skipped\")",
+                             "no MPI / mpirun in this build");
   }
   return doctest::skip(skip);
+}
+
+/// Skips (counted as skipped) when gpu_train_bin() has nothing, and for `ranks` > 1 without MPI
+/// or with fewer real GPUs than ranks (NCCL takes one GPU per rank; the fake GPU serves any).
+doctest::skip needs_gpu_trainer(int ranks = 1) {
+  std::string why;
+  if (gpu_train_bin().empty()) {
+    why = "no GPU visible, and this build (with CUDA) has no fake GPU";
+  } else if (ranks > 1 && !sl::testing::mpi_available()) {
+    why = "no MPI / mpirun in this build";
+  } else if (ranks > 1 && cuda_is_available() && cuda_device_count() < ranks) {
+    why = "NCCL takes one GPU per rank, and fewer GPUs than ranks are visible";
+  }
+  if (!why.empty()) {
+    sl::testing::report_skip(
+        "cnn job on " + std::to_string(ranks) + " GPU rank(s) (counted in doctest's \"skipped\")",
+        why);
+  }
+  return doctest::skip(!why.empty());
 }
 
 /// The training loss printed for the last epoch ("epoch E/E  loss X"); NaN when absent.
@@ -174,11 +194,8 @@ TEST_CASE("cnn job: single, stopped after epoch 1 and resumed, ends bit-identica
 }
 
 TEST_CASE(
-    "cnn job: zero2 on 2 ranks resumes bit-identical, and a 2-rank checkpoint loads as single") {
-  if (!sl::testing::mpi_available()) {
-    MESSAGE("skipped: no MPI / mpirun in this build");
-    return;
-  }
+    "cnn job: zero2 on 2 ranks resumes bit-identical, and a 2-rank checkpoint loads as single" *
+    needs_mpi()) {
   Env env;
   auto full = sl::testing::run_ranks(2, sl_train_bin(), env.args("zero2", "a"), 120);
   REQUIRE_MESSAGE(full.exit_code == 0, full.report());
@@ -250,6 +267,40 @@ TEST_CASE("cnn job: --device cuda trains as on the CPU, resumes, and continues o
   }
 }
 
+TEST_CASE(
+    "cnn job: zero2 on 2 ranks with --device cuda trains as on the CPU, and its "
+    "checkpoint continues on the CPU" *
+    needs_gpu_trainer(2)) {
+  const std::string bin = gpu_train_bin();
+  const bool fake = !cuda_is_available();
+  Env env;
+  // with clipping, so the global gradient norm is reduced over the group too
+  auto zero2 = [&](const std::string& ckpt) {
+    return plus(env.args("zero2", ckpt), {"--max-grad-norm", "0.5"});
+  };
+  auto cpu = sl::testing::run_ranks(2, sl_train_bin(), zero2("cpu"), 120);
+  REQUIRE_MESSAGE(cpu.exit_code == 0, cpu.report());
+  auto gpu = sl::testing::run_ranks(
+      2, bin, plus(zero2("gpu"), {"--device", "cuda", "--stop-after-epochs", "2"}), 120);
+  REQUIRE_MESSAGE(gpu.exit_code == 0, gpu.report());
+  CHECK(gpu.rank_stdout[0].find("strategy zero2 on 2 rank(s)") != std::string::npos);
+  // the GPUs' sharded checkpoint (written through NCCL's group) finishes on the CPU ranks
+  auto rest = sl::testing::run_ranks(2, sl_train_bin(), plus(zero2("gpu"), {"--resume", "1"}), 120);
+  REQUIRE_MESSAGE(rest.exit_code == 0, rest.report());
+  const std::string& out = rest.rank_stdout[0];
+  CHECK(out.find("resumed from") != std::string::npos);
+  CHECK(out.find("epoch 3/3") != std::string::npos);
+  if (fake) {
+    // the fake NCCL reduces over MPI in MPI's order: the CPU run's exact state
+    CHECK_MESSAGE(digest(out) == digest(cpu.rank_stdout[0]), cpu.report(), rest.report());
+  } else {
+    // see the single-rank case above
+    CHECK_MESSAGE(std::fabs(final_loss(out) - final_loss(cpu.rank_stdout[0])) <=
+                      1e-3 * std::max(1.0, std::fabs(final_loss(cpu.rank_stdout[0]))),
+                  cpu.report(), rest.report());
+  }
+}
+
 TEST_CASE("cnn job: errors are clear") {
   Env env;
   Result r = run_single(plus(env.args("single", "none"), {"--resume", "1"}));
@@ -270,6 +321,9 @@ TEST_CASE("cnn job: errors are clear") {
   r = run_single(plus(env.args("single", "e"), {"--device", "cpu:1"}));
   CHECK(r.code == 1);
   CHECK_MESSAGE(r.out.find("is a logical CPU device") != std::string::npos, r.out);
+  r = run_single(plus(env.args("single", "e"), {"--max-grad-norm", "-1"}));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.out.find("cnn: --max-grad-norm must be >= 0") != std::string::npos, r.out);
   r = run_single(plus(env.args("single", "e"), {"--device", "tpu"}));
   CHECK(r.code == 1);
   CHECK_MESSAGE(r.out.find("tpu") != std::string::npos, r.out);

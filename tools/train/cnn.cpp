@@ -8,7 +8,7 @@
 //            [--lr 0.002] [--seed 0] [--data-dir DIR] [--checkpoint-dir checkpoints/cnn]
 //            [--resume 0|1] [--weight-decay 0.01] [--channels1 32] [--channels2 64]
 //            [--hidden 128] [--stop-after-epochs K] [--dp-replicas 2] [--log-every 100]
-//            [--device cpu|cuda|cuda:N]
+//            [--device cpu|cuda|cuda:N] [--max-grad-norm 0]
 //
 // --device cuda trains on a GPU: cuda:N, or with plain "cuda" GPU (rank mod the visible GPUs)
 // for each rank; ddp/zero1/zero2 ranks then exchange gradients over NCCL (one GPU per rank), dp
@@ -158,6 +158,9 @@ int run_cnn(const Options& opt) {
   // CUDA parameters: the strategy makes its NCCL group over the world itself.
   dist::StrategyOptions so{.group = device.is_cuda() ? nullptr : group};
   so.dp_replicas = static_cast<int>(opt.get_int("dp-replicas", 2));
+  so.max_grad_norm = opt.get_double("max-grad-norm", 0.0);  // > 0: clip the global 2-norm
+  SL_CHECK(so.max_grad_norm >= 0, "cnn: --max-grad-norm must be >= 0 (0: no clipping), got ",
+           so.max_grad_norm);
   if (kind == dist::StrategyKind::dp && device.is_cuda()) {
     SL_CHECK_DEVICE(device.index + so.dp_replicas <= cuda::device_count(), "cnn: --strategy dp ",
                     "with --dp-replicas ", so.dp_replicas, " from ", device.str(), " needs GPUs ",
