@@ -225,7 +225,9 @@ int thread_count_hint(int64_t work, int64_t grain) {
   if (in_parallel_region()) return 1;
   int nt = get_num_threads();
   if (grain < 1) grain = 1;
-  int64_t max_useful = (work + grain - 1) / grain;
+  // ceil(work / grain) without work + grain - 1, which overflows for a grain of INT64_MAX (the
+  // "never split" grain some loops pass)
+  const int64_t max_useful = work / grain + (work % grain != 0 ? 1 : 0);
   return static_cast<int>(max_useful < nt ? max_useful : nt);
 }
 

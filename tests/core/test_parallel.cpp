@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/ops/elementwise.h"
 #include "core/parallel.h"
 #include "support/testing.h"
 
@@ -131,6 +132,29 @@ TEST_CASE("parallel: nested parallel_for runs inline and still covers the range"
     }
   });
   CHECK(total.load() == 64 * 100);
+}
+
+TEST_CASE("parallel: a grain of INT64_MAX runs the whole range as one call") {
+  // "never split": the thread-count hint computes ceil(work / grain) without overflowing (it
+  // once added grain - 1 to the work, undefined behaviour that UBSan reported from an integer
+  // remainder's zero-divisor scan)
+  ThreadsGuard guard;
+  set_num_threads(2);
+  CHECK(sl::detail::thread_count_hint(1000, INT64_MAX) == 1);
+  CHECK(sl::detail::thread_count_hint(INT64_MAX, INT64_MAX) == 1);
+  CHECK(sl::detail::thread_count_hint(INT64_MAX, 1) == 2);
+  std::atomic<int> calls{0};
+  std::atomic<int64_t> covered{0};
+  parallel_for(0, 1000, INT64_MAX, [&](int64_t b, int64_t e) {
+    calls.fetch_add(1);
+    covered.fetch_add(e - b);
+  });
+  CHECK(calls.load() == 1);
+  CHECK(covered.load() == 1000);
+  // the integer remainder's scan for zero divisors is such a loop
+  Tensor a = arange(1, 1001, 1, {.dtype = DType::i64});
+  Tensor r = ops::binary(BinaryOp::remainder, a, full({1000}, 7, {.dtype = DType::i64}));
+  CHECK(r.select(0, 9).item<int64_t>() == 10 % 7);
 }
 
 TEST_CASE("parallel: set_num_threads rejects counts below 1") {
