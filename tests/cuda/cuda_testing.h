@@ -36,24 +36,17 @@ inline bool gpu_visible() {
 /// body still starts with SL_REQUIRE_CUDA, which guards runs that force skipped cases (doctest's
 /// --no-skip).
 inline doctest::skip needs_gpu(int count = 1) {
-  const bool skip = !gpu_visible() || ::sl::cuda::device_count() < count;
-  if (skip) {
-    const std::string what = count == 1 ? std::string("a GPU") : std::to_string(count) + " GPUs";
-    report_skip("CUDA test cases that need " + what + " (counted in doctest's \"skipped\")",
-                gpu_visible() ? "too few GPUs visible" : "no GPU visible (or built without CUDA)");
-  }
-  return doctest::skip(skip);
+  return skip_when(
+      !gpu_visible() || ::sl::cuda::device_count() < count,
+      "CUDA test cases that need " +
+          (count == 1 ? std::string("a GPU") : std::to_string(count) + " GPUs"),
+      gpu_visible() ? "too few GPUs visible" : "no GPU visible (or built without CUDA)");
 }
 
 /// Decorator for a test case of what happens without a GPU: skipped (and counted so) when one is
 /// visible, the fake one included.
 inline doctest::skip needs_no_gpu() {
-  const bool skip = gpu_visible();
-  if (skip) {
-    report_skip("test cases of the behaviour without a GPU (counted in doctest's \"skipped\")",
-                "a GPU is visible");
-  }
-  return doctest::skip(skip);
+  return skip_when(gpu_visible(), "test cases of the behaviour without a GPU", "a GPU is visible");
 }
 
 /// Decorator for a test case that needs cuDNN: as needs_gpu(), and skipped in a build without
@@ -61,27 +54,20 @@ inline doctest::skip needs_no_gpu() {
 /// can (the CPU's conv stands in for cuDNN's), a comparison of cuDNN with the own kernels cannot.
 inline doctest::skip needs_cudnn(bool on_fake) {
   const bool fake = gpu_visible() && fake_gpu_installed();
-  const bool skip = !gpu_visible() || (fake ? !on_fake : !SL_HAVE_CUDNN);
-  if (skip) {
-    report_skip("CUDA test cases that need cuDNN (counted in doctest's \"skipped\")",
-                !gpu_visible() ? "no GPU visible (or built without CUDA)"
-                : fake         ? "the GPU is the fake one (Note [Fake GPU])"
-                               : "built without cuDNN");
-  }
-  return doctest::skip(skip);
+  return skip_when(!gpu_visible() || (fake ? !on_fake : !SL_HAVE_CUDNN),
+                   "CUDA test cases that need cuDNN",
+                   !gpu_visible() ? "no GPU visible (or built without CUDA)"
+                   : fake         ? "the GPU is the fake one (Note [Fake GPU])"
+                                  : "built without cuDNN");
 }
 
 /// Decorator for a test case whose subject is the CUDA runtime or a CUDA library itself (pinned
 /// memory, asynchronous errors, cuBLASLt or cuDNN paths): as needs_gpu(), and skipped on the
 /// fake GPU too, where those do not exist.
 inline doctest::skip needs_real_gpu() {
-  const bool skip = !gpu_visible() || fake_gpu_installed();
-  if (skip) {
-    report_skip("CUDA test cases that need a real GPU (counted in doctest's \"skipped\")",
-                fake_gpu_installed() ? "the GPU is the fake one (Note [Fake GPU])"
-                                     : "no GPU visible (or built without CUDA)");
-  }
-  return doctest::skip(skip);
+  return skip_when(!gpu_visible() || fake_gpu_installed(), "CUDA test cases that need a real GPU",
+                   fake_gpu_installed() ? "the GPU is the fake one (Note [Fake GPU])"
+                                        : "no GPU visible (or built without CUDA)");
 }
 
 /// False (after reporting a skip once) on the fake GPU, whose kernels are the CPU's: the norm,

@@ -29,6 +29,11 @@ void report_skip(const std::string& what, const std::string& why) {
   if (seen.insert(key).second) std::fprintf(stderr, "[skipped] %s\n", key.c_str());
 }
 
+doctest::skip skip_when(bool skip, const std::string& what, const std::string& why) {
+  if (skip) report_skip(what + " (counted in doctest's \"skipped\")", why);
+  return doctest::skip(skip);
+}
+
 std::string compare(const Tensor& a, const Tensor& b, double rtol, double atol) {
   std::ostringstream os;
   if (!a.defined() || !b.defined()) {

@@ -15,6 +15,9 @@ namespace sl::testing {
 std::vector<Device> test_devices();
 /// Prints "[skipped] <what>: <why>" once per distinct message (a visible skip).
 void report_skip(const std::string& what, const std::string& why);
+/// A doctest decorator: when `skip`, reports "<what> (counted in doctest's "skipped"): <why>"
+/// once and skips the case, so that a case that cannot run is counted as skipped, not passed.
+doctest::skip skip_when(bool skip, const std::string& what, const std::string& why);
 
 /// Empty string when a and b have the same shape and |a - b| <= atol + rtol * |b| everywhere
 /// (compared in float64 on the CPU; NaNs must match); otherwise a description of the first

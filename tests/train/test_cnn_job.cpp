@@ -139,12 +139,8 @@ std::string gpu_train_bin() {
 
 /// Skips (counted as skipped) without MPI and mpirun.
 doctest::skip needs_mpi() {
-  const bool skip = !sl::testing::mpi_available();
-  if (skip) {
-    sl::testing::report_skip("cnn job on 2 ranks (counted in doctest's \"skipped\")",
-                             "no MPI / mpirun in this build");
-  }
-  return doctest::skip(skip);
+  return sl::testing::skip_when(!sl::testing::mpi_available(), "cnn job on 2 ranks",
+                                "no MPI / mpirun in this build");
 }
 
 /// Skips (counted as skipped) when gpu_train_bin() has nothing, and for `ranks` > 1 without MPI
@@ -158,12 +154,8 @@ doctest::skip needs_gpu_trainer(int ranks = 1) {
   } else if (ranks > 1 && cuda_is_available() && cuda_device_count() < ranks) {
     why = "NCCL takes one GPU per rank, and fewer GPUs than ranks are visible";
   }
-  if (!why.empty()) {
-    sl::testing::report_skip(
-        "cnn job on " + std::to_string(ranks) + " GPU rank(s) (counted in doctest's \"skipped\")",
-        why);
-  }
-  return doctest::skip(!why.empty());
+  return sl::testing::skip_when(!why.empty(),
+                                "cnn job on " + std::to_string(ranks) + " GPU rank(s)", why);
 }
 
 /// The training loss printed for the last epoch ("epoch E/E  loss X"); NaN when absent.
