@@ -74,8 +74,8 @@ DType dtype_of_name(const std::string& n) {
 
 }  // namespace
 
-Fixture::Fixture(const std::string& family) : family_(family) {
-  std::string path = std::string(SL_NN_FIXTURES) + "/" + family + ".safetensors";
+Fixture::Fixture(const std::string& family, const std::string& dir) : family_(family) {
+  std::string path = (dir.empty() ? std::string(SL_NN_FIXTURES) : dir) + "/" + family + ".safetensors";
   std::ifstream f(path, std::ios::binary);
   SL_CHECK_IO(f.good(), "fixture: cannot open ", path,
               " (regenerate with /usr/bin/python3 tools/gen_nn_fixtures.py)");

@@ -9,10 +9,11 @@
 
 namespace sl::testing {
 
-/// One fixture file, tests/fixtures/nn/<family>.safetensors, read whole.
+/// One fixture file, tests/fixtures/nn/<family>.safetensors (or another folder's), read whole.
 class Fixture {
  public:
-  explicit Fixture(const std::string& family);
+  /// Reads <dir>/<family>.safetensors; an empty dir means the nn fixtures (SL_NN_FIXTURES).
+  explicit Fixture(const std::string& family, const std::string& dir = "");
   bool has(const std::string& key) const { return tensors_.contains(key); }
   /// The tensor under key; fails the test (throws) when absent.
   Tensor get(const std::string& key) const;

@@ -1,0 +1,1 @@
+// placeholder: deepspeech2 (being written)

@@ -1,0 +1,1 @@
+// placeholder: resnet (being written)

@@ -1,0 +1,1 @@
+// placeholder: tokenizer (being written)

@@ -1,0 +1,1 @@
+// placeholder: tests for models/bert (being written)

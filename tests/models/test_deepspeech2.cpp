@@ -1,0 +1,1 @@
+// placeholder: tests for models/deepspeech2 (being written)
