@@ -1,0 +1,226 @@
+// The supervised training loop shared by the trainer's jobs (see supervised.h).
+#include "supervised.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <shardlight/shardlight.h>
+
+#include "dist/checkpoint.h"
+#include "dist/sampler.h"
+#include "dist/strategy.h"
+#include "models/classifier.h"
+#include "nn/loss.h"
+
+namespace sl::train {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// What must agree between a checkpoint and the run resuming from it: the model's settings, then
+/// the run's.
+serialize::Json run_config(serialize::Json model, int64_t batch, uint64_t seed, int64_t epochs) {
+  model.set("batch_size", static_cast<long long>(batch));
+  model.set("seed", std::to_string(seed));
+  model.set("epochs", static_cast<long long>(epochs));
+  return model;
+}
+
+/// Sum of a double over the ranks of `group` (the MPI world; null with one rank). The job's own
+/// host-side exchanges go over it whatever the strategy's gradients use (NCCL on GPUs).
+double sum_over_ranks(const dist::ProcessGroupPtr& group, double v) {
+  if (!group || group->size() == 1) return v;
+  Tensor t = tensor({v});
+  group->allreduce(t, dist::ReduceOp::sum)->wait();
+  return t.item<double>();
+}
+
+/// Every rank evaluates with rank 0's BatchNorm statistics (each rank's last forward updated
+/// its own copy from its own share of the batch, as in PyTorch's DDP); through host copies over
+/// `group`, so device buffers work with any backend.
+void broadcast_buffers(const dist::ProcessGroupPtr& group, nn::Module& model) {
+  if (!group || group->size() == 1) return;
+  NoGradGuard ng;
+  for (const auto& [name, b] : model.named_buffers()) {
+    Tensor c = b.to(kCPU, /*force_copy=*/true).contiguous();
+    group->broadcast(c, 0)->wait();
+    Tensor(b).copy_(c);
+  }
+}
+
+/// The job's device from --device: "cpu", "cuda:N", or "cuda" = GPU (rank mod the visible GPUs).
+/// Throws DeviceError when that GPU is not visible (or the build has no CUDA).
+Device job_device(const std::string& job, const std::string& spec, int rank) {
+  Device d(spec);
+  SL_CHECK(!d.is_cpu() || d.index == 0, job, ": --device ", spec,
+           " is a logical CPU device; use cpu, cuda or cuda:N");
+  if (d.is_cuda() && spec == "cuda") {
+    const int n = cuda::device_count();
+    SL_CHECK_DEVICE(n > 0, job, ": --device cuda but no GPU is visible",
+                    cuda::is_compiled() ? "" : " (this build has no CUDA)");
+    d.index = rank % n;
+  }
+  if (d.is_cuda()) {
+    SL_CHECK_DEVICE(d.index < cuda::device_count(), job, ": --device ", d.str(),
+                    " is not available (", cuda::device_count(), " GPU(s) visible",
+                    cuda::is_compiled() ? "" : "; this build has no CUDA", ")");
+  }
+  return d;
+}
+
+}  // namespace
+
+int run_supervised(const Options& opt, const SupervisedJob& job) {
+  const std::string& name = job.name;
+  auto t_start = std::chrono::steady_clock::now();
+  const dist::StrategyKind kind = dist::parse_strategy(opt.strategy);
+  const bool multi_rank = kind == dist::StrategyKind::ddp || kind == dist::StrategyKind::zero1 ||
+                          kind == dist::StrategyKind::zero2;
+  dist::ProcessGroupPtr group = multi_rank ? dist::world() : nullptr;
+  const int rank = group ? group->rank() : 0, world = group ? group->size() : 1;
+  // Ranks share the machine's cores unless told otherwise (--threads or SL_NUM_THREADS).
+  if (opt.threads == 0 && world > 1 && std::getenv("SL_NUM_THREADS") == nullptr) {
+    int cores = static_cast<int>(std::thread::hardware_concurrency());
+    set_num_threads(std::max(1, cores / world));
+  }
+  const Device device = job_device(name, opt.device, rank);
+  auto say = [rank](const char* fmt, auto... args) {
+    if (rank != 0) return;
+    std::printf(fmt, args...);
+    std::fflush(stdout);
+  };
+
+  const int64_t batch = opt.batch_size > 0 ? opt.batch_size : job.default_batch_size;
+  const double lr = opt.lr > 0 ? opt.lr : job.default_lr;
+  const double weight_decay = opt.get_double("weight-decay", 0.01);
+  const std::string ckpt_dir = opt.get_string("checkpoint-dir", "checkpoints/" + name);
+  const bool resume = opt.get_int("resume", 0) != 0;
+  const int64_t stop_after = opt.get_int("stop-after-epochs", -1);
+  const int64_t log_every = opt.get_int("log-every", 100);
+  SL_CHECK(opt.epochs >= 1, name, ": --epochs must be >= 1, got ", opt.epochs);
+  SL_CHECK(batch % world == 0, name, ": --batch-size ", batch, " must be divisible by the ", world,
+           " ranks (each rank takes an equal share of every global batch)");
+  SL_CHECK(!resume || !ckpt_dir.empty(), name, ": --resume 1 needs a --checkpoint-dir");
+
+  JobData data = job.load_data();
+  std::shared_ptr<nn::Dataset> train_set = data.train, test_set = data.test;
+  SL_CHECK(train_set && test_set && train_set->size() > 0 && test_set->size() > 0, name,
+           ": the job's data has an empty split (", train_set ? train_set->size() : 0, " train / ",
+           test_set ? test_set->size() : 0, " test examples)");
+  say("%s (%.2f s)\n", data.summary.c_str(), seconds_since(t_start));
+  say("blas: %s kernels, %d thread(s) per rank (%s)\n", blas_info().core.c_str(), get_num_threads(),
+      blas_info().note.c_str());
+
+  // The same initial model on every rank (ddp/zero also broadcast rank 0's parameters).
+  manual_seed(opt.seed);
+  std::shared_ptr<nn::Module> model = job.make_model();
+  model->to(device);  // before the optimizer takes the parameters
+  auto [decay, no_decay] = optim::split_no_decay(model->named_parameters(), job.no_decay);
+  optim::AdamW adamw({{decay, {.lr = lr, .weight_decay = weight_decay}},
+                      {no_decay, {.lr = lr, .weight_decay = 0.0}}});
+  // CUDA parameters: the strategy makes its NCCL group over the world itself.
+  dist::StrategyOptions so{.group = device.is_cuda() ? nullptr : group};
+  so.dp_replicas = static_cast<int>(opt.get_int("dp-replicas", 2));
+  so.max_grad_norm = opt.get_double("max-grad-norm", 0.0);  // > 0: clip the global 2-norm
+  SL_CHECK(so.max_grad_norm >= 0, name, ": --max-grad-norm must be >= 0 (0: no clipping), got ",
+           so.max_grad_norm);
+  if (kind == dist::StrategyKind::dp && device.is_cuda()) {
+    SL_CHECK_DEVICE(device.index + so.dp_replicas <= cuda::device_count(), name, ": --strategy dp ",
+                    "with --dp-replicas ", so.dp_replicas, " from ", device.str(), " needs GPUs ",
+                    device.index, "..", device.index + so.dp_replicas - 1, ", but ",
+                    cuda::device_count(), " are visible");
+  }
+  so.replica_factory = job.make_model;
+  std::unique_ptr<dist::Strategy> strategy = dist::make_strategy(opt.strategy, model, adamw, so);
+
+  dist::DistributedLoader loader(train_set, rank, world,
+                                 {.global_batch_size = batch, .shuffle = true, .seed = opt.seed});
+  const int64_t per_epoch = loader.sampler().batches_per_epoch();
+  optim::CosineAnnealingLR sched(adamw, opt.epochs * per_epoch);
+  const serialize::Json config = run_config(job.config, batch, opt.seed, opt.epochs);
+  say("model: %s, %lld parameters; AdamW lr %g wd %g, cosine over %lld "
+      "steps; global batch %lld; strategy %s on %d rank(s), %d thread(s) each, on %s\n",
+      job.description.c_str(), static_cast<long long>(model->num_parameters()), lr, weight_decay,
+      static_cast<long long>(opt.epochs * per_epoch), static_cast<long long>(batch),
+      strategy->name(), world, get_num_threads(), device.str().c_str());
+
+  int64_t epoch0 = 0;
+  if (resume) {
+    SL_CHECK_IO(std::filesystem::exists(ckpt_dir), name,
+                ": --resume 1 but there is no checkpoint at '", ckpt_dir, "'");
+    serialize::Json extra = dist::load_sharded_checkpoint(ckpt_dir, *strategy);
+    SL_CHECK(extra.at("config") == config, name, ": the checkpoint at '", ckpt_dir,
+             "' was written with another configuration (", extra.at("config").dump(),
+             "), this run has ", config.dump());
+    sched.load_state_dict({{}, extra.at("scheduler")});
+    default_generator().set_state(serialize::rng_state_from_json(extra.at("rng")));
+    const serialize::Json& p = extra.at("data_position");
+    loader.set_position(
+        {std::stoull(p.at("seed").as_string()), p.at("epoch").as_int(), p.at("batch").as_int()});
+    epoch0 = loader.position().epoch;
+    say("resumed from %s: %lld epoch(s) done, %lld steps\n", ckpt_dir.c_str(),
+        static_cast<long long>(epoch0), static_cast<long long>(strategy->steps_taken()));
+  }
+
+  double accuracy = -1;
+  model->train();
+  for (int64_t epoch = epoch0; epoch < opt.epochs; ++epoch) {
+    if (stop_after >= 0 && epoch >= stop_after) break;
+    auto t_epoch = std::chrono::steady_clock::now();
+    double loss_sum = 0;
+    int64_t steps = 0;
+    while (auto b = loader.next()) {
+      strategy->zero_grad();
+      Tensor loss = job.loss(*strategy, *b, device, epoch);
+      strategy->backward(loss);
+      strategy->step();
+      sched.step();
+      loss_sum += loss.item<double>();
+      ++steps;
+      if (log_every > 0 && steps % log_every == 0) {
+        say("  step %lld/%lld  loss %.4f  (%.1f s)\n", static_cast<long long>(steps),
+            static_cast<long long>(per_epoch), loss.item<double>(), seconds_since(t_epoch));
+      }
+    }
+    const double train_loss = sum_over_ranks(group, loss_sum) / (world * steps);
+    broadcast_buffers(group, *model);
+    const int64_t n = test_set->size();
+    const auto [correct, counted] =
+        job.evaluate(*model, *test_set, rank * n / world, (rank + 1) * n / world);
+    const double total = sum_over_ranks(group, static_cast<double>(counted));
+    accuracy = total > 0 ? sum_over_ranks(group, static_cast<double>(correct)) / total : 0.0;
+    if (!ckpt_dir.empty()) {
+      nn::DataPosition pos = loader.position();
+      serialize::Json extra = serialize::Json::object(
+          {{"config", config},
+           {"scheduler", sched.state_dict().meta},
+           {"rng", serialize::rng_state_to_json(default_generator().state())},
+           {"data_position",
+            serialize::Json::object({{"seed", std::to_string(pos.seed)},
+                                     {"epoch", static_cast<long long>(pos.epoch)},
+                                     {"batch", static_cast<long long>(pos.batch)}})},
+           {"test_accuracy", accuracy}});
+      dist::save_sharded_checkpoint(ckpt_dir, *strategy, extra);
+    }
+    say("epoch %lld/%d  loss %.4f  %s %.2f%%  lr %.3g  (%.1f s)%s%s\n",
+        static_cast<long long>(epoch + 1), opt.epochs, train_loss, job.metric.c_str(),
+        100.0 * accuracy, sched.last_lr()[0], seconds_since(t_epoch),
+        ckpt_dir.empty() ? "" : "  checkpoint: ", ckpt_dir.c_str());
+  }
+  say("%s\n", strategy->memory_report().str().c_str());
+  if (accuracy >= 0) {
+    say("final %s %.2f%% after %lld epoch(s), %.1f s in all\n", job.metric.c_str(),
+        100.0 * accuracy, static_cast<long long>(loader.position().epoch), seconds_since(t_start));
+  }
+  say("state digest %s\n", models::state_digest(*model).c_str());
+  return 0;
+}
+
+}  // namespace sl::train

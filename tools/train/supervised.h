@@ -1,0 +1,88 @@
+// The supervised training loop behind the trainer's jobs (cnn, resnet, bert): the job's model
+// trained on the job's data with AdamW and a cosine learning-rate schedule through
+// dist::Strategy, so one flag picks the parallel mode and nothing else changes. A sharded
+// checkpoint (dist/checkpoint.h) is written after every epoch; `--resume 1` continues from it,
+// with any world size and mode.
+//
+//   sl_train --model JOB [--strategy single|dp|ddp|zero1|zero2] [--epochs 2] [--batch-size B]
+//            [--lr LR] [--seed 0] [--data-dir DIR] [--checkpoint-dir checkpoints/JOB]
+//            [--resume 0|1] [--weight-decay 0.01] [--stop-after-epochs K] [--dp-replicas 2]
+//            [--log-every 100] [--device cpu|cuda|cuda:N] [--max-grad-norm 0]
+//            (plus the job's own flags)
+//
+// --device cuda trains on a GPU: cuda:N, or with plain "cuda" GPU (rank mod the visible GPUs)
+// for each rank; ddp/zero1/zero2 ranks then exchange gradients over NCCL (one GPU per rank), dp
+// spreads its replicas over cuda:N, cuda:N+1, ... Batches are copied to the device each step;
+// checkpoints hold CPU tensors, so a run may resume on another device.
+// --batch-size is the global batch: each of N ranks takes its 1/N share of every global batch
+// (dist::DistributedLoader), so the examples seen per step do not depend on N. Weight decay
+// applies to weights, not to biases and normalisation parameters (optim::split_no_decay with the
+// job's name list; parameters of fewer than 2 dims never decay). The schedule anneals from --lr
+// to 0 over all steps of all epochs, stepped once per batch. After each epoch the model is
+// evaluated on the test split, each rank on its 1/N of it, and the job's metric (a fraction of
+// predictions counted correct) is summed over the ranks.
+// On resume, the run continues exactly where the checkpoint's epoch ended: bit for bit on CPU
+// with the same world size and mode (the final "state digest" lines then agree), and with the
+// same data order at any other world size or mode.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dist/strategy.h"
+#include "nn/data.h"
+#include "nn/module.h"
+#include "nn/serialize/json.h"
+#include "registry.h"
+
+namespace sl::train {
+
+/// A job's data, as its load_data returns it.
+struct JobData {
+  std::shared_ptr<nn::Dataset> train, test;
+  /// One line printed after loading, e.g. "fashion-mnist: 60000 train / 10000 test images".
+  std::string summary;
+};
+
+/// What a job brings to the shared loop.
+struct SupervisedJob {
+  /// The job's name: the prefix of its messages and its default checkpoint folder's name.
+  std::string name;
+  /// The model as printed in the run's "model:" line, e.g. "FashionCNN(32, 64, 128)".
+  std::string description;
+  /// The model's and data's settings; a checkpoint resumes only into a run with equal settings.
+  serialize::Json config;
+  int64_t default_batch_size = 128;  ///< when --batch-size is not given
+  double default_lr = 2e-3;          ///< when --lr is not given
+  /// Parameters whose names contain one of these take no weight decay.
+  std::vector<std::string> no_decay = {"bias"};
+  /// What evaluate counts, as printed: "test accuracy".
+  std::string metric = "test accuracy";
+  /// Loads (or builds) the data; called once per rank before the model is made. Throws IOError
+  /// naming what is missing.
+  std::function<JobData()> load_data;
+  /// A new model; called once per replica after the run's seed is set (the same initial model on
+  /// every rank) and after load_data.
+  std::function<std::shared_ptr<nn::Module>()> make_model;
+  /// The training loss of one batch of the train split (the loader's CPU tensors) in `epoch`
+  /// (0-based): moves what it needs to `device` and runs the model through strategy.forward.
+  std::function<Tensor(dist::Strategy& strategy, const TensorList& batch, const Device& device,
+                       int64_t epoch)>
+      loss;
+  /// {correct, counted} over examples [begin, end) of the test split (the model in training mode;
+  /// evaluate switches to eval itself and restores the mode).
+  std::function<std::pair<int64_t, int64_t>(nn::Module& model, const nn::Dataset& test,
+                                            int64_t begin, int64_t end)>
+      evaluate;
+};
+
+/// Runs the loop for `opt` (see the file comment); returns the exit code. Throws ValueError /
+/// DeviceError / IOError for bad flags, devices or data, with messages that start with the job's
+/// name.
+int run_supervised(const Options& opt, const SupervisedJob& job);
+
+}  // namespace sl::train
