@@ -9,55 +9,28 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "../dist/mpi_launch.h"
 #include "core/device.h"
+#include "job_testing.h"
 #include "support/testing.h"
+
+using sl::testing::final_loss;
+using sl::testing::gpu_train_bin;
+using sl::testing::JobResult;
+using sl::testing::needs_gpu_trainer;
+using sl::testing::needs_mpi;
+using sl::testing::plus;
+using sl::testing::run_job;
+using sl::testing::sl_train_bin;
+using sl::testing::state_digest_of;
 
 using namespace sl;
 
 namespace {
-
-std::string sl_train_bin() {
-  const char* p = std::getenv("SL_TRAIN_BIN");
-  REQUIRE_MESSAGE(p != nullptr, "SL_TRAIN_BIN is not set (tests/meson.build sets it)");
-  return p;
-}
-
-void put_be32(std::ofstream& f, uint32_t v) {
-  const unsigned char b[4] = {static_cast<unsigned char>(v >> 24),
-                              static_cast<unsigned char>(v >> 16),
-                              static_cast<unsigned char>(v >> 8), static_cast<unsigned char>(v)};
-  f.write(reinterpret_cast<const char*>(b), 4);
-}
-
-/// `n` 28x28 images whose label is visible as a bright row (label * 2 + 3) over noise.
-void write_split(const std::string& dir, const std::string& prefix, int n, uint32_t seed) {
-  std::ofstream img(dir + "/" + prefix + "-images-idx3-ubyte", std::ios::binary);
-  std::ofstream lbl(dir + "/" + prefix + "-labels-idx1-ubyte", std::ios::binary);
-  put_be32(img, 0x803);
-  put_be32(img, static_cast<uint32_t>(n));
-  put_be32(img, 28);
-  put_be32(img, 28);
-  put_be32(lbl, 0x801);
-  put_be32(lbl, static_cast<uint32_t>(n));
-  uint32_t s = seed;
-  auto next = [&s] { return s = s * 1664525u + 1013904223u; };
-  for (int i = 0; i < n; ++i) {
-    const int label = static_cast<int>(next() >> 28) % 10;
-    lbl.put(static_cast<char>(label));
-    for (int p = 0; p < 28 * 28; ++p) {
-      int v = (p / 28 == label * 2 + 3) ? 220 : static_cast<int>(next() >> 26);
-      img.put(static_cast<char>(v));
-    }
-  }
-}
 
 struct Env {
   std::string root, data;
@@ -68,8 +41,8 @@ struct Env {
     std::filesystem::remove_all(root);
     data = root + "/data";
     std::filesystem::create_directories(data);
-    write_split(data, "train", 96, 1);
-    write_split(data, "t10k", 40, 2);
+    sl::testing::write_fashion_split(data, "train", 96, 1);
+    sl::testing::write_fashion_split(data, "t10k", 40, 2);
   }
   ~Env() { std::filesystem::remove_all(root); }
   /// Flags of the tiny configuration; 3 epochs of 96 / 32 = 3 steps.
@@ -97,97 +70,31 @@ struct Env {
   }
 };
 
-struct Result {
-  int code = -1;
-  std::string out;
-};
-
-/// Runs sl_train (or `bin`) in one process (stdout and stderr together).
-Result run_single(std::vector<std::string> args, const std::string& bin = "") {
-  std::string cmd = "SL_NUM_THREADS=1 " + (bin.empty() ? sl_train_bin() : bin);
-  for (const auto& a : args) cmd += " '" + a + "'";
-  cmd += " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-/// The hex digest after "state digest " (empty when absent).
-std::string digest(const std::string& out) {
-  auto at = out.rfind("state digest ");
-  return at == std::string::npos ? "" : out.substr(at + 13, 16);
-}
-
-std::vector<std::string> plus(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
-/// The trainer that has a GPU: sl_train when this machine has one, else sl_train_fake (builds
-/// without CUDA: the fake GPU, Note [Fake GPU]); empty when neither.
-std::string gpu_train_bin() {
-  if (cuda_is_available()) return sl_train_bin();
-  const char* fake = std::getenv("SL_TRAIN_FAKE_GPU_BIN");
-  return fake ? fake : "";
-}
-
-/// Skips (counted as skipped) without MPI and mpirun.
-doctest::skip needs_mpi() {
-  return sl::testing::skip_when(!sl::testing::mpi_available(), "cnn job on 2 ranks",
-                                "no MPI / mpirun in this build");
-}
-
-/// Skips (counted as skipped) when gpu_train_bin() has nothing, and for `ranks` > 1 without MPI
-/// or with fewer real GPUs than ranks (NCCL takes one GPU per rank; the fake GPU serves any).
-doctest::skip needs_gpu_trainer(int ranks = 1) {
-  std::string why;
-  if (gpu_train_bin().empty()) {
-    why = "no GPU visible, and this build (with CUDA) has no fake GPU";
-  } else if (ranks > 1 && !sl::testing::mpi_available()) {
-    why = "no MPI / mpirun in this build";
-  } else if (ranks > 1 && cuda_is_available() && cuda_device_count() < ranks) {
-    why = "NCCL takes one GPU per rank, and fewer GPUs than ranks are visible";
-  }
-  return sl::testing::skip_when(!why.empty(),
-                                "cnn job on " + std::to_string(ranks) + " GPU rank(s)", why);
-}
-
-/// The training loss printed for the last epoch ("epoch E/E  loss X"); NaN when absent.
-double final_loss(const std::string& out) {
-  auto at = out.rfind("  loss ");
-  return at == std::string::npos ? NAN : std::atof(out.c_str() + at + 7);
-}
-
 }  // namespace
 
 TEST_CASE("cnn job: single, stopped after epoch 1 and resumed, ends bit-identical") {
   Env env;
-  Result full = run_single(env.args("single", "a"));
+  JobResult full = run_job(env.args("single", "a"));
   REQUIRE_MESSAGE(full.code == 0, full.out);
   CHECK(full.out.find("epoch 3/3") != std::string::npos);
   CHECK(std::filesystem::exists(env.root + "/a/manifest.json"));
-  Result first = run_single(plus(env.args("single", "b"), {"--stop-after-epochs", "1"}));
+  JobResult first = run_job(plus(env.args("single", "b"), {"--stop-after-epochs", "1"}));
   REQUIRE_MESSAGE(first.code == 0, first.out);
   CHECK(first.out.find("epoch 2/3") == std::string::npos);
-  Result rest = run_single(plus(env.args("single", "b"), {"--resume", "1"}));
+  JobResult rest = run_job(plus(env.args("single", "b"), {"--resume", "1"}));
   REQUIRE_MESSAGE(rest.code == 0, rest.out);
   CHECK(rest.out.find("resumed from") != std::string::npos);
   CHECK(rest.out.find("epoch 1/3") == std::string::npos);
-  CHECK(digest(full.out).size() == 16);
-  CHECK_MESSAGE(digest(rest.out) == digest(full.out), full.out, "\n---\n", rest.out);
+  CHECK(state_digest_of(full.out).size() == 16);
+  CHECK_MESSAGE(state_digest_of(rest.out) == state_digest_of(full.out), full.out, "\n---\n",
+                rest.out);
   // The digest is not trivially constant: the stopped run's state differs.
-  CHECK(digest(first.out) != digest(full.out));
+  CHECK(state_digest_of(first.out) != state_digest_of(full.out));
 }
 
 TEST_CASE(
     "cnn job: zero2 on 2 ranks resumes bit-identical, and a 2-rank checkpoint loads as single" *
-    needs_mpi()) {
+    needs_mpi("cnn job on 2 ranks")) {
   Env env;
   auto full = sl::testing::run_ranks(2, sl_train_bin(), env.args("zero2", "a"), 120);
   REQUIRE_MESSAGE(full.exit_code == 0, full.report());
@@ -201,42 +108,42 @@ TEST_CASE(
   auto rest = sl::testing::run_ranks(2, sl_train_bin(),
                                      plus(env.args("zero2", "b"), {"--resume", "1"}), 120);
   REQUIRE_MESSAGE(rest.exit_code == 0, rest.report());
-  CHECK_MESSAGE(digest(rest.rank_stdout[0]) == digest(full.rank_stdout[0]), full.report(),
-                rest.report());
+  CHECK_MESSAGE(state_digest_of(rest.rank_stdout[0]) == state_digest_of(full.rank_stdout[0]),
+                full.report(), rest.report());
   // N -> M and mode -> mode: the zero2 checkpoint of 2 ranks continues in one process.
-  Result single = run_single(plus(env.args("single", "c"), {"--resume", "1"}));
+  JobResult single = run_job(plus(env.args("single", "c"), {"--resume", "1"}));
   REQUIRE_MESSAGE(single.code == 0, single.out);
   CHECK(single.out.find("resumed from") != std::string::npos);
   CHECK(single.out.find("epoch 3/3") != std::string::npos);
 }
 
 TEST_CASE("cnn job: --device cuda trains as on the CPU, resumes, and continues on the CPU" *
-          needs_gpu_trainer()) {
+          needs_gpu_trainer("cnn job")) {
   const std::string bin = gpu_train_bin();
   const bool fake = !cuda_is_available();  // this process sees no GPU: bin is sl_train_fake
   Env env;
-  Result cpu = run_single(env.args("single", "cpu"));
+  JobResult cpu = run_job(env.args("single", "cpu"));
   REQUIRE_MESSAGE(cpu.code == 0, cpu.out);
-  Result gpu = run_single(plus(env.args("single", "gpu"), {"--device", "cuda"}), bin);
+  JobResult gpu = run_job(plus(env.args("single", "gpu"), {"--device", "cuda"}), bin);
   REQUIRE_MESSAGE(gpu.code == 0, gpu.out);
   CHECK(gpu.out.find("on cuda:0") != std::string::npos);
   CHECK(gpu.out.find("epoch 3/3") != std::string::npos);
-  Result first = run_single(
+  JobResult first = run_job(
       plus(env.args("single", "g1"), {"--device", "cuda", "--stop-after-epochs", "1"}), bin);
   REQUIRE_MESSAGE(first.code == 0, first.out);
   std::filesystem::copy(env.root + "/g1", env.root + "/g2",
                         std::filesystem::copy_options::recursive);
-  Result rest =
-      run_single(plus(env.args("single", "g1"), {"--device", "cuda", "--resume", "1"}), bin);
+  JobResult rest =
+      run_job(plus(env.args("single", "g1"), {"--device", "cuda", "--resume", "1"}), bin);
   REQUIRE_MESSAGE(rest.code == 0, rest.out);
   CHECK(rest.out.find("resumed from") != std::string::npos);
   // the GPU's checkpoint holds CPU tensors: it continues on the CPU
-  Result on_cpu = run_single(plus(env.args("single", "g2"), {"--resume", "1"}));
+  JobResult on_cpu = run_job(plus(env.args("single", "g2"), {"--resume", "1"}));
   REQUIRE_MESSAGE(on_cpu.code == 0, on_cpu.out);
   CHECK(on_cpu.out.find("epoch 3/3") != std::string::npos);
   // dp with more replicas than GPUs is refused before it starts
-  Result dp =
-      run_single(plus(env.args("dp", "dp"), {"--device", "cuda", "--dp-replicas", "65"}), bin);
+  JobResult dp =
+      run_job(plus(env.args("dp", "dp"), {"--device", "cuda", "--dp-replicas", "65"}), bin);
   CHECK(dp.code == 1);
   CHECK_MESSAGE(dp.out.find("cnn: --strategy dp with --dp-replicas 65 from cuda:0 needs GPUs") !=
                     std::string::npos,
@@ -244,14 +151,15 @@ TEST_CASE("cnn job: --device cuda trains as on the CPU, resumes, and continues o
   if (fake) {
     // The fake GPU runs the CPU's kernels on the same values in the same order, so every run
     // ends in the CPU run's exact state.
-    CHECK_MESSAGE(digest(gpu.out) == digest(cpu.out), cpu.out, "\n---\n", gpu.out);
-    CHECK(digest(rest.out) == digest(cpu.out));
-    CHECK(digest(on_cpu.out) == digest(cpu.out));
+    CHECK_MESSAGE(state_digest_of(gpu.out) == state_digest_of(cpu.out), cpu.out, "\n---\n",
+                  gpu.out);
+    CHECK(state_digest_of(rest.out) == state_digest_of(cpu.out));
+    CHECK(state_digest_of(on_cpu.out) == state_digest_of(cpu.out));
   } else {
     // A GPU's kernels sum in other orders (and cuDNN may pick other algorithms from run to run),
     // so the states are not bit-identical; 9 AdamW steps from the same start on the same
     // batches end within a thousandth of the CPU's training loss.
-    for (const Result* r : {&gpu, &rest, &on_cpu}) {
+    for (const JobResult* r : {&gpu, &rest, &on_cpu}) {
       CHECK_MESSAGE(std::fabs(final_loss(r->out) - final_loss(cpu.out)) <=
                         1e-3 * std::max(1.0, std::fabs(final_loss(cpu.out))),
                     cpu.out, "\n---\n", r->out);
@@ -262,7 +170,7 @@ TEST_CASE("cnn job: --device cuda trains as on the CPU, resumes, and continues o
 TEST_CASE(
     "cnn job: zero2 on 2 ranks with --device cuda trains as on the CPU, and its "
     "checkpoint continues on the CPU" *
-    needs_gpu_trainer(2)) {
+    needs_gpu_trainer("cnn job", 2)) {
   const std::string bin = gpu_train_bin();
   const bool fake = !cuda_is_available();
   Env env;
@@ -284,7 +192,8 @@ TEST_CASE(
   CHECK(out.find("epoch 3/3") != std::string::npos);
   if (fake) {
     // the fake NCCL reduces over MPI in MPI's order: the CPU run's exact state
-    CHECK_MESSAGE(digest(out) == digest(cpu.rank_stdout[0]), cpu.report(), rest.report());
+    CHECK_MESSAGE(state_digest_of(out) == state_digest_of(cpu.rank_stdout[0]), cpu.report(),
+                  rest.report());
   } else {
     // see the single-rank case above
     CHECK_MESSAGE(std::fabs(final_loss(out) - final_loss(cpu.rank_stdout[0])) <=
@@ -295,32 +204,32 @@ TEST_CASE(
 
 TEST_CASE("cnn job: errors are clear") {
   Env env;
-  Result r = run_single(plus(env.args("single", "none"), {"--resume", "1"}));
+  JobResult r = run_job(plus(env.args("single", "none"), {"--resume", "1"}));
   CHECK(r.code == 1);
   CHECK(r.out.find("cnn: --resume 1 but there is no checkpoint at") != std::string::npos);
-  r = run_single(env.args("zero3", "x"));
+  r = run_job(env.args("zero3", "x"));
   CHECK(r.code == 1);
   CHECK(r.out.find("zero3") != std::string::npos);
   // A checkpoint of another configuration is refused, not silently loaded.
-  REQUIRE(run_single(plus(env.args("single", "d"), {"--stop-after-epochs", "1"})).code == 0);
-  r = run_single(plus(env.args("single", "d"), {"--resume", "1", "--batch-size", "16"}));
+  REQUIRE(run_job(plus(env.args("single", "d"), {"--stop-after-epochs", "1"})).code == 0);
+  r = run_job(plus(env.args("single", "d"), {"--resume", "1", "--batch-size", "16"}));
   CHECK(r.code == 1);
   CHECK(r.out.find("was written with another configuration") != std::string::npos);
   // devices: one past the visible GPUs, a logical CPU device, a name that is no device
-  r = run_single(plus(env.args("single", "e"), {"--device", "cuda:63"}));
+  r = run_job(plus(env.args("single", "e"), {"--device", "cuda:63"}));
   CHECK(r.code == 1);
   CHECK_MESSAGE(r.out.find("cnn: --device cuda:63 is not available") != std::string::npos, r.out);
-  r = run_single(plus(env.args("single", "e"), {"--device", "cpu:1"}));
+  r = run_job(plus(env.args("single", "e"), {"--device", "cpu:1"}));
   CHECK(r.code == 1);
   CHECK_MESSAGE(r.out.find("is a logical CPU device") != std::string::npos, r.out);
-  r = run_single(plus(env.args("single", "e"), {"--max-grad-norm", "-1"}));
+  r = run_job(plus(env.args("single", "e"), {"--max-grad-norm", "-1"}));
   CHECK(r.code == 1);
   CHECK_MESSAGE(r.out.find("cnn: --max-grad-norm must be >= 0") != std::string::npos, r.out);
-  r = run_single(plus(env.args("single", "e"), {"--device", "tpu"}));
+  r = run_job(plus(env.args("single", "e"), {"--device", "tpu"}));
   CHECK(r.code == 1);
   CHECK_MESSAGE(r.out.find("tpu") != std::string::npos, r.out);
   if (!cuda_is_available()) {
-    r = run_single(plus(env.args("single", "e"), {"--device", "cuda"}));
+    r = run_job(plus(env.args("single", "e"), {"--device", "cuda"}));
     CHECK(r.code == 1);
     CHECK_MESSAGE(r.out.find("cnn: --device cuda but no GPU is visible") != std::string::npos,
                   r.out);

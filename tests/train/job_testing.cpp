@@ -1,0 +1,104 @@
+#include "job_testing.h"
+
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "../dist/mpi_launch.h"
+#include "core/device.h"
+
+namespace sl::testing {
+namespace {
+
+void put_be32(std::ofstream& f, uint32_t v) {
+  const unsigned char b[4] = {static_cast<unsigned char>(v >> 24),
+                              static_cast<unsigned char>(v >> 16),
+                              static_cast<unsigned char>(v >> 8), static_cast<unsigned char>(v)};
+  f.write(reinterpret_cast<const char*>(b), 4);
+}
+
+}  // namespace
+
+std::string sl_train_bin() {
+  const char* p = std::getenv("SL_TRAIN_BIN");
+  REQUIRE_MESSAGE(p != nullptr, "SL_TRAIN_BIN is not set (tests/meson.build sets it)");
+  return p;
+}
+
+std::string gpu_train_bin() {
+  if (cuda_is_available()) return sl_train_bin();
+  const char* fake = std::getenv("SL_TRAIN_FAKE_GPU_BIN");
+  return fake ? fake : "";
+}
+
+void write_fashion_split(const std::string& dir, const std::string& prefix, int n, uint32_t seed) {
+  std::ofstream img(dir + "/" + prefix + "-images-idx3-ubyte", std::ios::binary);
+  std::ofstream lbl(dir + "/" + prefix + "-labels-idx1-ubyte", std::ios::binary);
+  put_be32(img, 0x803);
+  put_be32(img, static_cast<uint32_t>(n));
+  put_be32(img, 28);
+  put_be32(img, 28);
+  put_be32(lbl, 0x801);
+  put_be32(lbl, static_cast<uint32_t>(n));
+  uint32_t s = seed;
+  auto next = [&s] { return s = s * 1664525u + 1013904223u; };
+  for (int i = 0; i < n; ++i) {
+    const int label = static_cast<int>(next() >> 28) % 10;
+    lbl.put(static_cast<char>(label));
+    for (int p = 0; p < 28 * 28; ++p) {
+      int v = (p / 28 == label * 2 + 3) ? 220 : static_cast<int>(next() >> 26);
+      img.put(static_cast<char>(v));
+    }
+  }
+}
+
+JobResult run_job(const std::vector<std::string>& args, const std::string& bin) {
+  std::string cmd = "SL_NUM_THREADS=1 " + (bin.empty() ? sl_train_bin() : bin);
+  for (const auto& a : args) cmd += " '" + a + "'";
+  cmd += " 2>&1";
+  JobResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string state_digest_of(const std::string& out) {
+  auto at = out.rfind("state digest ");
+  return at == std::string::npos ? "" : out.substr(at + 13, 16);
+}
+
+double final_loss(const std::string& out) {
+  auto at = out.rfind("  loss ");
+  return at == std::string::npos ? NAN : std::atof(out.c_str() + at + 7);
+}
+
+std::vector<std::string> plus(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+doctest::skip needs_mpi(const std::string& what) {
+  return skip_when(!mpi_available(), what, "no MPI / mpirun in this build");
+}
+
+doctest::skip needs_gpu_trainer(const std::string& what, int ranks) {
+  std::string why;
+  if (gpu_train_bin().empty()) {
+    why = "no GPU visible, and this build (with CUDA) has no fake GPU";
+  } else if (ranks > 1 && !mpi_available()) {
+    why = "no MPI / mpirun in this build";
+  } else if (ranks > 1 && cuda_is_available() && cuda_device_count() < ranks) {
+    why = "NCCL takes one GPU per rank, and fewer GPUs than ranks are visible";
+  }
+  return skip_when(!why.empty(), what + " on " + std::to_string(ranks) + " GPU rank(s)", why);
+}
+
+}  // namespace sl::testing
