@@ -370,7 +370,19 @@ Tensor clamp(const Tensor& a, std::optional<Scalar> lo, std::optional<Scalar> hi
 Tensor hardtanh(const Tensor& a, double min_val, double max_val) {
   SL_CHECK(min_val <= max_val, "hardtanh: min_val (", min_val, ") must not exceed max_val (",
            max_val, ")");
-  return clamp(a, Scalar(min_val), Scalar(max_val));
+  Tensor out = ops::clamp(a, Scalar(min_val), Scalar(max_val));
+  if (needs_grad(a)) {
+    // Unlike clamp's, the gradient is 0 AT the bounds, as PyTorch's hardtanh_backward (strict
+    // comparisons); ReLU6-style activations depend on it.
+    SavedTensor va(a);
+    record("HardtanhBackward", {a}, {&out},
+           [va, min_val, max_val](const BackwardCtx& c) -> variable_list {
+             Tensor x = va.unpack("HardtanhBackward");
+             Tensor pass = logical_and(gt(x, min_val), lt(x, max_val));
+             return {where(pass, c.grad(), zeros_like(c.grad()))};
+           });
+  }
+  return out;
 }
 
 Tensor leaky_relu(const Tensor& a, double slope) {

@@ -43,6 +43,18 @@ TEST_CASE("activation modules match PyTorch") {
   }
 }
 
+TEST_CASE("hardtanh's gradient is 0 at its bounds, clamp's is 1, as in PyTorch") {
+  // PyTorch 1.13: hardtanh([0, 20, 5, -1, 21], 0, 20).sum().backward() gives [0, 0, 1, 0, 0]
+  // (hardtanh_backward compares strictly); clamp(x, 0, 20) gives [1, 1, 1, 0, 0]. A finite
+  // difference cannot tell (both are kinks), so the values are PyTorch's.
+  Tensor x = tensor({0.f, 20.f, 5.f, -1.f, 21.f}).requires_grad_();
+  nn::Hardtanh(0.0, 20.0).forward(x).sum().backward();
+  CHECK(x.grad().to_vector<float>() == std::vector<float>{0, 0, 1, 0, 0});
+  Tensor y = tensor({0.f, 20.f, 5.f, -1.f, 21.f}).requires_grad_();
+  clamp(y, 0.0, 20.0).sum().backward();
+  CHECK(y.grad().to_vector<float>() == std::vector<float>{1, 1, 1, 0, 0});
+}
+
 TEST_CASE("Linear and activations gradcheck in float64") {
   manual_seed(4);
   nn::Linear lin(3, 2);
