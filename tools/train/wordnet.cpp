@@ -38,7 +38,8 @@ std::string parse_synset(const std::string& line, const std::string& path, int64
       if (open != std::string::npos && open > 0) word.resize(open);
     }
     for (char& c : word) c = c == '_' ? ' ' : c;
-    text += (i == 0 ? "" : ", ") + word;
+    if (i > 0) text += ", ";
+    text += word;
   }
   std::string gloss = line.substr(bar + 3);
   while (!gloss.empty() && (gloss.back() == ' ' || gloss.back() == '\r')) gloss.pop_back();
