@@ -34,7 +34,10 @@ std::shared_ptr<nn::Sequential> make_downsample(int64_t inplanes, int64_t out, i
 
 std::string blocks_str(const ResNetOptions& o) {
   std::string s = "[";
-  for (size_t i = 0; i < o.blocks.size(); ++i) s += (i ? ", " : "") + std::to_string(o.blocks[i]);
+  for (size_t i = 0; i < o.blocks.size(); ++i) {
+    if (i > 0) s += ", ";
+    s += std::to_string(o.blocks[i]);
+  }
   return s + "]";
 }
 
