@@ -180,9 +180,11 @@ WordPieceTokenizer::WordPieceTokenizer(std::vector<std::string> vocab, WordPiece
     auto [it, fresh] = ids_.emplace(vocab_[i], static_cast<int64_t>(i));
     SL_CHECK(fresh, kWho, ": token '", vocab_[i], "' appears twice in the vocabulary (ids ",
              it->second, " and ", i, ")");
-    size_t chars = 0;  // code points (continuation bytes do not start one)
-    for (unsigned char b : vocab_[i]) chars += (b & 0xC0) != 0x80;
-    max_token_chars_ = std::max(max_token_chars_, chars);
+    try {
+      max_token_chars_ = std::max(max_token_chars_, uc::decode_utf8(vocab_[i], "").size());
+    } catch (const ValueError& e) {
+      detail::throw_error<ValueError>(kWho, ": vocabulary token ", i, " is not UTF-8", e.what());
+    }
   }
   int64_t* slots[] = {&pad_id_, &unk_id_, &cls_id_, &sep_id_, &mask_id_};
   for (int k = 0; k < 5; ++k) {
@@ -238,6 +240,16 @@ void WordPieceTokenizer::wordpiece(const std::u32string& word,
     out.push_back(vocab_[unk_id_]);
     return;
   }
+  // The word's UTF-8 bytes and where each code point starts, so that a candidate piece is a
+  // byte range (appended to a reused buffer: no allocation per lookup).
+  std::string bytes;
+  std::vector<size_t> at;
+  at.reserve(n + 1);
+  for (char32_t c : word) {
+    at.push_back(bytes.size());
+    uc::append_utf8(bytes, c);
+  }
+  at.push_back(bytes.size());
   const size_t first = out.size();
   std::string piece;
   for (size_t start = 0; start < n;) {
@@ -245,8 +257,8 @@ void WordPieceTokenizer::wordpiece(const std::u32string& word,
     size_t end = std::min(n, start + max_token_chars_);
     bool found = false;
     for (; end > start; --end) {
-      piece = start > 0 ? "##" : "";
-      piece += uc::encode_utf8(std::u32string_view(word).substr(start, end - start));
+      piece.assign(start > 0 ? "##" : "");
+      piece.append(bytes, at[start], at[end] - at[start]);
       if (ids_.contains(piece)) {
         found = true;
         break;

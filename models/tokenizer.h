@@ -53,8 +53,9 @@ inline constexpr const char* kBertSpecialTokens[] = {"[PAD]", "[UNK]", "[CLS]", 
 
 class WordPieceTokenizer {
  public:
-  /// A vocabulary: token i has id i. Throws ValueError when a token appears twice, or when one
-  /// of [PAD] [UNK] [CLS] [SEP] [MASK] is missing, or max_input_chars_per_word < 1.
+  /// A vocabulary: token i has id i. Throws ValueError when a token is not UTF-8 or appears
+  /// twice, when one of [PAD] [UNK] [CLS] [SEP] [MASK] is missing, or when
+  /// max_input_chars_per_word < 1.
   explicit WordPieceTokenizer(std::vector<std::string> vocab, WordPieceOptions opts = {});
   /// Reads a vocab.txt as HF's load_vocab: UTF-8, one token per line (id = line number),
   /// lines end at \n, \r\n or \r (Python's universal newlines), nothing else is trimmed.
@@ -91,9 +92,11 @@ class WordPieceTokenizer {
   const std::string& id_to_token(int64_t id) const;
   std::vector<int64_t> convert_tokens_to_ids(const std::vector<std::string>& tokens) const;
 
+  /// The number of tokens, the tokens by id, and the options given at construction.
   int64_t vocab_size() const { return static_cast<int64_t>(vocab_.size()); }
   const std::vector<std::string>& vocab() const { return vocab_; }
   const WordPieceOptions& options() const { return opts_; }
+  /// The ids of the special tokens.
   int64_t pad_id() const { return pad_id_; }
   int64_t unk_id() const { return unk_id_; }
   int64_t cls_id() const { return cls_id_; }

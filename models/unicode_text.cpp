@@ -2,6 +2,7 @@
 #include "models/unicode_text.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <iterator>
 
@@ -48,11 +49,20 @@ using namespace tables;
 constexpr char32_t kSBase = 0xAC00, kLBase = 0x1100, kVBase = 0x1161, kTBase = 0x11A7;
 constexpr char32_t kVCount = 21, kTCount = 28, kSCount = 19 * 21 * 28;
 
-Class char_class(char32_t c) {
+Class char_class_lookup(char32_t c) {
   // The last run whose first code point is <= c.
   auto it = std::upper_bound(std::begin(kClassRuns), std::end(kClassRuns), c,
                              [](char32_t v, uint32_t run) { return v < (run >> 3); });
   return static_cast<Class>(*(it - 1) & 7u);
+}
+
+Class char_class(char32_t c) {
+  static const auto ascii = [] {
+    std::array<Class, 128> t{};
+    for (char32_t i = 0; i < 128; ++i) t[i] = char_class_lookup(i);
+    return t;
+  }();
+  return c < 128 ? ascii[c] : char_class_lookup(c);
 }
 
 const MultiMap* find_multi(const MultiMap* begin, const MultiMap* end, char32_t c) {

@@ -19,6 +19,7 @@ namespace sl::models::unicode {
 std::u32string decode_utf8(std::string_view bytes, const char* who);
 /// Appends the UTF-8 form of c (a valid scalar value).
 void append_utf8(std::string& out, char32_t c);
+/// The UTF-8 form of a sequence of valid scalar values.
 std::string encode_utf8(std::u32string_view cps);
 
 /// HF _is_whitespace: ' ', \t, \n, \r or category Zs.

@@ -220,6 +220,9 @@ TEST_CASE("tokenizer: errors name the tokenizer and the values") {
   SL_CHECK_THROWS(
       (void)WordPieceTokenizer(dup), ValueError,
       "WordPieceTokenizer: token 'hello' appears twice in the vocabulary (ids 5 and 10)");
+  SL_CHECK_THROWS(
+      (void)WordPieceTokenizer({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "\xC3"}), ValueError,
+      "WordPieceTokenizer: vocabulary token 5 is not UTF-8: invalid UTF-8 at byte 0 (0xC3)");
   WordPieceOptions o;
   o.max_input_chars_per_word = 0;
   SL_CHECK_THROWS((void)WordPieceTokenizer(small_vocab(), o), ValueError,
