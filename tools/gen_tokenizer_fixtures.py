@@ -26,7 +26,9 @@ Writes
       E = tokenizer(a[, b], max_length=max_len, truncation=True, padding="max_length")
           as {"input_ids", "token_type_ids", "attention_mask"}.
 "lower" is BertTokenizer.from_pretrained(dir, do_lower_case=True), "cased" the same with
-do_lower_case=False. from_pretrained (not the bare constructor) registers the special tokens as
+do_lower_case=False. Each case also has, with only "words" and "tokens", the other options:
+"cased_strip" (do_lower_case=False, strip_accents=True), "lower_keep_accents"
+(do_lower_case=True, strip_accents=False) and "no_cjk_split" (tokenize_chinese_chars=False). from_pretrained (not the bare constructor) registers the special tokens as
 no-split tokens, so they are cut out of text anywhere, as bert-base-uncased behaves.
 The "cases" are hand-written tricky strings followed by random ones drawn (seed 0) from a pool
 of characters that exercises every branch (marks, controls, spaces, CJK, special tokens).
@@ -188,11 +190,19 @@ def main():
         f.write("".join(t + "\n" for t in vocab))
     toks = {"lower": BertTokenizer.from_pretrained(tmp, do_lower_case=True),
             "cased": BertTokenizer.from_pretrained(tmp, do_lower_case=False)}
-    for t in toks.values():
+    more = {"cased_strip": dict(do_lower_case=False, strip_accents=True),
+            "lower_keep_accents": dict(do_lower_case=True, strip_accents=False),
+            "no_cjk_split": dict(do_lower_case=True, tokenize_chinese_chars=False)}
+    more = {k: BertTokenizer.from_pretrained(tmp, **kw) for k, kw in more.items()}
+    for t in list(toks.values()) + list(more.values()):
         assert sorted(t.unique_no_split_tokens) == sorted(SPECIALS)
 
     texts = TRICKY + random_cases(120)
     cases = [dict(text=s, **{k: result(t, s) for k, t in toks.items()}) for s in texts]
+    for c in cases:
+        for k, t in more.items():
+            r = result(t, c["text"])
+            c[k] = {"words": r["words"], "tokens": r["tokens"]}
     pair_texts = [("Hello, World!", "unaffable playing"),
                   ("the a an and of to in is it", "you"),
                   ("x", "the a an and of to in is it you he she"),

@@ -49,9 +49,13 @@ std::vector<int64_t> ints(const Json& a) {
   return out;
 }
 
+/// The options of each fixture mode (tools/gen_tokenizer_fixtures.py).
 WordPieceOptions options_for(const std::string& mode) {
   WordPieceOptions o;
-  o.do_lower_case = mode == "lower";
+  o.do_lower_case = mode == "lower" || mode == "lower_keep_accents" || mode == "no_cjk_split";
+  if (mode == "cased_strip") o.strip_accents = true;
+  if (mode == "lower_keep_accents") o.strip_accents = false;
+  if (mode == "no_cjk_split") o.tokenize_chinese_chars = false;
   return o;
 }
 
@@ -92,6 +96,20 @@ TEST_CASE("tokenizer: words, tokens, ids and decode match HF BertTokenizer (unca
       CHECK(tok.decode(ids, /*skip_special_tokens=*/true) == r.at("decode_skip").as_string());
       CHECK(tok.decode(ids, false, /*clean_up_tokenization_spaces=*/false) ==
             r.at("decode_raw").as_string());
+    }
+  }
+}
+
+TEST_CASE("tokenizer: the strip_accents and tokenize_chinese_chars options match HF's") {
+  for (const std::string mode : {"cased_strip", "lower_keep_accents", "no_cjk_split"}) {
+    auto tok =
+        WordPieceTokenizer::from_file(fixture_path("tokenizer_vocab.txt"), options_for(mode));
+    int index = 0;
+    for (const auto& c : fixture().at("cases").items()) {
+      const std::string& text = c.at("text").as_string();
+      INFO(mode << " case " << index++ << ": '" << text << "'");
+      CHECK(models::bert_pre_tokenize(text, tok.options()) == strings(c.at(mode).at("words")));
+      CHECK(tok.tokenize(text) == strings(c.at(mode).at("tokens")));
     }
   }
 }
