@@ -321,6 +321,60 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("tokenizer: train_wordpiece_vocab merges pairs, hand-derived on tiny corpora") {
+  // Words ab x3, abc x1; alphabet a b c with ##forms: 5 + 6 = 11 tokens. Pair counts
+  // (a, ##b) 3 + 1 = 4, (##b, ##c) 1: "ab" first; then abc = [ab, ##c] leaves (ab, ##c) 1.
+  std::vector<std::string> alphabet = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a",
+                                       "##a",   "b",     "##b",   "c",     "##c"};
+  std::vector<std::string> corpus = {"ab ab", "AB abc"};
+  auto with = [&](std::vector<std::string> v, std::initializer_list<const char*> more) {
+    v.insert(v.end(), more.begin(), more.end());
+    return v;
+  };
+  CHECK(models::train_wordpiece_vocab(corpus, 100, 1) == with(alphabet, {"ab", "abc"}));
+  CHECK(models::train_wordpiece_vocab(corpus, 100, 2) == with(alphabet, {"ab"}));  // 1 < 2
+  CHECK(models::train_wordpiece_vocab(corpus, 12, 1) == with(alphabet, {"ab"}));   // size cap
+  // Continuation pieces merge too: xab, yab -> (##a, ##b) has count 2 -> "##ab"; then
+  // (x, ##ab) and (y, ##ab) tie at 1 and go in token order.
+  auto v = models::train_wordpiece_vocab({"xab yab"}, 100, 1);
+  CHECK(std::vector<std::string>(v.begin() + 13, v.end()) ==
+        std::vector<std::string>{"##ab", "xab", "yab"});
+  WordPieceTokenizer tok(v);
+  CHECK(tok.tokenize("xab yab ab b") == std::vector<std::string>{"xab", "yab", "a", "##b", "b"});
+  SL_CHECK_THROWS(models::train_wordpiece_vocab(corpus, 10, 1), ValueError,
+                  "train_wordpiece_vocab: vocab_size 10 is smaller than the 11 tokens needed");
+  SL_CHECK_THROWS(models::train_wordpiece_vocab(corpus, 100, 0), ValueError,
+                  "train_wordpiece_vocab: min_frequency must be >= 1, got 0");
+}
+
+TEST_CASE(
+    "tokenizer: train_wordpiece_vocab covers every corpus word, respects the size, is "
+    "deterministic") {
+  std::vector<std::string> corpus;
+  for (const auto& c : fixture().at("cases").items()) corpus.push_back(c.at("text").as_string());
+  for (const bool lower : {true, false}) {
+    WordPieceOptions o;
+    o.do_lower_case = lower;
+    std::vector<std::string> full = models::train_wordpiece_vocab(corpus, 100000, 1, o);
+    for (const int64_t size : {static_cast<int64_t>(full.size()) - 50, int64_t{600}}) {
+      std::vector<std::string> vocab = models::train_wordpiece_vocab(corpus, size, 1, o);
+      CHECK(static_cast<int64_t>(vocab.size()) == std::min<int64_t>(size, full.size()));
+      CHECK(std::equal(vocab.begin(), vocab.end(), full.begin()));  // merges in a fixed order
+      WordPieceTokenizer tok(vocab, o);
+      for (const auto& text : corpus) {
+        for (const auto& word : models::bert_pre_tokenize(text, o)) {
+          INFO("lower " << lower << " size " << size << " word '" << word << "'");
+          if (models::unicode::decode_utf8(word, "test").size() > 100 || word == "[UNK]") continue;
+          std::vector<std::string> t = tok.tokenize(word);
+          CHECK(std::find(t.begin(), t.end(), "[UNK]") == t.end());
+        }
+      }
+    }
+    std::vector<std::string> reversed(corpus.rbegin(), corpus.rend());
+    CHECK(models::train_wordpiece_vocab(reversed, 100000, 1, o) == full);
+  }
+}
+
 TEST_CASE("tokenizer corpus: WordNet glosses from a sample in the data-file format") {
   // Two files of the real format: the 29 license lines (two leading spaces), then synsets.
   const std::string dir = fixture_path("tokenizer_wordnet");
