@@ -9,7 +9,6 @@
 
 #include "models/tokenizer.h"
 #include "models/unicode_text.h"
-#include "models/wordnet.h"
 #include "nn/serialize/json.h"
 #include "support/testing.h"
 
@@ -373,42 +372,4 @@ TEST_CASE(
     std::vector<std::string> reversed(corpus.rbegin(), corpus.rend());
     CHECK(models::train_wordpiece_vocab(reversed, 100000, 1, o) == full);
   }
-}
-
-TEST_CASE("tokenizer corpus: WordNet glosses from a sample in the data-file format") {
-  // Two files of the real format: the 29 license lines (two leading spaces), then synsets.
-  const std::string dir = fixture_path("tokenizer_wordnet");
-  std::vector<std::string> adv = models::read_wordnet_data_file(dir + "/data.adv");
-  CHECK(adv == std::vector<std::string>{
-                   "without musical accompaniment; \"they performed a cappella\"",
-                   "in the Christian era; used before dates after the supposed year Christ was "
-                   "born; \"in AD 200\"",
-                   "of the period coinciding with the Christian era; preferred by some writers "
-                   "who are not Christians; \"in 200 CE\""});
-  std::vector<std::string> all = models::read_wordnet_glosses(dir, {"adv", "noun"});
-  REQUIRE(all.size() == 5);
-  CHECK(all[2] == adv[2]);
-  CHECK(all[3] ==
-        "that which is perceived or known or inferred to have its own distinct "
-        "existence (living or nonliving)");
-  CHECK(all[4] == "an entity that has physical existence");
-
-  SL_CHECK_THROWS(models::read_wordnet_glosses("/nonexistent"), IOError,
-                  "read_wordnet_data_file: cannot open '/nonexistent/data.noun'");
-  SL_CHECK_THROWS(models::read_wordnet_glosses(dir, {"adv", "nouns"}), ValueError,
-                  "read_wordnet_glosses: unknown part 'nouns' (expected noun, verb, adj or adv)");
-  TempFile bad("sl_tokenizer_wordnet_bad",
-               "  1 license\n00001740 02 r 01 a 0 000 | ok  \nbroken\n");
-  SL_CHECK_THROWS(models::read_wordnet_data_file(bad.path), IOError,
-                  "line 3 is not a synset line (no \" | \" before the gloss): 'broken'");
-}
-
-TEST_CASE("tokenizer corpus: the installed WordNet 3.0 has its 117659 glosses" *
-          sl::testing::skip_when(!std::filesystem::exists(std::string(models::kWordNetDir) +
-                                                          "/data.noun"),
-                                 "WordNet corpus", "/usr/share/wordnet (wordnet-base) is absent")) {
-  // WordNet 3.0's published counts: 82115 noun, 13767 verb, 18156 adjective (with satellites)
-  // and 3621 adverb synsets, one gloss each.
-  CHECK(models::read_wordnet_glosses(models::kWordNetDir, {"noun"}).size() == 82115);
-  CHECK(models::read_wordnet_glosses().size() == 117659);
 }

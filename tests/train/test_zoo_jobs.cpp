@@ -1,0 +1,207 @@
+// The model-zoo jobs end to end through sl_train on tiny synthetic data: resnet (Fashion-MNIST
+// IDX files) and bert (a WordNet-format gloss database). Each run stopped after its first epoch
+// and resumed from the epoch checkpoint ends bit-identical to the uninterrupted run (the job's
+// "state digest"); bert also under zero2 on 2 ranks, whose sharded checkpoint (with BERT's tied
+// decoder weight) continues in one process, under dp, and on the fake GPU; bad flags fail clearly.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "../dist/mpi_launch.h"
+#include "core/device.h"
+#include "job_testing.h"
+#include "support/testing.h"
+
+using sl::testing::gpu_train_bin;
+using sl::testing::JobResult;
+using sl::testing::needs_gpu_trainer;
+using sl::testing::needs_mpi;
+using sl::testing::plus;
+using sl::testing::run_job;
+using sl::testing::sl_train_bin;
+using sl::testing::state_digest_of;
+
+namespace {
+
+/// A temporary folder, removed at the end.
+struct TempDir {
+  std::string root;
+  explicit TempDir(const std::string& name) {
+    root = (std::filesystem::temp_directory_path() /
+            ("sl_test_" + name + "_" + std::to_string(::getpid())))
+               .string();
+    std::filesystem::remove_all(root);
+    std::filesystem::create_directories(root + "/data");
+  }
+  ~TempDir() { std::filesystem::remove_all(root); }
+  std::string data() const { return root + "/data"; }
+};
+
+/// A WordNet-format database of `n` synsets per part, glosses made of a few recurring words (so
+/// the vocabulary is small and the masked tokens are learnable).
+void write_wordnet(const std::string& dir, int n) {
+  const char* animals[] = {"cat", "dog", "horse", "bird", "fish"};
+  const char* colours[] = {"red", "green", "brown", "white"};
+  const char* places[] = {"river", "forest", "house", "field", "mountain", "sea"};
+  int k = 0;
+  for (const char* part : {"noun", "verb", "adj", "adv"}) {
+    std::ofstream f(dir + "/data." + part);
+    f << "  1 This software and database is being provided to you, the LICENSEE, by  \n";
+    for (int i = 0; i < n; ++i, ++k) {
+      f << 10000000 + k << " 03 n 01 " << animals[k % 5] << "_" << colours[k % 4] << " 0 000 | a "
+        << colours[k % 4] << " " << animals[k % 5] << " that lives near the " << places[k % 6]
+        << "; \"the " << animals[(k + 1) % 5] << " saw the " << places[(k + 2) % 6] << "\"  \n";
+    }
+  }
+}
+
+std::vector<std::string> resnet_args(const TempDir& d, const std::string& ckpt) {
+  return {
+      "--model",      "resnet", "--data-dir", d.data(), "--epochs",         "3",
+      "--batch-size", "32",     "--lr",       "0.01",   "--width",          "2",
+      "--blocks",     "1,1",    "--seed",     "3",      "--checkpoint-dir", d.root + "/" + ckpt};
+}
+
+std::vector<std::string> bert_args(const TempDir& d, const std::string& strategy,
+                                   const std::string& ckpt) {
+  return {"--model",
+          "bert",
+          "--strategy",
+          strategy,
+          "--data-dir",
+          d.data(),
+          "--epochs",
+          "3",
+          "--batch-size",
+          "8",
+          "--lr",
+          "0.01",
+          "--seq-len",
+          "16",
+          "--vocab-size",
+          "120",
+          "--layers",
+          "1",
+          "--hidden",
+          "16",
+          "--heads",
+          "2",
+          "--intermediate",
+          "32",
+          "--checkpoint-dir",
+          d.root + "/" + ckpt};
+}
+
+/// Runs `args` whole, then stopped after epoch 1 and resumed; checks that both end alike.
+void check_resume(const std::vector<std::string>& args, const std::string& bin = "") {
+  JobResult full = run_job(args, bin);
+  REQUIRE_MESSAGE(full.code == 0, full.out);
+  CHECK(full.out.find("epoch 3/3") != std::string::npos);
+  std::vector<std::string> other = args;
+  other.back() += "_resumed";  // the checkpoint folder
+  JobResult first = run_job(plus(other, {"--stop-after-epochs", "1"}), bin);
+  REQUIRE_MESSAGE(first.code == 0, first.out);
+  JobResult rest = run_job(plus(other, {"--resume", "1"}), bin);
+  REQUIRE_MESSAGE(rest.code == 0, rest.out);
+  CHECK(rest.out.find("resumed from") != std::string::npos);
+  CHECK(state_digest_of(full.out).size() == 16);
+  CHECK_MESSAGE(state_digest_of(rest.out) == state_digest_of(full.out), full.out, "\n---\n",
+                rest.out);
+  CHECK(state_digest_of(first.out) != state_digest_of(full.out));
+}
+
+}  // namespace
+
+TEST_CASE("resnet job: trains, stops after epoch 1 and resumes bit-identical") {
+  TempDir d("resnet_job");
+  sl::testing::write_fashion_split(d.data(), "train", 96, 1);
+  sl::testing::write_fashion_split(d.data(), "t10k", 40, 2);
+  JobResult r = run_job(resnet_args(d, "a"));
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK_MESSAGE(
+      r.out.find("model: ResNet(basic, width 2, blocks 1,1, small stem)") != std::string::npos,
+      r.out);
+  CHECK(r.out.find("test accuracy") != std::string::npos);
+  check_resume(resnet_args(d, "b"));
+  // errors: a malformed stage list, an unknown block
+  r = run_job(plus(resnet_args(d, "c"), {"--blocks", "1,x"}));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(
+      r.out.find("resnet: --blocks '1,x' must be positive block counts") != std::string::npos,
+      r.out);
+  r = run_job(plus(resnet_args(d, "c"), {"--block", "wide"}));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(
+      r.out.find("resnet: --block must be basic or bottleneck, got 'wide'") != std::string::npos,
+      r.out);
+}
+
+TEST_CASE("bert job: masked-LM on glosses, stops after epoch 1 and resumes bit-identical") {
+  TempDir d("bert_job");
+  write_wordnet(d.data(), 12);
+  JobResult r = run_job(bert_args(d, "single", "a"));
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK_MESSAGE(r.out.find("wordnet: 48 glosses") != std::string::npos, r.out);
+  CHECK(r.out.find("masked-token accuracy") != std::string::npos);
+  check_resume(bert_args(d, "single", "b"));
+  // dp: replicas of the tied model in threads
+  r = run_job(bert_args(d, "dp", "dp"));
+  CHECK_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("epoch 3/3") != std::string::npos);
+  // errors: no database, a row too short for [CLS] and a token
+  r = run_job(plus(bert_args(d, "single", "e"), {"--data-dir", d.root + "/none"}));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(
+      r.out.find("wordnet: cannot open " + d.root + "/none/data.noun") != std::string::npos, r.out);
+  r = run_job(plus(bert_args(d, "single", "e"), {"--seq-len", "1"}));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.out.find("bert: --seq-len must be >= 2") != std::string::npos, r.out);
+}
+
+TEST_CASE("bert job: zero2 on 2 ranks resumes bit-identical, and its checkpoint loads as single" *
+          needs_mpi("bert job on 2 ranks")) {
+  TempDir d("bert_zero2");
+  write_wordnet(d.data(), 12);
+  auto full = sl::testing::run_ranks(2, sl_train_bin(), bert_args(d, "zero2", "a"), 120);
+  REQUIRE_MESSAGE(full.exit_code == 0, full.report());
+  auto first = sl::testing::run_ranks(
+      2, sl_train_bin(), plus(bert_args(d, "zero2", "b"), {"--stop-after-epochs", "1"}), 120);
+  REQUIRE_MESSAGE(first.exit_code == 0, first.report());
+  std::filesystem::copy(d.root + "/b", d.root + "/c", std::filesystem::copy_options::recursive);
+  auto rest = sl::testing::run_ranks(2, sl_train_bin(),
+                                     plus(bert_args(d, "zero2", "b"), {"--resume", "1"}), 120);
+  REQUIRE_MESSAGE(rest.exit_code == 0, rest.report());
+  CHECK_MESSAGE(state_digest_of(rest.rank_stdout[0]) == state_digest_of(full.rank_stdout[0]),
+                full.report(), rest.report());
+  // The sharded checkpoint (the tied decoder weight stored once) continues in one process.
+  JobResult single = run_job(plus(bert_args(d, "single", "c"), {"--resume", "1"}));
+  REQUIRE_MESSAGE(single.code == 0, single.out);
+  CHECK(single.out.find("resumed from") != std::string::npos);
+  CHECK(single.out.find("epoch 3/3") != std::string::npos);
+}
+
+TEST_CASE("bert job: on the GPU as on the CPU" * needs_gpu_trainer("bert job")) {
+  TempDir d("bert_gpu");
+  write_wordnet(d.data(), 12);
+  JobResult cpu = run_job(bert_args(d, "single", "cpu"));
+  REQUIRE_MESSAGE(cpu.code == 0, cpu.out);
+  JobResult gpu =
+      run_job(plus(bert_args(d, "single", "gpu"), {"--device", "cuda"}), gpu_train_bin());
+  REQUIRE_MESSAGE(gpu.code == 0, gpu.out);
+  CHECK(gpu.out.find("on cuda:0") != std::string::npos);
+  if (!sl::cuda_is_available()) {
+    // the fake GPU runs the CPU's kernels in the CPU's order (Note [Fake GPU])
+    CHECK_MESSAGE(state_digest_of(gpu.out) == state_digest_of(cpu.out), cpu.out, "\n---\n",
+                  gpu.out);
+  } else {
+    // a GPU sums in other orders: the last epoch's training loss within a thousandth
+    CHECK_MESSAGE(std::fabs(sl::testing::final_loss(gpu.out) - sl::testing::final_loss(cpu.out)) <=
+                      1e-3 * std::max(1.0, std::fabs(sl::testing::final_loss(cpu.out))),
+                  cpu.out, "\n---\n", gpu.out);
+  }
+}
