@@ -1,5 +1,5 @@
-// The trainer's job registry: each model (MLP today; BERT, ResNet, DeepSpeech2 later) registers a
-// job under a name, and main() runs the one that --model names. Adding a model touches only its
+// The trainer's job registry: each job (mlp, cnn, resnet, bert, ...) registers itself under a
+// name, and main() runs the one that --model names. Adding a model touches only its
 // own file (plus one line in tools/meson.build), never main.cpp.
 #pragma once
 
@@ -14,7 +14,8 @@ namespace sl::train {
 /// `--key=value` or `--key value` lands in `extra` for the job to read (get_* below).
 struct Options {
   std::string model = "mlp";
-  /// How the job is distributed. Today only "single" (one process, one device) exists.
+  /// How the job is distributed: single, dp, ddp, zero1, zero2 (dist::make_strategy; the mlp
+  /// job takes single only).
   std::string strategy = "single";
   int epochs = 2;
   int64_t batch_size = 0;  ///< 0: the job's default
