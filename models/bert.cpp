@@ -366,6 +366,12 @@ Tensor BertForMaskedLM::forward(const Tensor& input_ids) {
   return forward(input_ids, Tensor(), Tensor());
 }
 
+Tensor BertForMaskedLM::logits_at(const Tensor& input_ids, const Tensor& positions) {
+  Tensor hidden = bert->forward(input_ids, Tensor(), Tensor()).sequence_output;
+  return cls->forward(
+      hidden.reshape({-1, hidden.size(-1)}).index_select(0, positions.to(hidden.device())));
+}
+
 BertForSequenceClassification::BertForSequenceClassification(const BertConfig& c, bool init_weights)
     : Module("BertForSequenceClassification"), config(c) {
   config.validate();

@@ -245,6 +245,12 @@ class BertForMaskedLM : public nn::Module {
                  const Tensor& attention_mask);
   /// forward(input_ids, {}, {}).
   Tensor forward(const Tensor& input_ids) override;
+  /// The logits at some positions only: rows `positions` (int64 [M], flat indices into the
+  /// B * L positions of input_ids, row-major) of forward(input_ids), as [M, vocab_size], without
+  /// computing the others. Pre-training predicts about 15% of the positions, and the decoder
+  /// (hidden x vocab) is most of a small BERT's work, so this is the training path of the MLM
+  /// job. Throws as forward, and IndexError for a position outside [0, B * L).
+  Tensor logits_at(const Tensor& input_ids, const Tensor& positions);
   /// Points cls.predictions.decoder's weight at the word embeddings and its bias at
   /// cls.predictions.bias (done by the constructor; call again after replacing either tensor's
   /// handle).

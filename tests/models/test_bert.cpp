@@ -22,6 +22,7 @@
 #include "models/bert.h"
 #include "models/registry.h"
 #include "nn/fixture.h"
+#include "nn/loss.h"
 #include "nn/serialize/safetensors.h"
 #include "support/testing.h"
 
@@ -234,6 +235,34 @@ TEST_CASE("bert: registered small factories run their one-tensor forward") {
   Tensor ids = randint(0, 30522, {2, 9});
   CHECK(mlm->forward(ids).sizes() == Shape{2, 9, 30522});
   CHECK(cls->forward(ids).sizes() == Shape{2, 2});
+}
+
+TEST_CASE("bert: logits_at gives forward's rows at the positions, and the same gradients") {
+  // In float64, so the two paths (the head on M rows, or on all B * L rows then M selected)
+  // agree to rounding: each logit is the same dot products, only the GEMM's row count differs.
+  BertConfig c = tiny_config();
+  c.hidden_dropout_prob = c.attention_probs_dropout_prob = 0;
+  manual_seed(21);
+  BertForMaskedLM a(c), b(c);
+  a.to(DType::f64);
+  b.load_state_dict(a.state_dict());
+  b.to(DType::f64);
+  Tensor ids = randint(0, c.vocab_size, {3, 7});
+  Tensor pos = from_vector(std::vector<int64_t>{0, 5, 6, 12, 20});  // flat, row-major
+  Tensor y = from_vector(std::vector<int64_t>{3, 98, 0, 41, 7});
+  Tensor full = a.forward(ids).reshape({21, c.vocab_size}).index_select(0, pos);
+  Tensor some = b.logits_at(ids, pos);
+  CHECK(some.sizes() == Shape{5, c.vocab_size});
+  SL_CHECK_CLOSE(some, full, 1e-12, 1e-12);
+  nn::functional::cross_entropy(full, y).backward();
+  nn::functional::cross_entropy(some, y).backward();
+  auto pa = a.named_parameters(), pb = b.named_parameters();
+  REQUIRE(pa.size() == pb.size());
+  for (size_t i = 0; i < pa.size(); ++i) {
+    CAPTURE(pa[i].first);
+    SL_CHECK_CLOSE(pb[i].second.grad(), pa[i].second.grad(), 1e-10, 1e-12);
+  }
+  SL_CHECK_THROWS(b.logits_at(ids, from_vector(std::vector<int64_t>{21})), IndexError, "21");
 }
 
 TEST_CASE("bert: float64 gradcheck of tiny BERT heads (tied MLM decoder, pooler, classifier)") {

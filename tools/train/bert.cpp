@@ -27,6 +27,7 @@
 
 #include <shardlight/shardlight.h>
 
+#include "core/ops/index.h"
 #include "models/bert.h"
 #include "models/mlm.h"
 #include "models/tokenizer.h"
@@ -150,30 +151,40 @@ int run_bert(const Options& opt) {
   job.loss = [state, seed](dist::Strategy& strategy, const TensorList& b, const Device& device,
                            int64_t epoch) {
     models::MlmBatch m = mask_batch(b, seed, epoch, state->masking);
-    Tensor logits = strategy.forward(m.input_ids.to(device));
-    return nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}),
-                                         m.labels.reshape({-1}).to(device));
+    const int64_t ignore = state->masking.ignore_index;
+    // Logits at the chosen positions only (BertForMaskedLM::logits_at); dp splits both inputs
+    // by rows and concatenates the replicas' rows in order, which is this same row-major order.
+    Tensor labels = m.labels.reshape({-1});
+    Tensor logits =
+        strategy.forward({m.input_ids.to(device), m.labels.to(device)},
+                         [ignore](nn::Module& model, const TensorList& in) {
+                           return dynamic_cast<models::BertForMaskedLM&>(model).logits_at(
+                               in[0], ops::nonzero_flat(in[1].reshape({-1}).ne(ignore)));
+                         });
+    return nn::functional::cross_entropy(logits,
+                                         labels.masked_select(labels.ne(ignore)).to(device));
   };
   job.evaluate = [state, seed](nn::Module& model, const nn::Dataset& test, int64_t begin,
                                int64_t end) {
     NoGradGuard ng;
     const bool was_training = model.is_training();
     model.eval();
-    int64_t correct = 0, counted = 0;
+    auto& mlm = dynamic_cast<models::BertForMaskedLM&>(model);
     const Device device = model.parameters().front().device();
+    const int64_t ignore = state->masking.ignore_index;
+    int64_t correct = 0, counted = 0;
     for (int64_t i = begin; i < end; i += 64) {
       std::vector<int64_t> idx;
       for (int64_t j = i; j < std::min(end, i + 64); ++j) idx.push_back(j);
-      TensorList b = test.get_batch(idx);
-      models::MlmBatch m = mask_batch(b, seed, kEvalEpoch, state->masking);
-      Tensor pred = model.forward(m.input_ids.to(device)).argmax(-1).to(kCPU).contiguous();
+      models::MlmBatch m = mask_batch(test.get_batch(idx), seed, kEvalEpoch, state->masking);
+      Tensor labels = m.labels.reshape({-1});
+      Tensor pos = ops::nonzero_flat(labels.ne(ignore));
+      Tensor pred = mlm.logits_at(m.input_ids.to(device), pos).argmax(-1).to(kCPU).contiguous();
+      Tensor y = labels.index_select(0, pos).contiguous();
       const int64_t* p = pred.data_ptr<int64_t>();
-      const int64_t* y = m.labels.data_ptr<int64_t>();
-      for (int64_t k = 0; k < m.labels.numel(); ++k) {
-        if (y[k] == state->masking.ignore_index) continue;
-        ++counted;
-        correct += p[k] == y[k];
-      }
+      const int64_t* t = y.data_ptr<int64_t>();
+      for (int64_t k = 0; k < y.numel(); ++k) correct += p[k] == t[k];
+      counted += y.numel();
     }
     model.train(was_training);
     return std::pair<int64_t, int64_t>(correct, counted);
