@@ -21,6 +21,8 @@
 
 #include <shardlight/shardlight.h>
 
+#include "../dist/mpi_launch.h"
+#include "core/device.h"
 #include "job_testing.h"
 #include "speech.h"
 #include "support/testing.h"
@@ -384,6 +386,47 @@ TEST_CASE("deepspeech2 job: stopped after epoch 1 and resumed, ends bit-identica
   REQUIRE_MESSAGE(dp.code == 0, dp.out);
   CHECK(dp.out.find("strategy dp") != std::string::npos);
   CHECK(std::isfinite(sl::testing::final_loss(dp.out)));
+}
+
+TEST_CASE("deepspeech2 job: zero2 on 2 ranks resumes bit-identical" *
+          needs_espeak("deepspeech2 job on 2 ranks") * sl::testing::needs_mpi("deepspeech2 job")) {
+  JobEnv env;
+  // Both ranks load the data: the first run's ranks may both synthesize it, each renaming its own
+  // complete temporary file over the cache (atomic), so either copy is a valid cache.
+  auto full = sl::testing::run_ranks(2, sl::testing::sl_train_bin(), env.args("zero2", "a"), 120);
+  REQUIRE_MESSAGE(full.exit_code == 0, full.report());
+  CHECK(full.rank_stdout[0].find("strategy zero2 on 2 rank(s)") != std::string::npos);
+  auto first =
+      sl::testing::run_ranks(2, sl::testing::sl_train_bin(),
+                             plus(env.args("zero2", "b"), {"--stop-after-epochs", "1"}), 120);
+  REQUIRE_MESSAGE(first.exit_code == 0, first.report());
+  auto rest = sl::testing::run_ranks(2, sl::testing::sl_train_bin(),
+                                     plus(env.args("zero2", "b"), {"--resume", "1"}), 120);
+  REQUIRE_MESSAGE(rest.exit_code == 0, rest.report());
+  CHECK_MESSAGE(state_digest_of(rest.rank_stdout[0]) == state_digest_of(full.rank_stdout[0]),
+                full.report(), rest.report());
+}
+
+TEST_CASE("deepspeech2 job: --device cuda trains as on the CPU" *
+          needs_espeak("deepspeech2 job on a GPU") *
+          sl::testing::needs_gpu_trainer("deepspeech2 job")) {
+  JobEnv env;
+  JobResult cpu = run_job(env.args("single", "cpu"));
+  REQUIRE_MESSAGE(cpu.code == 0, cpu.out);
+  JobResult gpu =
+      run_job(plus(env.args("single", "gpu"), {"--device", "cuda"}), sl::testing::gpu_train_bin());
+  REQUIRE_MESSAGE(gpu.code == 0, gpu.out);
+  CHECK(gpu.out.find("on cuda:0") != std::string::npos);
+  if (!cuda_is_available()) {
+    // the fake GPU (Note [Fake GPU]) runs the CPU's kernels in the same order: the same state
+    CHECK_MESSAGE(state_digest_of(gpu.out) == state_digest_of(cpu.out), cpu.out, "\n---\n",
+                  gpu.out);
+  } else {
+    // a GPU sums in other orders (test_cnn_job.cpp): 6 AdamW steps end within a thousandth
+    CHECK_MESSAGE(std::fabs(sl::testing::final_loss(gpu.out) - sl::testing::final_loss(cpu.out)) <=
+                      1e-3 * std::max(1.0, std::fabs(sl::testing::final_loss(cpu.out))),
+                  cpu.out, "\n---\n", gpu.out);
+  }
 }
 
 TEST_CASE("deepspeech2 job: errors are clear") {
