@@ -8,6 +8,9 @@
 //
 // The model defaults to deepspeech2_small (81 bins, 2 bidirectional GRU layers of 128). The data
 // lands in --data-dir (default $HOME/.cache/shardlight/speech), synthesized once and cached.
+// Every rank loads the data: on a multi-rank first run each rank synthesizes and renames its own
+// complete cache file into place (atomic, so either is valid); a single-rank run first avoids
+// the duplicate work.
 // Loss: ctc_loss(log_softmax(logits), blank 0, zero_infinity) with PyTorch's "mean" (each
 // utterance's loss divided by its transcript length, averaged over the batch). Each batch is cut
 // to its longest utterance, as deepspeech.pytorch's collate pads to the batch's longest.

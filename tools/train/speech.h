@@ -23,7 +23,8 @@
 //
 // Labels: deepspeech.pytorch's English alphabet kSpeechLabels, blank "_" = 0, space = 28.
 //
-// Cache. Synthesis takes a while (about 30 ms of espeak-ng per utterance), so a corpus is stored
+// Cache. Synthesis takes a while (espeak-ng runs once per utterance, in parallel over the cores:
+// 2000 utterances took 13 s on 2 cores), so a corpus is stored
 // as one file <dir>/speech-<key>.bin, key = a hash of every generator and feature setting (and
 // the format's version): see speech.cpp for the layout. It is written to a temporary file and
 // renamed into place, so a reader never sees a half-written file; it ends with a checksum of
