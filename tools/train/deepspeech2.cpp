@@ -80,8 +80,9 @@ int run_deepspeech2(const Options& opt) {
       .name = "deepspeech2",
       .description = "DeepSpeech2(" + std::to_string(mo.num_features) + " bins, " +
                      std::to_string(mo.conv_channels) + " conv channels, " +
-                     std::to_string(mo.num_layers) + " x " + (mo.bidirectional ? "bi" : "uni") +
-                     rnn + " " + std::to_string(mo.hidden_size) + ")",
+                     std::to_string(mo.num_layers) + " x " +
+                     (mo.bidirectional ? "bidirectional " : "unidirectional ") + rnn + " " +
+                     std::to_string(mo.hidden_size) + ")",
       .config =
           serialize::Json::object({{"utterances", static_cast<long long>(so.utterances)},
                                    {"test_utterances", static_cast<long long>(so.test_utterances)},

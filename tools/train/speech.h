@@ -124,12 +124,13 @@ struct SpeechCorpus {
 /// espeak-ng is missing (naming the Debian package) or fails, or the cache cannot be written.
 SpeechCorpus load_speech_corpus(const SpeechOptions& opts, const std::string& dir);
 
-/// The tensors of utterances [begin, end): spect float32 [N, 1, F, Tmax] zero-padded, lengths
-/// int64 [N] (frames), targets int64 [N, Smax] zero-padded, target_lengths int64 [N]. Throws
-/// ValueError for an empty or out-of-range range.
+/// Padded utterances: spect float32 [N, 1, F, Tmax] zero-padded, lengths int64 [N] (frames),
+/// targets int64 [N, Smax] label indices zero-padded, target_lengths int64 [N].
 struct SpeechBatch {
   Tensor spect, lengths, targets, target_lengths;
 };
+/// The SpeechBatch of utterances [begin, end) of `corpus` (Tmax, Smax: their longest). Throws
+/// ValueError for an empty or out-of-range range, or a text encode_transcript refuses.
 SpeechBatch pad_utterances(const SpeechCorpus& corpus, int64_t begin, int64_t end);
 
 }  // namespace sl::train
