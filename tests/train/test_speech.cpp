@@ -16,6 +16,7 @@
 #include <fstream>
 #include <numbers>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -246,6 +247,24 @@ TEST_CASE("speech: utterances are deterministic, varied, and their labels encode
   SL_CHECK_THROWS(encode_transcript("ONE 2"), ValueError, "character '2' of \"ONE 2\"");
   SL_CHECK_THROWS(encode_transcript("A_B"), ValueError, "blank '_' excluded");
   SL_CHECK_THROWS(decode_transcript({29}), ValueError, "label 29 outside [0, 29)");
+  // The "words" vocabulary: utterances of its words only, and the words use every label but the
+  // blank (26 letters, the apostrophe, and the space between words).
+  SpeechOptions ow;
+  ow.vocabulary = "words";
+  std::set<int64_t> labels;
+  for (int64_t i = 0; i < 100; ++i) {
+    std::istringstream words(utterance_spec(ow, i).text);
+    for (std::string w; words >> w;) {
+      CHECK(std::find(kSpeechWords.begin(), kSpeechWords.end(), w) != kSpeechWords.end());
+    }
+  }
+  for (const std::string& w : kSpeechWords) {
+    for (int64_t l : encode_transcript(w + " ")) labels.insert(l);
+  }
+  CHECK(labels.size() == 28);
+  CHECK(utterance_spec(ow, 5).text != utterance_spec(o, 5).text);
+  ow.vocabulary = "letters";
+  SL_CHECK_THROWS(utterance_spec(ow, 0), ValueError, "vocabulary 'letters' is not digits or words");
   o.min_words = 0;
   SL_CHECK_THROWS(utterance_spec(o, 0), ValueError, "word range 0..4");
 }

@@ -1,9 +1,10 @@
-// DeepSpeech2 (models/deepspeech2.h) trained with CTC on spoken digits synthesized by espeak-ng
-// (speech.h), through the supervised loop (supervised.h: AdamW + cosine, any strategy, a sharded
-// checkpoint each epoch, --resume 1).
+// DeepSpeech2 (models/deepspeech2.h) trained with CTC on spoken digits (or words) synthesized by
+// espeak-ng (speech.h), through the supervised loop (supervised.h: AdamW + cosine, any strategy, a
+// sharded checkpoint each epoch, --resume 1).
 //
 //   sl_train --model deepspeech2 [the loop's flags] [--utterances 2000] [--test-utterances N/10]
-//            [--data-seed 0] [--max-words 4] [--espeak espeak-ng] [--hidden 128] [--layers 2]
+//            [--data-seed 0] [--max-words 4] [--vocabulary digits|words] [--espeak espeak-ng]
+//            [--hidden 128] [--layers 2]
 //            [--rnn gru|lstm] [--bidirectional 1] [--conv-channels 16]
 //
 // The model defaults to deepspeech2_small (81 bins, 2 bidirectional GRU layers of 128). The data
@@ -62,6 +63,7 @@ int run_deepspeech2(const Options& opt) {
   so.test_utterances = opt.get_int("test-utterances", so.utterances / 10);
   so.seed = static_cast<uint64_t>(opt.get_int("data-seed", 0));
   so.max_words = opt.get_int("max-words", 4);
+  so.vocabulary = opt.get_string("vocabulary", "digits");
   so.espeak = opt.get_string("espeak", "espeak-ng");
 
   models::DeepSpeech2Options mo = models::deepspeech2_small_options();
@@ -88,6 +90,7 @@ int run_deepspeech2(const Options& opt) {
                                    {"test_utterances", static_cast<long long>(so.test_utterances)},
                                    {"data_seed", std::to_string(so.seed)},
                                    {"max_words", static_cast<long long>(so.max_words)},
+                                   {"vocabulary", so.vocabulary},
                                    {"hidden", static_cast<long long>(mo.hidden_size)},
                                    {"layers", static_cast<long long>(mo.num_layers)},
                                    {"conv_channels", static_cast<long long>(mo.conv_channels)},
@@ -171,9 +174,10 @@ int run_deepspeech2(const Options& opt) {
 
 }  // namespace
 
-SL_REGISTER_TRAIN_JOB("deepspeech2",
-                      "DeepSpeech2 + CTC on espeak-ng spoken digits (character accuracy), AdamW + "
-                      "cosine, --strategy single|dp|ddp|zero1|zero2, checkpoint each epoch",
-                      &run_deepspeech2);
+SL_REGISTER_TRAIN_JOB(
+    "deepspeech2",
+    "DeepSpeech2 + CTC on espeak-ng spoken digits or words (character accuracy), AdamW + "
+    "cosine, --strategy single|dp|ddp|zero1|zero2, checkpoint each epoch",
+    &run_deepspeech2);
 
 }  // namespace sl::train

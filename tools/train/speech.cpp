@@ -96,7 +96,7 @@ std::string settings_string(const SpeechOptions& o) {
     << " words=" << o.min_words << ".." << o.max_words << " features=" << o.num_features
     << " window=20ms hop=10ms hamming log1p normalized silence=" << kSilence << " voices=";
   for (const std::string& v : kSpeechVoices) s << v << ",";
-  s << " rate=140..220 pitch=20..80 digits";
+  s << " rate=140..220 pitch=20..80 vocabulary=" << o.vocabulary;
   return s.str();
 }
 
@@ -225,15 +225,16 @@ UtteranceSpec utterance_spec(const SpeechOptions& o, int64_t i) {
   SL_CHECK(i >= 0, "speech: utterance index ", i, " < 0");
   SL_CHECK(o.min_words >= 1 && o.min_words <= o.max_words, "speech: the word range ", o.min_words,
            "..", o.max_words, " must satisfy 1 <= min <= max");
-  static const char* const kDigits[] = {"ZERO", "ONE", "TWO",   "THREE", "FOUR",
-                                        "FIVE", "SIX", "SEVEN", "EIGHT", "NINE"};
+  SL_CHECK(o.vocabulary == "digits" || o.vocabulary == "words", "speech: vocabulary '",
+           o.vocabulary, "' is not digits or words");
+  const std::vector<std::string>& vocab = o.vocabulary == "digits" ? kSpeechDigits : kSpeechWords;
   uint64_t state = o.seed * 1000003ULL + static_cast<uint64_t>(i);
   auto uniform = [&](uint64_t n) { return splitmix64(state) % n; };
   UtteranceSpec s;
   const int64_t words = o.min_words + static_cast<int64_t>(uniform(o.max_words - o.min_words + 1));
   for (int64_t w = 0; w < words; ++w) {
     if (w > 0) s.text += ' ';
-    s.text += kDigits[uniform(10)];
+    s.text += vocab[uniform(vocab.size())];
   }
   s.voice = kSpeechVoices[uniform(kSpeechVoices.size())];
   s.rate = 140 + static_cast<int64_t>(uniform(81));

@@ -4,9 +4,11 @@
 // Utterances. Utterance i of a corpus with seed s is drawn from its own splitmix64 stream,
 // seeded with s * 1000003 + i (so it does not depend on the corpus size or on other
 // utterances): a word count uniform in [min_words, max_words], then that many words uniform
-// over the ten digit words ZERO .. NINE joined by single spaces; then the voice (one of
-// kSpeechVoices), speaking rate (espeak-ng -s, words per minute, uniform in [140, 220]) and
-// pitch (-p, uniform in [20, 80]). "uniform" is the stream's next value modulo the range size.
+// over the vocabulary joined by single spaces; then the voice (one of kSpeechVoices), speaking
+// rate (espeak-ng -s, words per minute, uniform in [140, 220]) and pitch (-p, uniform in
+// [20, 80]). "uniform" is the stream's next value modulo the range size. Vocabularies:
+// "digits" (kSpeechDigits, the default: ZERO .. NINE) or "words" (kSpeechWords: 36 words that
+// use all 26 letters and the apostrophe, so every label is trained).
 //
 // Synthesis. `espeak-ng -w FILE -v VOICE -s RATE -p PITCH TEXT` writes a 22050 Hz 16-bit mono
 // PCM WAV. Leading and trailing samples with |x| <= kSilence are cut (espeak-ng pads with
@@ -45,6 +47,14 @@ inline constexpr const char* kSpeechLabels = "_'ABCDEFGHIJKLMNOPQRSTUVWXYZ ";
 /// The espeak-ng voices utterances are spoken in (language + variant).
 inline const std::vector<std::string> kSpeechVoices = {
     "en-us", "en-us+f2", "en-gb", "en-gb+f4", "en-gb-x-rp+m3", "en-gb-scotland+m5"};
+/// The vocabularies (see the file comment).
+inline const std::vector<std::string> kSpeechDigits = {"ZERO", "ONE", "TWO",   "THREE", "FOUR",
+                                                       "FIVE", "SIX", "SEVEN", "EIGHT", "NINE"};
+inline const std::vector<std::string> kSpeechWords = {
+    "THE", "QUICK", "BROWN", "FOX",   "JUMPS", "OVER",  "A",     "LAZY",   "DOG",
+    "YES", "NO",    "UP",    "DOWN",  "LEFT",  "RIGHT", "STOP",  "GO",     "ON",
+    "OFF", "HELLO", "WORLD", "DON'T", "IT'S",  "WE'LL", "QUEEN", "JAZZY",  "VIEW",
+    "KEY", "BOX",   "MAYBE", "WATER", "HAPPY", "GREEN", "SEVEN", "SPEECH", "MODEL"};
 /// |sample| at or below this counts as silence when trimming (of 32767).
 inline constexpr int kSilence = 100;
 
@@ -76,12 +86,14 @@ struct SpeechOptions {
   int64_t test_utterances = 200;
   uint64_t seed = 0;  ///< of the generator (not of training)
   int64_t min_words = 1, max_words = 4;
-  int64_t num_features = 81;         ///< spectrogram bins kept (the model's num_features), <= 221
-  std::string espeak = "espeak-ng";  ///< the program run (a name on PATH or a path)
+  std::string vocabulary = "digits";  ///< "digits" or "words"
+  int64_t num_features = 81;          ///< spectrogram bins kept (the model's num_features), <= 221
+  std::string espeak = "espeak-ng";   ///< the program run (a name on PATH or a path)
 };
 
 /// Utterance i of the corpus (see the file comment); deterministic in (opts.seed, i) and the word
-/// range. Throws ValueError for i < 0 or a word range outside 1 <= min_words <= max_words.
+/// range and vocabulary. Throws ValueError for i < 0, a word range outside 1 <= min_words <=
+/// max_words, or a vocabulary other than "digits" and "words".
 UtteranceSpec utterance_spec(const SpeechOptions& opts, int64_t i);
 
 /// Runs espeak-ng (`espeak`) for `spec`, writing its WAV to `wav_path`, and reads it (the file is
