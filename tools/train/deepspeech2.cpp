@@ -19,6 +19,11 @@
 // (transcript length - edit distance of the greedy decoding), divided by the summed transcript
 // lengths (it is negative when the hypotheses hold more errors than the references characters).
 //
+// Measured (2 shared CPU cores, 2 threads, defaults: 1800 train / 200 test utterances, batch
+// 32): synthesis 11.5 s (digits) / 17.3 s (words), then 0.3 s from the cache; 23 .. 45 s an
+// epoch as the machine's load varies. Character accuracy, digits: 96.9%, 99.6%, 99.7% after
+// epochs 1-3 of 3; words: 39.4%, 80.0%, 90.8%, 93.7%, 94.6% after epochs 1-5 of 5.
+//
 // Strategies: the model takes two inputs (spectrogram, lengths), so each step goes through
 // Strategy::forward(inputs, fn) with fn computing the per-utterance losses inside the replica;
 // dp splits all four batch tensors (spectrograms, lengths, transcripts, their lengths) along dim

@@ -126,7 +126,8 @@ std::string encode_cache(const SpeechCorpus& c, uint64_t key, const std::string&
   return b;
 }
 
-/// The corpus in cache bytes `b`, or an empty string and the reason in `why`.
+/// Fills `c` from cache bytes `b` and returns true; false with the reason in `why` when `b` is
+/// not a complete, intact cache of these settings.
 bool decode_cache(const std::string& b, uint64_t key, const std::string& settings,
                   int64_t num_features, SpeechCorpus& c, std::string& why) {
   auto fail = [&](const std::string& w) {
