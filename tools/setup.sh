@@ -24,7 +24,7 @@ packages=(
   meson ninja-build g++ pkg-config
   doctest-dev libeigen3-dev libopenblas-dev zlib1g-dev
   libopenmpi-dev openmpi-bin
-  dataset-fashion-mnist wordnet-base
+  dataset-fashion-mnist wordnet-base espeak-ng
   clang libclang-rt-14-dev
 )
 
