@@ -45,11 +45,14 @@ Keys of deepspeech2.safetensors, per case <c> (float32 unless noted):
 import argparse
 import math
 import os
+import sys
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from safetensors.torch import save_file
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen_nn_fixtures import Writer  # noqa: E402  (the same key layout as the nn fixtures)
 
 torch.set_num_threads(1)
 
@@ -183,19 +186,6 @@ class DeepSpeech(nn.Module):
 
 
 # ---- the cases ---------------------------------------------------------------------------------
-class Writer:
-    def __init__(self):
-        self.tensors = {}
-
-    def put(self, key, t):
-        assert key not in self.tensors, key
-        self.tensors[key] = t.detach().contiguous().clone()
-
-    def save(self, path):
-        save_file(self.tensors, path)
-        print(f"wrote {path}: {len(self.tensors)} tensors, {os.path.getsize(path)} bytes")
-
-
 def randomise_batch_norms(model):
     with torch.no_grad():
         for m in model.modules():

@@ -1,10 +1,12 @@
 #include "job_testing.h"
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 #include "../dist/mpi_launch.h"
@@ -21,6 +23,24 @@ void put_be32(std::ofstream& f, uint32_t v) {
 }
 
 }  // namespace
+
+TempDir::TempDir(const std::string& name) {
+  root = (std::filesystem::temp_directory_path() /
+          ("sl_test_" + name + "_" + std::to_string(::getpid())))
+             .string();
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root);
+}
+
+TempDir::~TempDir() {
+  std::filesystem::remove_all(root);
+}
+
+std::string TempDir::write(const std::string& name, const std::string& bytes) const {
+  const std::string p = root + "/" + name;
+  std::ofstream(p, std::ios::binary) << bytes;
+  return p;
+}
 
 std::string sl_train_bin() {
   const char* p = std::getenv("SL_TRAIN_BIN");

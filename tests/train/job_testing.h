@@ -10,6 +10,17 @@
 
 namespace sl::testing {
 
+/// A fresh folder <tmp>/sl_test_<name>_<pid>, removed with everything in it at the end.
+struct TempDir {
+  std::string root;
+  explicit TempDir(const std::string& name);
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  /// Writes `bytes` to root/name; returns that path.
+  std::string write(const std::string& name, const std::string& bytes) const;
+};
+
 /// The sl_train under test ($SL_TRAIN_BIN, set by tests/meson.build).
 std::string sl_train_bin();
 

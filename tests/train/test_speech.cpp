@@ -34,6 +34,7 @@ using sl::testing::JobResult;
 using sl::testing::plus;
 using sl::testing::run_job;
 using sl::testing::state_digest_of;
+using sl::testing::TempDir;
 
 namespace {
 
@@ -45,23 +46,6 @@ doctest::skip needs_espeak(const std::string& what) {
   return sl::testing::skip_when(!have_espeak(), what,
                                 "espeak-ng is not installed (Debian package espeak-ng)");
 }
-
-struct TempDir {
-  std::string root;
-  explicit TempDir(const std::string& name) {
-    root = (std::filesystem::temp_directory_path() /
-            ("sl_test_speech_" + name + "_" + std::to_string(::getpid())))
-               .string();
-    std::filesystem::remove_all(root);
-    std::filesystem::create_directories(root);
-  }
-  ~TempDir() { std::filesystem::remove_all(root); }
-  std::string write(const std::string& name, const std::string& bytes) const {
-    const std::string p = root + "/" + name;
-    std::ofstream(p, std::ios::binary) << bytes;
-    return p;
-  }
-};
 
 void put16(std::string& b, uint16_t v) {
   b.append(reinterpret_cast<const char*>(&v), 2);
@@ -112,7 +96,7 @@ std::vector<int16_t> reference_signal() {
 }  // namespace
 
 TEST_CASE("speech: WAV files parse, and malformed ones give IOError naming them") {
-  TempDir d("wav");
+  TempDir d("speech_wav");
   const std::vector<int16_t> s = {0, 1, -1, 32767, -32768, 1234};
   Wav w = read_wav(d.write("ok.wav", wav_bytes(s)));
   CHECK(w.sample_rate == 22050);
@@ -271,7 +255,7 @@ TEST_CASE("speech: utterances are deterministic, varied, and their labels encode
 
 TEST_CASE("speech: the corpus is synthesized once, read from its cache, and rebuilt when corrupt" *
           needs_espeak("speech corpus")) {
-  TempDir d("cache");
+  TempDir d("speech_cache");
   SpeechOptions o;
   o.utterances = 6;
   o.test_utterances = 2;
@@ -331,7 +315,7 @@ TEST_CASE("speech: the corpus is synthesized once, read from its cache, and rebu
 }
 
 TEST_CASE("speech: a missing espeak-ng is a clear IOError naming the package") {
-  TempDir d("missing");
+  TempDir d("speech_missing");
   SpeechOptions o;
   o.utterances = 4;
   o.test_utterances = 1;
@@ -345,7 +329,7 @@ TEST_CASE("speech: a missing espeak-ng is a clear IOError naming the package") {
 namespace {
 
 struct JobEnv {
-  TempDir dir{"job"};
+  TempDir dir{"speech_job"};
   /// A tiny run: 12 utterances (8 train, 4 test) of one or two words, batches of 4 (2 steps an
   /// epoch), a DeepSpeech2 with 4 conv channels and one bidirectional GRU of 16.
   std::vector<std::string> args(const std::string& strategy, const std::string& ckpt) const {

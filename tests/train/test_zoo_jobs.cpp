@@ -28,17 +28,11 @@ using sl::testing::state_digest_of;
 
 namespace {
 
-/// A temporary folder, removed at the end.
-struct TempDir {
-  std::string root;
-  explicit TempDir(const std::string& name) {
-    root = (std::filesystem::temp_directory_path() /
-            ("sl_test_" + name + "_" + std::to_string(::getpid())))
-               .string();
-    std::filesystem::remove_all(root);
-    std::filesystem::create_directories(root + "/data");
+/// A temporary folder with a data/ folder in it.
+struct DataDir : sl::testing::TempDir {
+  explicit DataDir(const std::string& name) : sl::testing::TempDir(name) {
+    std::filesystem::create_directories(data());
   }
-  ~TempDir() { std::filesystem::remove_all(root); }
   std::string data() const { return root + "/data"; }
 };
 
@@ -60,14 +54,14 @@ void write_wordnet(const std::string& dir, int n) {
   }
 }
 
-std::vector<std::string> resnet_args(const TempDir& d, const std::string& ckpt) {
+std::vector<std::string> resnet_args(const DataDir& d, const std::string& ckpt) {
   return {
       "--model",      "resnet", "--data-dir", d.data(), "--epochs",         "3",
       "--batch-size", "32",     "--lr",       "0.01",   "--width",          "2",
       "--blocks",     "1,1",    "--seed",     "3",      "--checkpoint-dir", d.root + "/" + ckpt};
 }
 
-std::vector<std::string> bert_args(const TempDir& d, const std::string& strategy,
+std::vector<std::string> bert_args(const DataDir& d, const std::string& strategy,
                                    const std::string& ckpt) {
   return {"--model",
           "bert",
@@ -118,7 +112,7 @@ void check_resume(const std::vector<std::string>& args, const std::string& bin =
 }  // namespace
 
 TEST_CASE("resnet job: trains, stops after epoch 1 and resumes bit-identical") {
-  TempDir d("resnet_job");
+  DataDir d("resnet_job");
   sl::testing::write_fashion_split(d.data(), "train", 96, 1);
   sl::testing::write_fashion_split(d.data(), "t10k", 40, 2);
   JobResult r = run_job(resnet_args(d, "a"));
@@ -142,7 +136,7 @@ TEST_CASE("resnet job: trains, stops after epoch 1 and resumes bit-identical") {
 }
 
 TEST_CASE("bert job: masked-LM on glosses, stops after epoch 1 and resumes bit-identical") {
-  TempDir d("bert_job");
+  DataDir d("bert_job");
   write_wordnet(d.data(), 12);
   JobResult r = run_job(bert_args(d, "single", "a"));
   REQUIRE_MESSAGE(r.code == 0, r.out);
@@ -165,7 +159,7 @@ TEST_CASE("bert job: masked-LM on glosses, stops after epoch 1 and resumes bit-i
 
 TEST_CASE("bert job: zero2 on 2 ranks resumes bit-identical, and its checkpoint loads as single" *
           needs_mpi("bert job on 2 ranks")) {
-  TempDir d("bert_zero2");
+  DataDir d("bert_zero2");
   write_wordnet(d.data(), 12);
   auto full = sl::testing::run_ranks(2, sl_train_bin(), bert_args(d, "zero2", "a"), 120);
   REQUIRE_MESSAGE(full.exit_code == 0, full.report());
@@ -186,7 +180,7 @@ TEST_CASE("bert job: zero2 on 2 ranks resumes bit-identical, and its checkpoint 
 }
 
 TEST_CASE("bert job: on the GPU as on the CPU" * needs_gpu_trainer("bert job")) {
-  TempDir d("bert_gpu");
+  DataDir d("bert_gpu");
   write_wordnet(d.data(), 12);
   JobResult cpu = run_job(bert_args(d, "single", "cpu"));
   REQUIRE_MESSAGE(cpu.code == 0, cpu.out);
