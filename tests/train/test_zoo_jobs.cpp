@@ -155,7 +155,8 @@ TEST_CASE("bert job: masked-LM on glosses, stops after epoch 1 and resumes bit-i
   r = run_job(plus(bert_args(d, "single", "e"), {"--seq-len", "1"}));
   CHECK(r.code == 1);
   CHECK_MESSAGE(r.out.find("bert: --seq-len must be >= 2") != std::string::npos, r.out);
-  // one gloss (about 20 tokens and [SEP]) fills two rows of 16: none is the 20th, held out
+  // one gloss (in pieces of a vocabulary trained on it alone) fills two rows of 16; only the
+  // 20th row is held out
   r = run_job(plus(bert_args(d, "single", "e"), {"--max-texts", "1"}));
   CHECK(r.code == 1);
   CHECK_MESSAGE(r.out.find("bert: the job's data has an empty split (2 train / 0 test examples)") !=
