@@ -97,7 +97,9 @@ void check_resume(const std::vector<std::string>& args, const std::string& bin =
   REQUIRE_MESSAGE(full.code == 0, full.out);
   CHECK(full.out.find("epoch 3/3") != std::string::npos);
   std::vector<std::string> other = args;
-  other.back() += "_resumed";  // the checkpoint folder
+  auto dir = std::find(other.begin(), other.end(), "--checkpoint-dir");
+  REQUIRE(dir + 1 < other.end());
+  *(dir + 1) += "_resumed";
   JobResult first = run_job(plus(other, {"--stop-after-epochs", "1"}), bin);
   REQUIRE_MESSAGE(first.code == 0, first.out);
   JobResult rest = run_job(plus(other, {"--resume", "1"}), bin);
@@ -143,6 +145,12 @@ TEST_CASE("bert job: masked-LM on glosses, stops after epoch 1 and resumes bit-i
   CHECK_MESSAGE(r.out.find("wordnet: 48 glosses") != std::string::npos, r.out);
   CHECK(r.out.find("masked-token accuracy") != std::string::npos);
   check_resume(bert_args(d, "single", "b"));
+  // BERT's schedule (linear warmup and decay) is saved and resumed as well
+  r = run_job(plus(bert_args(d, "single", "w"), {"--warmup-steps", "5"}));
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK_MESSAGE(r.out.find("linear warmup (5 steps) and decay over 21 steps") != std::string::npos,
+                r.out);
+  check_resume(plus(bert_args(d, "single", "w2"), {"--warmup-steps", "5"}));
   // dp: replicas of the tied model in threads
   r = run_job(bert_args(d, "dp", "dp"));
   CHECK_MESSAGE(r.code == 0, r.out);
@@ -152,6 +160,11 @@ TEST_CASE("bert job: masked-LM on glosses, stops after epoch 1 and resumes bit-i
   CHECK(r.code == 1);
   CHECK_MESSAGE(
       r.out.find("wordnet: cannot open " + d.root + "/none/data.noun") != std::string::npos, r.out);
+  r = run_job(plus(bert_args(d, "single", "e"), {"--warmup-steps", "22"}));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.out.find("bert: --warmup-steps must lie in [0, 21] (the run's steps), got 22") !=
+                    std::string::npos,
+                r.out);
   r = run_job(plus(bert_args(d, "single", "e"), {"--seq-len", "1"}));
   CHECK(r.code == 1);
   CHECK_MESSAGE(r.out.find("bert: --seq-len must be >= 2") != std::string::npos, r.out);

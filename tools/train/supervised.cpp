@@ -143,12 +143,26 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   dist::DistributedLoader loader(train_set, rank, world,
                                  {.global_batch_size = batch, .shuffle = true, .seed = opt.seed});
   const int64_t per_epoch = loader.sampler().batches_per_epoch();
-  optim::CosineAnnealingLR sched(adamw, opt.epochs * per_epoch);
-  const serialize::Json config = run_config(job.config, batch, opt.seed, opt.epochs);
-  say("model: %s, %lld parameters; AdamW lr %g wd %g, cosine over %lld "
+  const int64_t total_steps = opt.epochs * per_epoch;
+  const int64_t warmup =
+      opt.get_int("warmup-steps", static_cast<int64_t>(job.default_warmup_fraction * total_steps));
+  SL_CHECK(warmup >= 0 && warmup <= total_steps, name, ": --warmup-steps must lie in [0, ",
+           total_steps, "] (the run's steps), got ", warmup);
+  std::unique_ptr<optim::LRScheduler> sched;
+  if (warmup > 0) {
+    sched = std::make_unique<optim::LinearWarmupLR>(adamw, warmup, total_steps);
+  } else {
+    sched = std::make_unique<optim::CosineAnnealingLR>(adamw, total_steps);
+  }
+  serialize::Json model_config = job.config;
+  if (warmup > 0) model_config.set("warmup_steps", static_cast<long long>(warmup));
+  const serialize::Json config = run_config(model_config, batch, opt.seed, opt.epochs);
+  const std::string schedule =
+      warmup > 0 ? "linear warmup (" + std::to_string(warmup) + " steps) and decay" : "cosine";
+  say("model: %s, %lld parameters; AdamW lr %g wd %g, %s over %lld "
       "steps; global batch %lld; strategy %s on %d rank(s), %d thread(s) each, on %s\n",
       job.description.c_str(), static_cast<long long>(model->num_parameters()), lr, weight_decay,
-      static_cast<long long>(opt.epochs * per_epoch), static_cast<long long>(batch),
+      schedule.c_str(), static_cast<long long>(total_steps), static_cast<long long>(batch),
       strategy->name(), world, get_num_threads(), device.str().c_str());
 
   int64_t epoch0 = 0;
@@ -159,7 +173,7 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
     SL_CHECK(extra.at("config") == config, name, ": the checkpoint at '", ckpt_dir,
              "' was written with another configuration (", extra.at("config").dump(),
              "), this run has ", config.dump());
-    sched.load_state_dict({{}, extra.at("scheduler")});
+    sched->load_state_dict({{}, extra.at("scheduler")});
     default_generator().set_state(serialize::rng_state_from_json(extra.at("rng")));
     const serialize::Json& p = extra.at("data_position");
     loader.set_position(
@@ -181,7 +195,7 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
       Tensor loss = job.loss(*strategy, *b, device, epoch);
       strategy->backward(loss);
       strategy->step();
-      sched.step();
+      sched->step();
       loss_sum += loss.item<double>();
       ++steps;
       if (log_every > 0 && steps % log_every == 0) {
@@ -200,7 +214,7 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
       nn::DataPosition pos = loader.position();
       serialize::Json extra = serialize::Json::object(
           {{"config", config},
-           {"scheduler", sched.state_dict().meta},
+           {"scheduler", sched->state_dict().meta},
            {"rng", serialize::rng_state_to_json(default_generator().state())},
            {"data_position",
             serialize::Json::object({{"seed", std::to_string(pos.seed)},
@@ -211,7 +225,7 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
     }
     say("epoch %lld/%d  loss %.4f  %s %.2f%%  lr %.3g  (%.1f s)%s%s\n",
         static_cast<long long>(epoch + 1), opt.epochs, train_loss, job.metric.c_str(),
-        100.0 * accuracy, sched.last_lr()[0], seconds_since(t_epoch),
+        100.0 * accuracy, sched->last_lr()[0], seconds_since(t_epoch),
         ckpt_dir.empty() ? "" : "  checkpoint: ", ckpt_dir.c_str());
   }
   say("%s\n", strategy->memory_report().str().c_str());

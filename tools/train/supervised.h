@@ -7,7 +7,7 @@
 //   sl_train --model JOB [--strategy single|dp|ddp|zero1|zero2] [--epochs 2] [--batch-size B]
 //            [--lr LR] [--seed 0] [--data-dir DIR] [--checkpoint-dir checkpoints/JOB]
 //            [--resume 0|1] [--weight-decay 0.01] [--stop-after-epochs K] [--dp-replicas 2]
-//            [--log-every 100] [--device cpu|cuda|cuda:N] [--max-grad-norm 0]
+//            [--log-every 100] [--device cpu|cuda|cuda:N] [--max-grad-norm 0] [--warmup-steps W]
 //            (plus the job's own flags)
 //
 // --device cuda trains on a GPU: cuda:N, or with plain "cuda" GPU (rank mod the visible GPUs)
@@ -18,7 +18,9 @@
 // (dist::DistributedLoader), so the examples seen per step do not depend on N. Weight decay
 // applies to weights, not to biases and normalisation parameters (optim::split_no_decay with the
 // job's name list; parameters of fewer than 2 dims never decay). The schedule anneals from --lr
-// to 0 over all steps of all epochs, stepped once per batch. After each epoch the model is
+// to 0 over all steps of all epochs, stepped once per batch: a cosine, or with W > 0 warmup
+// steps BERT's linear warmup from 0 to --lr over W steps, then a linear decay to 0
+// (optim::LinearWarmupLR). After each epoch the model is
 // evaluated on the test split, each rank on its 1/N of it, and the job's metric (a fraction of
 // predictions counted correct) is summed over the ranks.
 // On resume, the run continues exactly where the checkpoint's epoch ended: bit for bit on CPU
@@ -58,6 +60,9 @@ struct SupervisedJob {
   serialize::Json config;
   int64_t default_batch_size = 128;  ///< when --batch-size is not given
   double default_lr = 2e-3;          ///< when --lr is not given
+  /// When > 0 and --warmup-steps is not given: BERT's schedule (optim::LinearWarmupLR) with this
+  /// fraction of the run's steps as warmup, instead of the cosine.
+  double default_warmup_fraction = 0;
   /// Parameters whose names contain one of these take no weight decay.
   std::vector<std::string> no_decay = {"bias"};
   /// What evaluate counts, as printed: "test accuracy".
