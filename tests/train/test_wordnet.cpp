@@ -54,6 +54,14 @@ TEST_CASE("wordnet glosses: one text per synset, words then gloss, in the files'
         "\"I can breathe better\"");
   CHECK(g[2] == "abaxial, dorsal: facing away from the axis of an organ");  // marker "(a)" dropped
   CHECK(g[3] == "wrongfully: in an unjust or unfair manner");
+  // the same synsets with their parts of speech (the file each came from)
+  auto s = train::load_wordnet_synsets(d.root);
+  REQUIRE(s.size() == 4);
+  for (int i = 0; i < 4; ++i) {
+    CHECK(s[i].part == i);
+    CHECK(s[i].words + ": " + s[i].gloss == g[i]);
+  }
+  CHECK(s[1].words == "breathe, take a breath, respire, suspire");
 }
 
 TEST_CASE("wordnet glosses: missing files and malformed lines are IOErrors naming them") {

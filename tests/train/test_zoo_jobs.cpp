@@ -167,7 +167,7 @@ TEST_CASE("bert job: masked-LM on glosses, stops after epoch 1 and resumes bit-i
                 r.out);
   r = run_job(plus(bert_args(d, "single", "e"), {"--seq-len", "1"}));
   CHECK(r.code == 1);
-  CHECK_MESSAGE(r.out.find("bert: --seq-len must be >= 2") != std::string::npos, r.out);
+  CHECK_MESSAGE(r.out.find("bert: --seq-len must be >= 3") != std::string::npos, r.out);
   // one gloss (in pieces of a vocabulary trained on it alone) fills two rows of 16; only the
   // 20th row is held out
   r = run_job(plus(bert_args(d, "single", "e"), {"--max-texts", "1"}));
@@ -175,6 +175,40 @@ TEST_CASE("bert job: masked-LM on glosses, stops after epoch 1 and resumes bit-i
   CHECK_MESSAGE(r.out.find("bert: the job's data has an empty split (2 train / 0 test examples)") !=
                     std::string::npos,
                 r.out);
+}
+
+TEST_CASE("bert_pos job: fine-tunes from the bert job's checkpoint, and resumes bit-identical") {
+  DataDir d("bert_pos_job");
+  write_wordnet(d.data(), 12);
+  // pre-training: 2 epochs of the masked-LM job
+  JobResult pre = run_job(plus(bert_args(d, "single", "pre"), {"--epochs", "2"}));
+  REQUIRE_MESSAGE(pre.code == 0, pre.out);
+  auto pos_args = [&](const std::string& ckpt) {
+    std::vector<std::string> a = bert_args(d, "single", ckpt);
+    a[1] = "bert_pos";
+    return a;
+  };
+  JobResult scratch = run_job(pos_args("scratch"));
+  REQUIRE_MESSAGE(scratch.code == 0, scratch.out);
+  CHECK_MESSAGE(scratch.out.find("glosses labelled noun/verb/adj/adv") != std::string::npos,
+                scratch.out);
+  const std::vector<std::string> init = {"--init", d.root + "/pre"};
+  JobResult tuned = run_job(plus(pos_args("tuned"), init));
+  REQUIRE_MESSAGE(tuned.code == 0, tuned.out);
+  CHECK(tuned.out.find("encoder from " + d.root + "/pre") != std::string::npos);
+  // the encoder really came from the checkpoint: the runs end in other states
+  CHECK(state_digest_of(tuned.out) != state_digest_of(scratch.out));
+  check_resume(plus(pos_args("tuned2"), init));
+  // a checkpoint of another vocabulary, or none, is refused
+  JobResult r = run_job(plus(plus(pos_args("e"), init), {"--vocab-size", "100"}));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(
+      r.out.find("bert_pos: --init " + d.root +
+                 "/pre was pre-trained with vocab_size 120, this run has 100") != std::string::npos,
+      r.out);
+  r = run_job(plus(pos_args("e"), {"--init", d.root + "/nothing.safetensors"}));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.out.find("nothing.safetensors") != std::string::npos, r.out);
 }
 
 TEST_CASE("bert job: zero2 on 2 ranks resumes bit-identical, and its checkpoint loads as single" *

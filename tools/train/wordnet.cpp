@@ -8,8 +8,9 @@
 namespace sl::train {
 namespace {
 
-/// The synset line `line` (line number `lineno` of `path`) as "<words>: <gloss>".
-std::string parse_synset(const std::string& line, const std::string& path, int64_t lineno) {
+/// The synset line `line` (line number `lineno` of `path`).
+WordNetSynset parse_synset(const std::string& line, const std::string& path, int64_t lineno,
+                           int part) {
   auto bad = [&](const std::string& why) {
     return IOError("wordnet: " + path + " line " + std::to_string(lineno) + ": " + why);
   };
@@ -43,15 +44,15 @@ std::string parse_synset(const std::string& line, const std::string& path, int64
   }
   std::string gloss = line.substr(bar + 3);
   while (!gloss.empty() && (gloss.back() == ' ' || gloss.back() == '\r')) gloss.pop_back();
-  return text + ": " + gloss;
+  return {part, text, gloss};
 }
 
 }  // namespace
 
-std::vector<std::string> load_wordnet_glosses(const std::string& dir) {
-  std::vector<std::string> out;
-  for (const char* part : {"noun", "verb", "adj", "adv"}) {
-    const std::string path = dir + "/data." + part;
+std::vector<WordNetSynset> load_wordnet_synsets(const std::string& dir) {
+  std::vector<WordNetSynset> out;
+  for (int part = 0; part < 4; ++part) {
+    const std::string path = dir + "/data." + kWordNetParts[part];
     std::ifstream f(path);
     SL_CHECK_IO(f.good(), "wordnet: cannot open ", path,
                 " (Debian: apt-get install wordnet-base, or --data-dir DIR)");
@@ -60,9 +61,15 @@ std::vector<std::string> load_wordnet_glosses(const std::string& dir) {
     while (std::getline(f, line)) {
       ++lineno;
       if (line.empty() || line.rfind("  ", 0) == 0) continue;  // blank or license
-      out.push_back(parse_synset(line, path, lineno));
+      out.push_back(parse_synset(line, path, lineno, part));
     }
   }
+  return out;
+}
+
+std::vector<std::string> load_wordnet_glosses(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const WordNetSynset& s : load_wordnet_synsets(dir)) out.push_back(s.words + ": " + s.gloss);
   return out;
 }
 

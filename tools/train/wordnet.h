@@ -16,6 +16,20 @@ namespace sl::train {
 
 inline constexpr const char* kWordNetDir = "/usr/share/wordnet";
 
+/// One synset: its part of speech, its words and its gloss.
+struct WordNetSynset {
+  int part = 0;       ///< 0 noun, 1 verb, 2 adjective, 3 adverb (the file it came from)
+  std::string words;  ///< the synset's words joined by ", " (spaces for '_', markers dropped)
+  std::string gloss;  ///< the text after " | ", trailing spaces removed
+};
+
+/// The four parts of speech in WordNetSynset::part's order.
+inline constexpr const char* kWordNetParts[4] = {"noun", "verb", "adj", "adv"};
+
+/// Every synset of data.noun, data.verb, data.adj, data.adv, in that order. Throws as
+/// load_wordnet_glosses.
+std::vector<WordNetSynset> load_wordnet_synsets(const std::string& dir = kWordNetDir);
+
 /// One text per synset, "<words>: <gloss>" with the synset's words joined by ", " (spaces for
 /// '_', markers dropped), e.g. "breathe, take a breath, respire, suspire: draw air into, and expel
 /// out of, the lungs; ...", in the order of data.noun, data.verb, data.adj, data.adv. Throws
