@@ -218,17 +218,12 @@ int run_bert(const Options& opt) {
   };
   job.evaluate = [state, seed](nn::Module& model, const nn::Dataset& test, int64_t begin,
                                int64_t end) {
-    NoGradGuard ng;
-    const bool was_training = model.is_training();
-    model.eval();
     auto& mlm = dynamic_cast<models::BertForMaskedLM&>(model);
     const Device device = model.parameters().front().device();
     const int64_t ignore = state->masking.ignore_index;
     int64_t correct = 0, counted = 0;
-    for (int64_t i = begin; i < end; i += 64) {
-      std::vector<int64_t> idx;
-      for (int64_t j = i; j < std::min(end, i + 64); ++j) idx.push_back(j);
-      models::MlmBatch m = mask_batch(test.get_batch(idx), seed, kEvalEpoch, state->masking);
+    for_each_batch(test, begin, end, 64, [&](const TensorList& batch) {
+      models::MlmBatch m = mask_batch(batch, seed, kEvalEpoch, state->masking);
       Tensor labels = m.labels.reshape({-1});
       Tensor pos = ops::nonzero_flat(labels.ne(ignore));
       Tensor pred = mlm.logits_at(m.input_ids.to(device), pos).argmax(-1).to(kCPU).contiguous();
@@ -237,8 +232,7 @@ int run_bert(const Options& opt) {
       const int64_t* t = y.data_ptr<int64_t>();
       for (int64_t k = 0; k < y.numel(); ++k) correct += p[k] == t[k];
       counted += y.numel();
-    }
-    model.train(was_training);
+    });
     return std::pair<int64_t, int64_t>(correct, counted);
   };
   return run_supervised(opt, job);
@@ -358,22 +352,15 @@ int run_bert_pos(const Options& opt) {
     return nn::functional::cross_entropy(logits, b[2].to(device));
   };
   job.evaluate = [](nn::Module& model, const nn::Dataset& test, int64_t begin, int64_t end) {
-    NoGradGuard ng;
-    const bool was_training = model.is_training();
-    model.eval();
     auto& cls = dynamic_cast<models::BertForSequenceClassification&>(model);
     const Device device = model.parameters().front().device();
     int64_t correct = 0;
-    for (int64_t i = begin; i < end; i += 256) {
-      std::vector<int64_t> idx;
-      for (int64_t j = i; j < std::min(end, i + 256); ++j) idx.push_back(j);
-      TensorList b = test.get_batch(idx);
+    for_each_batch(test, begin, end, 256, [&](const TensorList& b) {
       Tensor pred =
           cls.forward(b[0].to(device), Tensor(), b[1].to(device)).argmax(-1).to(kCPU).contiguous();
       const std::vector<int64_t> p = pred.to_vector<int64_t>(), y = b[2].to_vector<int64_t>();
       for (size_t k = 0; k < y.size(); ++k) correct += p[k] == y[k];
-    }
-    model.train(was_training);
+    });
     return std::pair<int64_t, int64_t>(correct, end - begin);
   };
   return run_supervised(opt, job);

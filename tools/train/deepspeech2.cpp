@@ -150,15 +150,10 @@ int run_deepspeech2(const Options& opt) {
   };
   job.evaluate = [](nn::Module& model, const nn::Dataset& test, int64_t begin, int64_t end) {
     auto& ds = static_cast<models::DeepSpeech2&>(model);
-    const bool was_training = model.is_training();
-    model.eval();
-    NoGradGuard ng;
     const Device device = model.parameters().at(0).device();
     int64_t correct = 0, counted = 0;
-    for (int64_t at = begin; at < end; at += 64) {
-      std::vector<int64_t> idx;
-      for (int64_t i = at; i < std::min(end, at + 64); ++i) idx.push_back(i);
-      const TensorList b = trimmed(test.get_batch(idx));
+    for_each_batch(test, begin, end, 64, [&](const TensorList& batch) {
+      const TensorList b = trimmed(batch);
       auto [logits, out_lengths] = ds.forward(b[0].to(device), b[1]);
       const models::LabelSequences hyp = models::ctc_greedy_decode(logits, out_lengths);
       const std::vector<int64_t> targets = b[2].to_vector<int64_t>();
@@ -170,8 +165,7 @@ int run_deepspeech2(const Options& opt) {
         correct += static_cast<int64_t>(ref.size()) - models::edit_distance(hyp[k], ref);
         counted += static_cast<int64_t>(ref.size());
       }
-    }
-    model.train(was_training);
+    });
     return std::pair<int64_t, int64_t>(correct, counted);
   };
   return run_supervised(opt, job);

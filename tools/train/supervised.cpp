@@ -77,6 +77,16 @@ Device job_device(const std::string& job, const std::string& spec, int rank) {
 
 }  // namespace
 
+void for_each_batch(const nn::Dataset& data, int64_t begin, int64_t end, int64_t size,
+                    const std::function<void(const TensorList& batch)>& fn) {
+  SL_CHECK(size >= 1, "for_each_batch: size must be >= 1, got ", size);
+  for (int64_t at = begin; at < end; at += size) {
+    std::vector<int64_t> idx;
+    for (int64_t i = at; i < std::min(end, at + size); ++i) idx.push_back(i);
+    fn(data.get_batch(idx));
+  }
+}
+
 int run_supervised(const Options& opt, const SupervisedJob& job) {
   const std::string& name = job.name;
   auto t_start = std::chrono::steady_clock::now();
@@ -206,8 +216,14 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
     const double train_loss = sum_over_ranks(group, loss_sum) / (world * steps);
     broadcast_buffers(group, *model);
     const int64_t n = test_set->size();
-    const auto [correct, counted] =
-        job.evaluate(*model, *test_set, rank * n / world, (rank + 1) * n / world);
+    std::pair<int64_t, int64_t> counts;
+    {
+      NoGradGuard ng;
+      model->eval();
+      counts = job.evaluate(*model, *test_set, rank * n / world, (rank + 1) * n / world);
+      model->train();
+    }
+    const auto [correct, counted] = counts;
     const double total = sum_over_ranks(group, static_cast<double>(counted));
     accuracy = total > 0 ? sum_over_ranks(group, static_cast<double>(correct)) / total : 0.0;
     if (!ckpt_dir.empty()) {

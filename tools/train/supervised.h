@@ -78,12 +78,17 @@ struct SupervisedJob {
   std::function<Tensor(dist::Strategy& strategy, const TensorList& batch, const Device& device,
                        int64_t epoch)>
       loss;
-  /// {correct, counted} over examples [begin, end) of the test split (the model in training mode;
-  /// evaluate switches to eval itself and restores the mode).
+  /// {correct, counted} over examples [begin, end) of the test split. The loop calls it in eval
+  /// mode under no-grad and restores training mode after.
   std::function<std::pair<int64_t, int64_t>(nn::Module& model, const nn::Dataset& test,
                                             int64_t begin, int64_t end)>
       evaluate;
 };
+
+/// Calls fn(batch) for examples [begin, end) of `data` in order, in batches of at most `size`
+/// (the evaluations' loop).
+void for_each_batch(const nn::Dataset& data, int64_t begin, int64_t end, int64_t size,
+                    const std::function<void(const TensorList& batch)>& fn);
 
 /// Runs the loop for `opt` (see the file comment); returns the exit code. Throws ValueError /
 /// DeviceError / IOError for bad flags, devices or data, with messages that start with the job's
