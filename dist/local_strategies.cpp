@@ -5,6 +5,7 @@
 
 #include "autograd/function.h"
 #include "autograd/grad_mode.h"
+#include "core/amp.h"
 #include "core/ops/copy.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/view.h"
@@ -149,10 +150,13 @@ class DataParallelStrategy final : public Strategy {
     }
     TensorList outs(static_cast<size_t>(k));
     std::vector<std::exception_ptr> errors(static_cast<size_t>(k));
+    // The replicas' threads run in the caller's grad mode and autocast scope (both per thread).
     bool grad_on = GradMode::is_enabled();
+    const AutocastState amp = autocast_state();
     auto run = [&](int64_t r) {
       try {
         GradMode::set_enabled(grad_on);
+        AutocastStateGuard amp_guard(amp);
         outs[static_cast<size_t>(r)] =
             fn(*replicas_[static_cast<size_t>(r)], shards[static_cast<size_t>(r)]);
       } catch (...) {

@@ -58,6 +58,30 @@ TEST_CASE("dp over 2 and 3 logical CPU devices equals single") {
   }
 }
 
+TEST_CASE("dp's replica threads run under the caller's autocast scope") {
+  manual_seed(5);
+  auto net = std::make_shared<nn::Linear>(6, 3);
+  optim::SGD sgd(net->parameters(), {.lr = 0.1});
+  auto dp = make_strategy("dp", net, sgd, {.dp_replicas = 2, .replica_factory = [] {
+                                             return std::make_shared<nn::Linear>(6, 3);
+                                           }});
+  Tensor x = randn({8, 6});
+  Tensor ref, out;
+  {
+    AutocastGuard bf16(DeviceKind::cpu, DType::bf16);
+    ref = net->forward(x);
+    out = dp->forward(x);  // rows 4..7 run on cpu:1 in another thread
+  }
+  // Autocast lowers the linear layer to bfloat16 on both replicas. Without the
+  // scope in the second thread its rows would come out in float32.
+  REQUIRE(ref.dtype() == DType::bf16);
+  CHECK(out.dtype() == DType::bf16);
+  // Each row's products are the same bf16 inputs summed in float32 and rounded once to bf16; a
+  // GEMM over 4 rows may sum in another order than over 8, which moves a result by at most one
+  // bf16 rounding step (2^-8 relative).
+  SL_CHECK_CLOSE(out.to(DType::f32), ref.to(DType::f32), 1.0 / 128, 1e-3);
+}
+
 TEST_CASE("ddp, zero1 and zero2 on one rank equal single") {
   auto pg = make_single_group();
   for (const TrainConfig& c : kConfigs) {
