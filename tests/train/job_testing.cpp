@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -75,6 +76,22 @@ void write_fashion_split(const std::string& dir, const std::string& prefix, int 
   }
 }
 
+void write_wordnet(const std::string& dir, int n) {
+  const char* animals[] = {"cat", "dog", "horse", "bird", "fish"};
+  const char* colours[] = {"red", "green", "brown", "white"};
+  const char* places[] = {"river", "forest", "house", "field", "mountain", "sea"};
+  int k = 0;
+  for (const char* part : {"noun", "verb", "adj", "adv"}) {
+    std::ofstream f(dir + "/data." + part);
+    f << "  1 This software and database is being provided to you, the LICENSEE, by  \n";
+    for (int i = 0; i < n; ++i, ++k) {
+      f << 10000000 + k << " 03 n 01 " << animals[k % 5] << "_" << colours[k % 4] << " 0 000 | a "
+        << colours[k % 4] << " " << animals[k % 5] << " that lives near the " << places[k % 6]
+        << "; \"the " << animals[(k + 1) % 5] << " saw the " << places[(k + 2) % 6] << "\"  \n";
+    }
+  }
+}
+
 JobResult run_job(const std::vector<std::string>& args, const std::string& bin) {
   std::string cmd = "SL_NUM_THREADS=1 " + (bin.empty() ? sl_train_bin() : bin);
   for (const auto& a : args) cmd += " '" + a + "'";
@@ -98,6 +115,25 @@ std::string state_digest_of(const std::string& out) {
 double final_loss(const std::string& out) {
   auto at = out.rfind("  loss ");
   return at == std::string::npos ? NAN : std::atof(out.c_str() + at + 7);
+}
+
+void check_resume(const std::vector<std::string>& args, const std::string& bin) {
+  JobResult full = run_job(args, bin);
+  REQUIRE_MESSAGE(full.code == 0, full.out);
+  CHECK(full.out.find("epoch 3/3") != std::string::npos);
+  std::vector<std::string> other = args;
+  auto dir = std::find(other.begin(), other.end(), "--checkpoint-dir");
+  REQUIRE(dir + 1 < other.end());
+  *(dir + 1) += "_resumed";
+  JobResult first = run_job(plus(other, {"--stop-after-epochs", "1"}), bin);
+  REQUIRE_MESSAGE(first.code == 0, first.out);
+  JobResult rest = run_job(plus(other, {"--resume", "1"}), bin);
+  REQUIRE_MESSAGE(rest.code == 0, rest.out);
+  CHECK(rest.out.find("resumed from") != std::string::npos);
+  CHECK(state_digest_of(full.out).size() == 16);
+  CHECK_MESSAGE(state_digest_of(rest.out) == state_digest_of(full.out), full.out, "\n---\n",
+                rest.out);
+  CHECK(state_digest_of(first.out) != state_digest_of(full.out));
 }
 
 std::vector<std::string> plus(std::vector<std::string> a, const std::vector<std::string>& b) {

@@ -32,6 +32,11 @@ std::string gpu_train_bin();
 /// ubyte, each label visible as a bright row (label * 2 + 3) over noise from `seed`.
 void write_fashion_split(const std::string& dir, const std::string& prefix, int n, uint32_t seed);
 
+/// Writes a WordNet-format database (<dir>/data.{noun,verb,adj,adv}) of `n` synsets per part,
+/// glosses made of a few recurring words (so the vocabulary is small and the masked tokens are
+/// learnable).
+void write_wordnet(const std::string& dir, int n);
+
 struct JobResult {
   int code = -1;
   std::string out;  ///< stdout and stderr together
@@ -45,6 +50,10 @@ std::string state_digest_of(const std::string& out);
 
 /// The training loss printed for the last epoch ("epoch E/E  loss X"); NaN when absent.
 double final_loss(const std::string& out);
+
+/// Runs `args` (3 epochs, with a --checkpoint-dir) whole, then stopped after epoch 1 and
+/// resumed from its checkpoint; checks that both end in the same state digest.
+void check_resume(const std::vector<std::string>& args, const std::string& bin = "");
 
 /// a followed by b.
 std::vector<std::string> plus(std::vector<std::string> a, const std::vector<std::string>& b);

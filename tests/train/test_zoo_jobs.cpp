@@ -17,6 +17,7 @@
 #include "job_testing.h"
 #include "support/testing.h"
 
+using sl::testing::check_resume;
 using sl::testing::gpu_train_bin;
 using sl::testing::JobResult;
 using sl::testing::needs_gpu_trainer;
@@ -25,6 +26,7 @@ using sl::testing::plus;
 using sl::testing::run_job;
 using sl::testing::sl_train_bin;
 using sl::testing::state_digest_of;
+using sl::testing::write_wordnet;
 
 namespace {
 
@@ -35,24 +37,6 @@ struct DataDir : sl::testing::TempDir {
   }
   std::string data() const { return root + "/data"; }
 };
-
-/// A WordNet-format database of `n` synsets per part, glosses made of a few recurring words (so
-/// the vocabulary is small and the masked tokens are learnable).
-void write_wordnet(const std::string& dir, int n) {
-  const char* animals[] = {"cat", "dog", "horse", "bird", "fish"};
-  const char* colours[] = {"red", "green", "brown", "white"};
-  const char* places[] = {"river", "forest", "house", "field", "mountain", "sea"};
-  int k = 0;
-  for (const char* part : {"noun", "verb", "adj", "adv"}) {
-    std::ofstream f(dir + "/data." + part);
-    f << "  1 This software and database is being provided to you, the LICENSEE, by  \n";
-    for (int i = 0; i < n; ++i, ++k) {
-      f << 10000000 + k << " 03 n 01 " << animals[k % 5] << "_" << colours[k % 4] << " 0 000 | a "
-        << colours[k % 4] << " " << animals[k % 5] << " that lives near the " << places[k % 6]
-        << "; \"the " << animals[(k + 1) % 5] << " saw the " << places[(k + 2) % 6] << "\"  \n";
-    }
-  }
-}
 
 std::vector<std::string> resnet_args(const DataDir& d, const std::string& ckpt) {
   return {
@@ -89,26 +73,6 @@ std::vector<std::string> bert_args(const DataDir& d, const std::string& strategy
           "32",
           "--checkpoint-dir",
           d.root + "/" + ckpt};
-}
-
-/// Runs `args` whole, then stopped after epoch 1 and resumed; checks that both end alike.
-void check_resume(const std::vector<std::string>& args, const std::string& bin = "") {
-  JobResult full = run_job(args, bin);
-  REQUIRE_MESSAGE(full.code == 0, full.out);
-  CHECK(full.out.find("epoch 3/3") != std::string::npos);
-  std::vector<std::string> other = args;
-  auto dir = std::find(other.begin(), other.end(), "--checkpoint-dir");
-  REQUIRE(dir + 1 < other.end());
-  *(dir + 1) += "_resumed";
-  JobResult first = run_job(plus(other, {"--stop-after-epochs", "1"}), bin);
-  REQUIRE_MESSAGE(first.code == 0, first.out);
-  JobResult rest = run_job(plus(other, {"--resume", "1"}), bin);
-  REQUIRE_MESSAGE(rest.code == 0, rest.out);
-  CHECK(rest.out.find("resumed from") != std::string::npos);
-  CHECK(state_digest_of(full.out).size() == 16);
-  CHECK_MESSAGE(state_digest_of(rest.out) == state_digest_of(full.out), full.out, "\n---\n",
-                rest.out);
-  CHECK(state_digest_of(first.out) != state_digest_of(full.out));
 }
 
 }  // namespace
