@@ -75,6 +75,55 @@ Device job_device(const std::string& job, const std::string& spec, int rank) {
   return d;
 }
 
+/// The training's numeric format, from --precision (see supervised.h).
+struct Precision {
+  std::string name = "32";
+  bool autocast = false;      ///< forward and loss under an autocast scope of `dtype`
+  bool params_16 = false;     ///< parameters (and buffers, inputs) stored in `dtype`
+  bool loss_scaling = false;  ///< dynamic loss scaling (float16's narrow exponent)
+  DType dtype = DType::f32;
+};
+
+Precision parse_precision(const std::string& job, const std::string& s) {
+  if (s == "32") return {};
+  if (s == "bf16-mixed") return {s, true, false, false, DType::bf16};
+  if (s == "f16-mixed") return {s, true, false, true, DType::f16};
+  if (s == "bf16-true") return {s, false, true, false, DType::bf16};
+  SL_CHECK(false, job, ": --precision must be 32, bf16-mixed, f16-mixed or bf16-true, got '", s,
+           "'");
+  return {};
+}
+
+/// `base` with its floating tensors converted to `dtype` (the inputs of a bf16-true model).
+class CastFloating : public nn::Dataset {
+ public:
+  CastFloating(std::shared_ptr<nn::Dataset> base, DType dtype)
+      : base_(std::move(base)), dtype_(dtype) {}
+  int64_t size() const override { return base_->size(); }
+  nn::Batch get_batch(const std::vector<int64_t>& indices) const override {
+    nn::Batch b = base_->get_batch(indices);
+    for (Tensor& t : b) {
+      if (is_floating(t.dtype())) t = t.to(dtype_);
+    }
+    return b;
+  }
+
+ private:
+  std::shared_ptr<nn::Dataset> base_;
+  DType dtype_;
+};
+
+/// Rows [m * R / k, (m + 1) * R / k) of every tensor of `batch` (R rows each): micro-batch m of k.
+TensorList micro_batch(const TensorList& batch, int64_t m, int64_t k) {
+  if (k == 1) return batch;
+  TensorList out;
+  for (const Tensor& t : batch) {
+    const int64_t rows = t.size(0);
+    out.push_back(t.narrow(0, m * rows / k, rows / k));
+  }
+  return out;
+}
+
 }  // namespace
 
 void for_each_batch(const nn::Dataset& data, int64_t begin, int64_t end, int64_t size,
@@ -114,16 +163,26 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   const bool resume = opt.get_int("resume", 0) != 0;
   const int64_t stop_after = opt.get_int("stop-after-epochs", -1);
   const int64_t log_every = opt.get_int("log-every", 100);
+  const int64_t accumulate = opt.get_int("accumulate", 1);
+  const Precision precision = parse_precision(name, opt.get_string("precision", "32"));
   SL_CHECK(opt.epochs >= 1, name, ": --epochs must be >= 1, got ", opt.epochs);
   SL_CHECK(batch % world == 0, name, ": --batch-size ", batch, " must be divisible by the ", world,
            " ranks (each rank takes an equal share of every global batch)");
   SL_CHECK(!resume || !ckpt_dir.empty(), name, ": --resume 1 needs a --checkpoint-dir");
+  SL_CHECK(accumulate >= 1 && (batch / world) % accumulate == 0, name, ": --accumulate ",
+           accumulate, " must be >= 1 and divide each rank's ", batch / world,
+           " examples of a batch (--batch-size ", batch, " over ", world,
+           " rank(s)) into equal micro-batches");
 
   JobData data = job.load_data();
   std::shared_ptr<nn::Dataset> train_set = data.train, test_set = data.test;
   SL_CHECK(train_set && test_set && train_set->size() > 0 && test_set->size() > 0, name,
            ": the job's data has an empty split (", train_set ? train_set->size() : 0, " train / ",
            test_set ? test_set->size() : 0, " test examples)");
+  if (precision.params_16) {  // the model's inputs in its parameters' dtype
+    train_set = std::make_shared<CastFloating>(train_set, precision.dtype);
+    test_set = std::make_shared<CastFloating>(test_set, precision.dtype);
+  }
   say("%s (%.2f s)\n", data.summary.c_str(), seconds_since(t_start));
   say("blas: %s kernels, %d thread(s) per rank (%s)\n", blas_info().core.c_str(), get_num_threads(),
       blas_info().note.c_str());
@@ -132,9 +191,12 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   manual_seed(opt.seed);
   std::shared_ptr<nn::Module> model = job.make_model();
   model->to(device);  // before the optimizer takes the parameters
+  if (precision.params_16) model->to(precision.dtype);
   auto [decay, no_decay] = optim::split_no_decay(model->named_parameters(), job.no_decay);
-  optim::AdamW adamw({{decay, {.lr = lr, .weight_decay = weight_decay}},
-                      {no_decay, {.lr = lr, .weight_decay = 0.0}}});
+  // 16-bit parameters: the optimizer updates float32 master copies (and keeps float32 moments).
+  const bool master = precision.params_16;
+  optim::AdamW adamw({{decay, {.lr = lr, .weight_decay = weight_decay, .master_weights = master}},
+                      {no_decay, {.lr = lr, .weight_decay = 0.0, .master_weights = master}}});
   // CUDA parameters: the strategy makes its NCCL group over the world itself.
   dist::StrategyOptions so{.group = device.is_cuda() ? nullptr : group};
   so.dp_replicas = static_cast<int>(opt.get_int("dp-replicas", 2));
@@ -147,7 +209,15 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
                     device.index, "..", device.index + so.dp_replicas - 1, ", but ",
                     cuda::device_count(), " are visible");
   }
+  if (precision.loss_scaling) so.loss_scaling = optim::GradScalerOptions{};
   so.replica_factory = job.make_model;
+  if (precision.params_16) {
+    so.replica_factory = [make = job.make_model, dtype = precision.dtype] {
+      std::shared_ptr<nn::Module> m = make();
+      m->to(dtype);
+      return m;
+    };
+  }
   std::unique_ptr<dist::Strategy> strategy = dist::make_strategy(opt.strategy, model, adamw, so);
 
   dist::DistributedLoader loader(train_set, rank, world,
@@ -166,6 +236,9 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   }
   serialize::Json model_config = job.config;
   if (warmup > 0) model_config.set("warmup_steps", static_cast<long long>(warmup));
+  // The checkpoint's tensors are in the parameters' dtype, so that part of the precision must
+  // agree on resume; autocast and --accumulate may change between runs.
+  if (precision.params_16) model_config.set("param_dtype", dtype_name(precision.dtype));
   const serialize::Json config = run_config(model_config, batch, opt.seed, opt.epochs);
   const std::string schedule =
       warmup > 0 ? "linear warmup (" + std::to_string(warmup) + " steps) and decay" : "cosine";
@@ -174,6 +247,16 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
       job.description.c_str(), static_cast<long long>(model->num_parameters()), lr, weight_decay,
       schedule.c_str(), static_cast<long long>(total_steps), static_cast<long long>(batch),
       strategy->name(), world, get_num_threads(), device.str().c_str());
+  if (accumulate > 1 || precision.name != "32") {
+    say("precision %s%s; %lld micro-batch(es) of %lld per rank per step\n", precision.name.c_str(),
+        precision.loss_scaling ? " with dynamic loss scaling" : "",
+        static_cast<long long>(accumulate), static_cast<long long>(batch / world / accumulate));
+  }
+  // Forward and loss (training and evaluation) under autocast in the mixed modes.
+  auto autocast = [&precision, &device]() -> std::unique_ptr<AutocastGuard> {
+    if (!precision.autocast) return nullptr;
+    return std::make_unique<AutocastGuard>(device.kind, precision.dtype);
+  };
 
   int64_t epoch0 = 0;
   if (resume) {
@@ -199,20 +282,34 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
     if (stop_after >= 0 && epoch >= stop_after) break;
     auto t_epoch = std::chrono::steady_clock::now();
     double loss_sum = 0;
-    int64_t steps = 0;
+    int64_t steps = 0, skipped = 0;
     while (auto b = loader.next()) {
       strategy->zero_grad();
-      Tensor loss = job.loss(*strategy, *b, device, epoch);
-      strategy->backward(loss);
-      strategy->step();
+      // The rank's share of the batch in `accumulate` equal micro-batches, each loss weighted
+      // 1/accumulate, so the gradient is the whole share's (exactly so for a per-example mean).
+      // ddp and zero1 communicate after the last one only; zero2 reduce-scatters each.
+      double step_loss = 0;
+      for (int64_t m = 0; m < accumulate; ++m) {
+        auto sync = strategy->no_sync(m + 1 < accumulate);
+        Tensor loss;
+        {
+          auto scope = autocast();
+          loss = job.loss(*strategy, micro_batch(*b, m, accumulate), device, epoch);
+        }
+        if (accumulate > 1) loss = loss / static_cast<double>(accumulate);
+        strategy->backward(loss);
+        step_loss += loss.item<double>();
+      }
+      if (!strategy->step().taken) ++skipped;
       sched->step();
-      loss_sum += loss.item<double>();
+      loss_sum += step_loss;
       ++steps;
       if (log_every > 0 && steps % log_every == 0) {
         say("  step %lld/%lld  loss %.4f  (%.1f s)\n", static_cast<long long>(steps),
-            static_cast<long long>(per_epoch), loss.item<double>(), seconds_since(t_epoch));
+            static_cast<long long>(per_epoch), step_loss, seconds_since(t_epoch));
       }
     }
+    const double epoch_seconds = seconds_since(t_epoch);
     const double train_loss = sum_over_ranks(group, loss_sum) / (world * steps);
     broadcast_buffers(group, *model);
     const int64_t n = test_set->size();
@@ -220,6 +317,7 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
     {
       NoGradGuard ng;
       model->eval();
+      auto scope = autocast();
       counts = job.evaluate(*model, *test_set, rank * n / world, (rank + 1) * n / world);
       model->train();
     }
@@ -239,9 +337,15 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
            {"test_accuracy", accuracy}});
       dist::save_sharded_checkpoint(ckpt_dir, *strategy, extra);
     }
-    say("epoch %lld/%d  loss %.4f  %s %.2f%%  lr %.3g  (%.1f s)%s%s\n",
+    std::string scaling;
+    if (precision.loss_scaling || skipped > 0) {
+      scaling = "  loss scale " + std::to_string(static_cast<int64_t>(strategy->loss_scale())) +
+                ", " + std::to_string(skipped) + " step(s) skipped (inf/NaN)";
+    }
+    say("epoch %lld/%d  loss %.6f  %s %.2f%%  lr %.3g  (%.1f s, %.0f examples/s)%s%s%s\n",
         static_cast<long long>(epoch + 1), opt.epochs, train_loss, job.metric.c_str(),
         100.0 * accuracy, sched->last_lr()[0], seconds_since(t_epoch),
+        static_cast<double>(steps * batch) / epoch_seconds, scaling.c_str(),
         ckpt_dir.empty() ? "" : "  checkpoint: ", ckpt_dir.c_str());
   }
   say("%s\n", strategy->memory_report().str().c_str());

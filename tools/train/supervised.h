@@ -8,7 +8,23 @@
 //            [--lr LR] [--seed 0] [--data-dir DIR] [--checkpoint-dir checkpoints/JOB]
 //            [--resume 0|1] [--weight-decay 0.01] [--stop-after-epochs K] [--dp-replicas 2]
 //            [--log-every 100] [--device cpu|cuda|cuda:N] [--max-grad-norm 0] [--warmup-steps W]
+//            [--accumulate K] [--precision 32|bf16-mixed|f16-mixed|bf16-true]
 //            (plus the job's own flags)
+//
+// --accumulate K splits each rank's share of a batch into K equal micro-batches whose gradients
+// add up before one optimizer step (each loss weighted 1/K): the same step as without it, for
+// per-example mean losses up to float rounding, with a K times smaller activation peak. ddp and
+// zero1 communicate once per step (Strategy::no_sync on the first K - 1), zero2 once per micro-
+// batch. BatchNorm sees micro-batch statistics, as in PyTorch. K may change on resume (e.g. half
+// the ranks, twice the micro-batches: the same global batch and data order).
+// --precision: "32" (default) trains in float32; "bf16-mixed" / "f16-mixed" run forward, loss
+// and evaluation under an autocast scope (core/amp.h: matmul/conv in 16 bits, reductions, norms
+// and losses in float32) with float32 parameters, f16 with dynamic loss scaling (GradScaler's
+// semantics: a step with an inf/NaN gradient is skipped on every rank and the scale halves;
+// the epoch line counts them); "bf16-true" stores parameters, buffers, gradients and inputs in
+// bfloat16 and AdamW updates float32 master weights (2 + 2 bytes per parameter, plus 12 of
+// optimizer state that zero1/zero2 shard: the ZeRO paper's mixed-precision accounting). Only
+// bf16-true changes what a checkpoint holds, so only it must match on resume.
 //
 // --device cuda trains on a GPU: cuda:N, or with plain "cuda" GPU (rank mod the visible GPUs)
 // for each rank; ddp/zero1/zero2 ranks then exchange gradients over NCCL (one GPU per rank), dp
