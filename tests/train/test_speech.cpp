@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <shardlight/shardlight.h>
@@ -314,6 +315,24 @@ TEST_CASE("speech: the corpus is synthesized once, read from its cache, and rebu
   SL_CHECK_THROWS(pad_utterances(first, 4, 7), ValueError, "utterances [4, 7) outside [0, 6)");
 }
 
+TEST_CASE("speech: loaders that miss the cache together synthesize it once" *
+          needs_espeak("speech corpus, two loaders")) {
+  TempDir d("speech_lock");
+  SpeechOptions o;
+  o.utterances = 6;
+  o.test_utterances = 2;
+  // Two loaders start together on an empty folder (threads: flock locks belong to each open
+  // file description, so two opens in one process exclude each other as two processes do).
+  SpeechCorpus a, b;
+  std::thread other([&] { b = load_speech_corpus(o, d.root); });
+  a = load_speech_corpus(o, d.root);
+  other.join();
+  // Exactly one synthesized; the other read what it wrote.
+  CHECK(a.from_cache != b.from_cache);
+  REQUIRE(a.texts == b.texts);
+  for (size_t i = 0; i < 6; ++i) CHECK(equal(a.spectrograms[i], b.spectrograms[i]));
+}
+
 TEST_CASE("speech: a missing espeak-ng is a clear IOError naming the package") {
   TempDir d("speech_missing");
   SpeechOptions o;
@@ -394,8 +413,8 @@ TEST_CASE("deepspeech2 job: stopped after epoch 1 and resumed, ends bit-identica
 TEST_CASE("deepspeech2 job: zero2 on 2 ranks resumes bit-identical" *
           needs_espeak("deepspeech2 job on 2 ranks") * sl::testing::needs_mpi("deepspeech2 job")) {
   JobEnv env;
-  // Both ranks load the data: the first run's ranks may both synthesize it, each renaming its own
-  // complete temporary file over the cache (atomic), so either copy is a valid cache.
+  // Both ranks load the data; on this first run one synthesizes it while the other waits for the
+  // cache under the folder's lock.
   auto full = sl::testing::run_ranks(2, sl::testing::sl_train_bin(), env.args("zero2", "a"), 120);
   REQUIRE_MESSAGE(full.exit_code == 0, full.report());
   CHECK(full.rank_stdout[0].find("strategy zero2 on 2 rank(s)") != std::string::npos);

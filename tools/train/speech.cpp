@@ -8,12 +8,15 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -380,6 +383,44 @@ std::string decode_transcript(const std::vector<int64_t>& labels) {
   return out;
 }
 
+namespace {
+
+/// An exclusive flock(2) on the folder `dir` while it lives: processes that find no valid cache
+/// take turns, so on a first multi-rank run one rank synthesizes and the others then read its
+/// cache. The kernel drops the lock when its holder exits, however it exits.
+class FolderLock {
+ public:
+  explicit FolderLock(const std::string& dir) {
+    fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    SL_CHECK_IO(fd_ >= 0, "speech: cannot open the data folder '", dir,
+                "': ", std::strerror(errno));
+    if (lock(LOCK_EX | LOCK_NB) == 0) return;
+    if (errno == EWOULDBLOCK) {
+      std::fprintf(stderr, "speech: another process is synthesizing into '%s'; waiting for it\n",
+                   dir.c_str());
+      if (lock(LOCK_EX) == 0) return;
+    }
+    const int err = errno;
+    ::close(fd_);
+    throw IOError("speech: cannot lock the data folder '" + dir + "': " + std::strerror(err));
+  }
+  ~FolderLock() { ::close(fd_); }
+  FolderLock(const FolderLock&) = delete;
+  FolderLock& operator=(const FolderLock&) = delete;
+
+ private:
+  int lock(int op) const {
+    int r;
+    do {
+      r = ::flock(fd_, op);
+    } while (r != 0 && errno == EINTR);
+    return r;
+  }
+  int fd_ = -1;
+};
+
+}  // namespace
+
 SpeechCorpus load_speech_corpus(const SpeechOptions& o, const std::string& dir) {
   SL_CHECK(o.utterances >= 2, "speech: --utterances ", o.utterances, " must be >= 2");
   SL_CHECK(o.test_utterances >= 1 && o.test_utterances < o.utterances,
@@ -394,23 +435,30 @@ SpeechCorpus load_speech_corpus(const SpeechOptions& o, const std::string& dir) 
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(key));
   SpeechCorpus c;
   c.cache_path = (std::filesystem::path(dir) / ("speech-" + std::string(hex) + ".bin")).string();
-  if (std::filesystem::exists(c.cache_path)) {
+  // True when a valid cache was read into c; else records why a cache present was not used.
+  auto read_cache = [&] {
+    if (!std::filesystem::exists(c.cache_path)) return false;
     std::string why;
     if (decode_cache(read_file(c.cache_path), key, settings, o.num_features, c, why)) {
       if (static_cast<int64_t>(c.texts.size()) == o.utterances) {
         c.from_cache = true;
-        return c;
+        c.rebuilt_because.clear();
+        return true;
       }
       why = "holds " + std::to_string(c.texts.size()) + " utterances";
     }
     c.spectrograms.clear();
     c.texts.clear();
     c.rebuilt_because = why;
-  }
+    return false;
+  };
+  if (read_cache()) return c;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   SL_CHECK_IO(std::filesystem::is_directory(dir), "speech: cannot create the data folder '", dir,
               "'", ec ? ": " + ec.message() : "");
+  FolderLock lock(dir);
+  if (read_cache()) return c;  // written by the process this one waited for
   // espeak-ng present? One clear error before starting the workers.
   SL_CHECK_IO(run_quiet({o.espeak, "--version"}, o.espeak + " --version") == 0, "speech: '",
               o.espeak, " --version' failed: install the Debian package espeak-ng");

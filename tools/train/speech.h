@@ -131,9 +131,11 @@ struct SpeechCorpus {
 };
 
 /// The corpus of `opts`, from the cache file in `dir` when a valid one is there, otherwise
-/// synthesized (creating `dir`) and cached. Throws ValueError for bad options (utterances < 2,
-/// test_utterances outside [1, utterances - 1], num_features outside [1, 221]), IOError when
-/// espeak-ng is missing (naming the Debian package) or fails, or the cache cannot be written.
+/// synthesized (creating `dir`) and cached. Processes that miss the cache at the same time take
+/// turns under a lock on `dir` (the first synthesizes, the others read its cache). Throws
+/// ValueError for bad options (utterances < 2, test_utterances outside [1, utterances - 1],
+/// num_features outside [1, 221]), IOError when espeak-ng is missing (naming the Debian package) or
+/// fails, or the cache cannot be written.
 SpeechCorpus load_speech_corpus(const SpeechOptions& opts, const std::string& dir);
 
 /// Padded utterances: spect float32 [N, 1, F, Tmax] zero-padded, lengths int64 [N] (frames),
