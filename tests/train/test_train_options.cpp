@@ -3,6 +3,7 @@
 // parameter by parameter through the checkpoints, single and over 2 ranks, and across a resume
 // that changes K); autocast (bf16 and f16 with loss scaling) and bfloat16 parameters with float32
 // master weights train, resume bit-identical, and report the ZeRO paper's per-parameter bytes.
+// Flags that no job reads fail with a suggestion.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -270,4 +271,23 @@ TEST_CASE("--precision bf16-mixed on the GPU as on the CPU" * needs_gpu_trainer(
     // same bits.
     CHECK(state_digest_of(gpu.out) == state_digest_of(cpu.out));
   }
+}
+
+TEST_CASE("a flag no job reads fails before any work, with the closest known flag") {
+  Data d("unknown_flags");
+  JobResult r = run_job(plus(d.cnn("e"), {"--precison", "bf16-mixed"}));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.out.find("cnn: unknown flag --precison (did you mean --precision?); this job "
+                           "reads --accumulate, --batch-size, --channels1,") != std::string::npos,
+                r.out);
+  CHECK(r.out.find("fashion-mnist:") == std::string::npos);  // failed before loading the data
+  // A flag of another job is foreign here: --init belongs to bert_pos, not bert.
+  r = run_job(plus(d.pos("single", "e"), {"--model", "bert", "--init", d.dir("x")}));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.out.find("bert: unknown flag --init; this job reads") != std::string::npos,
+                r.out);
+  r = run_job({"--model", "mlp", "--data-dir", d.root + "/data", "--hiden", "4"});
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(
+      r.out.find("mlp: unknown flag --hiden (did you mean --hidden?)") != std::string::npos, r.out);
 }

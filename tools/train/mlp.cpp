@@ -91,6 +91,7 @@ int run_mlp(const Options& opt) {
   const int64_t batch = opt.batch_size > 0 ? opt.batch_size : 64;
   const double lr = opt.lr > 0 ? opt.lr : 0.1;
   const int64_t hidden = opt.get_int("hidden", 256);
+  opt.check_all_read("mlp");
   const int64_t classes = 10;
   SL_CHECK(opt.epochs >= 1 && hidden >= 1, "mlp: need --epochs >= 1 and --hidden >= 1");
 

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <set>
+#include <string>
+#include <vector>
 
 #include <shardlight/shardlight.h>
 
@@ -32,6 +35,7 @@ std::vector<Job> all_jobs() {
 }
 
 int64_t Options::get_int(const std::string& key, int64_t fallback) const {
+  read.insert(key);
   auto it = extra.find(key);
   if (it == extra.end()) return fallback;
   char* end = nullptr;
@@ -42,6 +46,7 @@ int64_t Options::get_int(const std::string& key, int64_t fallback) const {
 }
 
 double Options::get_double(const std::string& key, double fallback) const {
+  read.insert(key);
   auto it = extra.find(key);
   if (it == extra.end()) return fallback;
   char* end = nullptr;
@@ -52,8 +57,53 @@ double Options::get_double(const std::string& key, double fallback) const {
 }
 
 std::string Options::get_string(const std::string& key, const std::string& fallback) const {
+  read.insert(key);
   auto it = extra.find(key);
   return it == extra.end() ? fallback : it->second;
+}
+
+namespace {
+
+/// Levenshtein distance between two flag names.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1] ? 1 : 0)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+void Options::check_all_read(const std::string& job) const {
+  // The flags main() parses into fields, valid for every job.
+  std::set<std::string> known = {"model", "strategy", "epochs",   "batch-size", "lr",
+                                 "seed",  "threads",  "data-dir", "device"};
+  known.insert(read.begin(), read.end());
+  for (const auto& [key, value] : extra) {
+    if (read.count(key)) continue;
+    std::string best;
+    size_t best_d = 3;  // suggest only names within 2 edits
+    for (const std::string& k : known) {
+      const size_t d = edit_distance(key, k);
+      if (d < best_d) best_d = d, best = k;
+    }
+    std::string list;
+    for (const std::string& k : known) {
+      list += list.empty() ? "--" : ", --";
+      list += k;
+    }
+    SL_CHECK(false, job, ": unknown flag --", key,
+             best.empty() ? std::string() : " (did you mean --" + best + "?)", "; this job reads ",
+             list);
+  }
 }
 
 }  // namespace sl::train

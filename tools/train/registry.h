@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,11 +27,19 @@ struct Options {
   /// "cpu", "cuda" or "cuda:N" (each job says which it supports).
   std::string device = "cpu";
   std::map<std::string, std::string> extra;
+  /// The keys the get_* calls below have asked for, present or not (for check_all_read).
+  mutable std::set<std::string> read;
 
-  /// extra[key] converted, or `fallback` when absent. Throws ValueError on a malformed value.
+  /// extra[key] converted, or `fallback` when absent; records `key` as read. Throws ValueError
+  /// on a malformed value.
   int64_t get_int(const std::string& key, int64_t fallback) const;
   double get_double(const std::string& key, double fallback) const;
   std::string get_string(const std::string& key, const std::string& fallback) const;
+  /// Throws ValueError "<job>: unknown flag --k ..." for the first key of `extra` that no get_*
+  /// call has read, with the closest flag the job reads as a suggestion and the list of them: a
+  /// misspelt or foreign flag must fail, not be silently ignored. A job calls it once it has
+  /// read all its flags, before any long work.
+  void check_all_read(const std::string& job) const;
 };
 
 /// Runs one training job; returns the process exit code (0 on success).

@@ -165,6 +165,11 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   const int64_t log_every = opt.get_int("log-every", 100);
   const int64_t accumulate = opt.get_int("accumulate", 1);
   const Precision precision = parse_precision(name, opt.get_string("precision", "32"));
+  const int dp_replicas = static_cast<int>(opt.get_int("dp-replicas", 2));
+  const double max_grad_norm = opt.get_double("max-grad-norm", 0.0);  // > 0: clip the 2-norm
+  const bool warmup_given = opt.extra.count("warmup-steps") > 0;      // else the job's default
+  const int64_t warmup_flag = opt.get_int("warmup-steps", 0);
+  opt.check_all_read(name);  // every flag is read by now: a misspelt one fails before any work
   SL_CHECK(opt.epochs >= 1, name, ": --epochs must be >= 1, got ", opt.epochs);
   SL_CHECK(batch % world == 0, name, ": --batch-size ", batch, " must be divisible by the ", world,
            " ranks (each rank takes an equal share of every global batch)");
@@ -199,8 +204,8 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
                       {no_decay, {.lr = lr, .weight_decay = 0.0, .master_weights = master}}});
   // CUDA parameters: the strategy makes its NCCL group over the world itself.
   dist::StrategyOptions so{.group = device.is_cuda() ? nullptr : group};
-  so.dp_replicas = static_cast<int>(opt.get_int("dp-replicas", 2));
-  so.max_grad_norm = opt.get_double("max-grad-norm", 0.0);  // > 0: clip the global 2-norm
+  so.dp_replicas = dp_replicas;
+  so.max_grad_norm = max_grad_norm;
   SL_CHECK(so.max_grad_norm >= 0, name, ": --max-grad-norm must be >= 0 (0: no clipping), got ",
            so.max_grad_norm);
   if (kind == dist::StrategyKind::dp && device.is_cuda()) {
@@ -225,7 +230,7 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   const int64_t per_epoch = loader.sampler().batches_per_epoch();
   const int64_t total_steps = opt.epochs * per_epoch;
   const int64_t warmup =
-      opt.get_int("warmup-steps", static_cast<int64_t>(job.default_warmup_fraction * total_steps));
+      warmup_given ? warmup_flag : static_cast<int64_t>(job.default_warmup_fraction * total_steps);
   SL_CHECK(warmup >= 0 && warmup <= total_steps, name, ": --warmup-steps must lie in [0, ",
            total_steps, "] (the run's steps), got ", warmup);
   std::unique_ptr<optim::LRScheduler> sched;
