@@ -8,6 +8,7 @@
 #include "autograd/ops/matmul.h"
 #include "core/creation.h"
 #include "models/registry.h"
+#include "nn/checkpoint.h"
 #include "nn/functional.h"
 #include "nn/init.h"
 
@@ -227,7 +228,19 @@ BertEncoder::BertEncoder(const BertConfig& c) : Module("BertEncoder") {
 
 Tensor BertEncoder::forward(const Tensor& hidden, const Tensor& additive_mask) {
   Tensor h = hidden;
-  for (size_t i = 0; i < layer->size(); ++i) h = layer->at<BertLayer>(i)->forward(h, additive_mask);
+  const bool recompute = gradient_checkpointing && is_training() && GradMode::is_enabled();
+  for (size_t i = 0; i < layer->size(); ++i) {
+    std::shared_ptr<BertLayer> l = layer->at<BertLayer>(i);
+    if (!recompute) {
+      h = l->forward(h, additive_mask);
+      continue;
+    }
+    // The mask (a constant, possibly undefined) rides in the closure; the hidden state is the
+    // checkpoint's input and the layer's parameters get their gradients through it.
+    h = nn::checkpoint(
+        [l, additive_mask](const TensorList& in) { return l->forward(in[0], additive_mask); }, {h},
+        l->parameters());
+  }
   return h;
 }
 

@@ -155,6 +155,11 @@ class BertEncoder : public nn::Module {
   explicit BertEncoder(const BertConfig& config);
   Tensor forward(const Tensor& hidden, const Tensor& additive_mask);
   std::shared_ptr<nn::ModuleList> layer;
+  /// In training mode with grad on, run each layer under activation checkpointing
+  /// (nn::checkpoint, Note [Checkpoint recompute]): only the layers' inputs are kept for
+  /// backward and each layer is recomputed there, dropout masks included, so outputs and
+  /// gradients are bit-identical to the plain run. HF's `encoder.gradient_checkpointing`.
+  bool gradient_checkpointing = false;
 };
 
 /// tanh(dense(hidden[:, 0])): [B, L, H] -> [B, H].
@@ -192,6 +197,10 @@ class BertModel : public nn::Module {
                           const Tensor& attention_mask);
   /// The sequence output of forward(input_ids, {}, {}).
   Tensor forward(const Tensor& input_ids) override;
+  /// Turns activation checkpointing of every encoder layer on or off (see
+  /// BertEncoder::gradient_checkpointing), as HF's gradient_checkpointing_enable(): about one
+  /// layer's activations kept at a time instead of all of them, for one more forward per layer.
+  void gradient_checkpointing_enable(bool on = true) { encoder->gradient_checkpointing = on; }
 
   const BertConfig config;
   std::shared_ptr<BertEmbeddings> embeddings;

@@ -109,6 +109,12 @@ TEST_CASE("bert job: masked-LM on glosses, stops after epoch 1 and resumes bit-i
   CHECK_MESSAGE(r.out.find("wordnet: 48 glosses") != std::string::npos, r.out);
   CHECK(r.out.find("masked-token accuracy") != std::string::npos);
   check_resume(bert_args(d, "single", "b"));
+  // Activation checkpointing recomputes every layer in backward, dropout masks included: the
+  // same end state bit for bit.
+  JobResult ck = run_job(plus(bert_args(d, "single", "ck"), {"--checkpoint-activations", "1"}));
+  REQUIRE_MESSAGE(ck.code == 0, ck.out);
+  CHECK(ck.out.find("seq 16, activation checkpointing)") != std::string::npos);
+  CHECK(state_digest_of(ck.out) == state_digest_of(r.out));
   // BERT's schedule (linear warmup and decay) is saved and resumed as well
   r = run_job(plus(bert_args(d, "single", "w"), {"--warmup-steps", "5"}));
   REQUIRE_MESSAGE(r.code == 0, r.out);

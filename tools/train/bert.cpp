@@ -5,7 +5,7 @@
 // (models/bert.h).
 //   sl_train --model bert [the loop's flags] [--seq-len 64] [--vocab-size 8192] [--layers 2]
 //            [--hidden 128] [--heads 2] [--intermediate 512] [--dropout 0.1] [--max-texts 0]
-//            [--mask-prob 0.15]
+//            [--mask-prob 0.15] [--checkpoint-activations 0|1]
 // bert_pos: fine-tuning of a BertForSequenceClassification to tell a gloss's part of speech
 // (noun, verb, adjective, adverb: the WordNet file it came from) from the gloss alone, its encoder
 // taken from a bert checkpoint with --init (pooler and classifier start fresh).
@@ -95,6 +95,9 @@ models::MlmBatch mask_batch(const TensorList& b, uint64_t seed, int64_t epoch,
 struct BertFlags {
   models::BertConfig config;
   int64_t seq_len = 64, vocab_size = 8192, max_texts = 0;
+  /// --checkpoint-activations 1: recompute each encoder layer in backward
+  /// (BertModel::gradient_checkpointing_enable); changes memory and time, not results.
+  bool checkpoint_activations = false;
 };
 
 BertFlags read_bert_flags(const Options& opt, const std::string& job) {
@@ -102,6 +105,7 @@ BertFlags read_bert_flags(const Options& opt, const std::string& job) {
   f.seq_len = opt.get_int("seq-len", 64);
   f.vocab_size = opt.get_int("vocab-size", 8192);
   f.max_texts = opt.get_int("max-texts", 0);
+  f.checkpoint_activations = opt.get_int("checkpoint-activations", 0) != 0;
   SL_CHECK(f.seq_len >= 3, job, ": --seq-len must be >= 3 ([CLS], a token, [SEP]), got ",
            f.seq_len);
   SL_CHECK(f.max_texts >= 0, job, ": --max-texts must be >= 0 (0: all), got ", f.max_texts);
@@ -122,7 +126,8 @@ std::string describe(const std::string& head, const BertFlags& f) {
   return head + "(layers " + std::to_string(c.num_hidden_layers) + ", hidden " +
          std::to_string(c.hidden_size) + ", heads " + std::to_string(c.num_attention_heads) +
          ", intermediate " + std::to_string(c.intermediate_size) +
-         ", vocab <= " + std::to_string(f.vocab_size) + ", seq " + std::to_string(f.seq_len) + ")";
+         ", vocab <= " + std::to_string(f.vocab_size) + ", seq " + std::to_string(f.seq_len) +
+         (f.checkpoint_activations ? ", activation checkpointing" : "") + ")";
 }
 
 /// The flags' part of the run config (a checkpoint resumes only with the same).
@@ -195,10 +200,12 @@ int run_bert(const Options& opt) {
                   static_cast<long long>(flags.seq_len));
     return JobData{train, test, line};
   };
-  job.make_model = [state, config] {
+  job.make_model = [state, config, ckpt = flags.checkpoint_activations] {
     models::BertConfig c = config;
     c.vocab_size = state->vocab_size;
-    return std::make_shared<models::BertForMaskedLM>(c);
+    auto model = std::make_shared<models::BertForMaskedLM>(c);
+    model->bert->gradient_checkpointing_enable(ckpt);
+    return model;
   };
   job.loss = [state, seed](dist::Strategy& strategy, const TensorList& b, const Device& device,
                            int64_t epoch) {
@@ -330,6 +337,7 @@ int run_bert_pos(const Options& opt) {
     c.vocab_size = state->vocab_size;
     c.num_labels = 4;
     auto model = std::make_shared<models::BertForSequenceClassification>(c);
+    model->bert->gradient_checkpointing_enable(flags.checkpoint_activations);
     if (!state->init.empty()) {
       // The pre-trained encoder (bert.*); the MLM head is not used here, the pooler and the
       // classifier start fresh.
