@@ -147,6 +147,61 @@ TEST_CASE("bert job: masked-LM on glosses, stops after epoch 1 and resumes bit-i
                 r.out);
 }
 
+TEST_CASE("bert job: --text-file pre-trains on your own corpus, pinned by its bytes") {
+  DataDir d("bert_text");
+  std::string text;
+  for (int i = 0; i < 60; ++i) {
+    text += "the " + std::string(i % 2 ? "cat" : "dog") + " number " + std::to_string(i % 7) +
+            " sat near the " + (i % 3 ? "river" : "house") + "\r\n";  // CRLF lines are fine
+    if (i % 10 == 0) text += "\n   \n";                               // blank lines are skipped
+  }
+  const std::string file = d.write("corpus.txt", text);
+  auto args = [&](const std::string& ckpt) {
+    std::vector<std::string> a = bert_args(d, "single", ckpt);
+    auto dir = std::find(a.begin(), a.end(), "--data-dir");
+    a.erase(dir, dir + 2);  // WordNet's folder: not with --text-file
+    return plus(a, {"--text-file", file});
+  };
+  JobResult r = run_job(args("a"));
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK_MESSAGE(r.out.find(file + ": 60 texts, ") != std::string::npos, r.out);
+  check_resume(args("b"));
+  // Another corpus under the same name: the checkpoint does not resume from it.
+  d.write("corpus.txt", text + "one more line\n");
+  r = run_job(plus(args("a"), {"--resume", "1"}));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.out.find("was written with another configuration") != std::string::npos, r.out);
+  // bert_pos builds WordNet's vocabulary, so it refuses an encoder pre-trained on a text file.
+  std::vector<std::string> pos = bert_args(d, "single", "pos");
+  pos[1] = "bert_pos";
+  r = run_job(plus(pos, {"--init", d.root + "/a"}));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.out.find("was pre-trained on {\"text_file\":\"" + file) != std::string::npos,
+                r.out);
+  // Errors name the file, and the line for bad UTF-8.
+  d.write("bad.txt", "fine\nalso fine\nnot \xff fine\n");
+  r = run_job(plus(args("e"), {"--text-file", d.root + "/bad.txt"}));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.out.find("bert: --text-file '" + d.root +
+                           "/bad.txt' line 3: invalid UTF-8 at "
+                           "byte 4 (0xFF)") != std::string::npos,
+                r.out);
+  d.write("empty.txt", "\n \n");
+  r = run_job(plus(args("e"), {"--text-file", d.root + "/empty.txt"}));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.out.find("has no text (3 bytes)") != std::string::npos, r.out);
+  r = run_job(plus(args("e"), {"--text-file", d.root + "/none.txt"}));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(
+      r.out.find("bert: cannot read --text-file '" + d.root + "/none.txt'") != std::string::npos,
+      r.out);
+  r = run_job(plus(args("e"), {"--data-dir", d.data()}));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.out.find("--text-file and --data-dir (WordNet's folder) exclude each other") !=
+                    std::string::npos,
+                r.out);
+}
+
 TEST_CASE("bert_pos job: fine-tunes from the bert job's checkpoint, and resumes bit-identical") {
   DataDir d("bert_pos_job");
   write_wordnet(d.data(), 12);

@@ -5,7 +5,9 @@
 // (models/bert.h).
 //   sl_train --model bert [the loop's flags] [--seq-len 64] [--vocab-size 8192] [--layers 2]
 //            [--hidden 128] [--heads 2] [--intermediate 512] [--dropout 0.1] [--max-texts 0]
-//            [--mask-prob 0.15] [--checkpoint-activations 0|1]
+//            [--mask-prob 0.15] [--checkpoint-activations 0|1] [--text-file FILE]
+// --text-file pre-trains on your own corpus instead: the non-empty lines of a UTF-8 text file,
+// one text each (e.g. a document or a paragraph), with the vocabulary trained on them.
 // bert_pos: fine-tuning of a BertForSequenceClassification to tell a gloss's part of speech
 // (noun, verb, adjective, adverb: the WordNet file it came from) from the gloss alone, its encoder
 // taken from a bert checkpoint with --init (pooler and classifier start fresh).
@@ -31,6 +33,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <utility>
@@ -43,7 +46,9 @@
 #include "models/bert.h"
 #include "models/mlm.h"
 #include "models/tokenizer.h"
+#include "models/unicode_text.h"
 #include "nn/loss.h"
+#include "nn/serialize/crc32.h"
 #include "nn/serialize/safetensors.h"
 #include "registry.h"
 #include "supervised.h"
@@ -143,6 +148,31 @@ serialize::Json bert_config_json(const BertFlags& f) {
                                   {"max_texts", static_cast<long long>(f.max_texts)}});
 }
 
+/// The texts of --text-file: its lines, without the line ends and leaving out empty ones (and
+/// lines of spaces only). Throws IOError naming the file when it cannot be read or has no text,
+/// ValueError naming the file and line for invalid UTF-8. `crc32` gets the bytes' CRC-32.
+std::vector<std::string> read_text_file(const std::string& path, uint32_t* crc, int64_t* bytes) {
+  std::ifstream f(path, std::ios::binary);
+  SL_CHECK_IO(f.good(), "bert: cannot read --text-file '", path, "'");
+  std::vector<std::string> texts;
+  std::string line;
+  *crc = 0;
+  *bytes = 0;
+  for (int64_t n = 1; std::getline(f, line); ++n) {
+    *crc = serialize::crc32(*crc, line.data(), line.size());
+    *crc = serialize::crc32(*crc, "\n", 1);
+    *bytes += static_cast<int64_t>(line.size()) + 1;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const std::string who = "bert: --text-file '" + path + "' line " + std::to_string(n);
+    models::unicode::decode_utf8(line, who.c_str());  // throws naming the line
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    texts.push_back(std::move(line));
+  }
+  SL_CHECK_IO(f.eof(), "bert: error reading --text-file '", path, "'");
+  SL_CHECK_IO(!texts.empty(), "bert: --text-file '", path, "' has no text (", *bytes, " bytes)");
+  return texts;
+}
+
 /// The first --max-texts synsets of --data-dir's WordNet, and the WordPiece tokenizer both jobs
 /// train on their "<words>: <gloss>" texts (deterministic: every rank and both jobs get the same
 /// vocabulary from the same flags).
@@ -163,6 +193,7 @@ int run_bert(const Options& opt) {
   const BertFlags flags = read_bert_flags(opt, "bert");
   const models::BertConfig& config = flags.config;
   const double mask_prob = opt.get_double("mask-prob", 0.15);
+  const std::string text_file = opt.get_string("text-file", "");
   const uint64_t seed = opt.seed;
 
   auto state = std::make_shared<BertData>();
@@ -171,17 +202,45 @@ int run_bert(const Options& opt) {
   job.description = describe("BertForMaskedLM", flags);
   job.config = bert_config_json(flags);
   job.config.set("mask_prob", mask_prob);
+  // Your own corpus instead of WordNet's glosses: its texts (and so the vocabulary) are pinned
+  // by the file's size and CRC-32, so a run resumes only on the same corpus.
+  auto own_texts = std::make_shared<std::vector<std::string>>();
+  if (!text_file.empty()) {
+    uint32_t crc = 0;
+    int64_t bytes = 0;
+    *own_texts = read_text_file(text_file, &crc, &bytes);
+    SL_CHECK(opt.data_dir.empty(),
+             "bert: --text-file and --data-dir (WordNet's folder) exclude "
+             "each other");
+    char hex[9];
+    std::snprintf(hex, sizeof hex, "%08x", crc);
+    job.config.set("corpus", serialize::Json::object({{"text_file", text_file},
+                                                      {"bytes", static_cast<long long>(bytes)},
+                                                      {"crc32", std::string(hex)}}));
+  }
   job.default_batch_size = 128;
   job.default_lr = 1e-3;
   job.no_decay = {"bias", "LayerNorm.weight"};
   job.metric = "masked-token accuracy";
 
-  job.load_data = [&opt, state, flags, mask_prob] {
-    auto [synsets, tokenizer] = gloss_corpus(opt, flags);
+  job.load_data = [&opt, state, flags, mask_prob, own_texts, text_file] {
+    std::vector<std::string> texts = *own_texts;
+    std::shared_ptr<models::WordPieceTokenizer> tokenizer;
+    if (texts.empty()) {
+      auto [synsets, tok] = gloss_corpus(opt, flags);
+      for (const WordNetSynset& s : synsets) texts.push_back(s.words + ": " + s.gloss);
+      tokenizer = tok;
+    } else {
+      if (flags.max_texts > 0 && static_cast<int64_t>(texts.size()) > flags.max_texts) {
+        texts.resize(static_cast<size_t>(flags.max_texts));
+      }
+      tokenizer = std::make_shared<models::WordPieceTokenizer>(
+          models::train_wordpiece_vocab(texts, flags.vocab_size, 2));
+    }
     const models::WordPieceTokenizer& tok = *tokenizer;
     std::vector<int64_t> stream;
-    for (const WordNetSynset& s : synsets) {
-      std::vector<int64_t> ids = tok.encode(s.words + ": " + s.gloss, /*add_special_tokens=*/false);
+    for (const std::string& text : texts) {
+      std::vector<int64_t> ids = tok.encode(text, /*add_special_tokens=*/false);
       stream.insert(stream.end(), ids.begin(), ids.end());
       stream.push_back(tok.sep_id());
     }
@@ -191,13 +250,15 @@ int run_bert(const Options& opt) {
                       .vocab_size = tok.vocab_size(),
                       .never_mask = {tok.cls_id(), tok.sep_id(), tok.pad_id()}};
     auto [train, test] = make_rows(stream, flags.seq_len, tok.cls_id());
-    char line[256];
+    const std::string source = text_file.empty() ? "wordnet" : text_file;
+    const char* what = text_file.empty() ? "glosses" : "texts";
+    char line[512];
     std::snprintf(line, sizeof line,
-                  "wordnet: %zu glosses, %zu tokens, vocabulary %lld; %lld train / %lld held-out "
-                  "rows of %lld tokens",
-                  synsets.size(), stream.size(), static_cast<long long>(tok.vocab_size()),
-                  static_cast<long long>(train->size()), static_cast<long long>(test->size()),
-                  static_cast<long long>(flags.seq_len));
+                  "%s: %zu %s, %zu tokens, vocabulary %lld; %lld train / %lld held-out rows of "
+                  "%lld tokens",
+                  source.c_str(), texts.size(), what, stream.size(),
+                  static_cast<long long>(tok.vocab_size()), static_cast<long long>(train->size()),
+                  static_cast<long long>(test->size()), static_cast<long long>(flags.seq_len));
     return JobData{train, test, line};
   };
   job.make_model = [state, config, ckpt = flags.checkpoint_activations] {
@@ -261,6 +322,9 @@ nn::StateDict read_init(const std::string& path, const BertFlags& flags) {
     const serialize::Json manifest = dist::read_sharded_manifest(path);
     if (const serialize::Json* extra = manifest.find("extra")) {
       if (const serialize::Json* c = extra->find("config")) {
+        const serialize::Json* corpus = c->find("corpus");
+        SL_CHECK(corpus == nullptr, "bert_pos: --init ", path, " was pre-trained on ",
+                 corpus ? corpus->dump() : "", "; bert_pos rebuilds WordNet's vocabulary");
         for (const char* key : {"vocab_size", "max_texts", "seq_len"}) {
           const serialize::Json* v = c->find(key);
           const serialize::Json want = bert_config_json(flags).at(key);

@@ -267,10 +267,14 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   if (resume) {
     SL_CHECK_IO(std::filesystem::exists(ckpt_dir), name,
                 ": --resume 1 but there is no checkpoint at '", ckpt_dir, "'");
-    serialize::Json extra = dist::load_sharded_checkpoint(ckpt_dir, *strategy);
-    SL_CHECK(extra.at("config") == config, name, ": the checkpoint at '", ckpt_dir,
-             "' was written with another configuration (", extra.at("config").dump(),
+    // The configuration first (from the manifest alone), so a mismatch is named as one rather
+    // than as the tensor it makes misfit.
+    const serialize::Json manifest = dist::read_sharded_manifest(ckpt_dir);
+    const serialize::Json* saved = manifest.at("extra").find("config");
+    SL_CHECK(saved != nullptr && *saved == config, name, ": the checkpoint at '", ckpt_dir,
+             "' was written with another configuration (", saved ? saved->dump() : "none",
              "), this run has ", config.dump());
+    serialize::Json extra = dist::load_sharded_checkpoint(ckpt_dir, *strategy);
     sched->load_state_dict({{}, extra.at("scheduler")});
     default_generator().set_state(serialize::rng_state_from_json(extra.at("rng")));
     const serialize::Json& p = extra.at("data_position");
