@@ -64,7 +64,16 @@ constexpr int64_t kEvalEpoch = -1;
 struct BertData {
   int64_t vocab_size = 0;
   models::MlmMaskingOptions masking;
+  std::vector<std::string> vocab;  ///< the tokens by id, stored in every checkpoint
 };
+
+/// The vocabulary as a checkpoint keeps it: {"vocab": [token 0, token 1, ...]} (HF's vocab.txt
+/// as JSON), so fine-tuning tokenizes as the pre-training did without rebuilding it.
+serialize::Json vocab_json(const std::vector<std::string>& vocab) {
+  serialize::Json tokens = serialize::Json::array();
+  for (const std::string& t : vocab) tokens.push_back(t);
+  return serialize::Json::object({{"vocab", std::move(tokens)}});
+}
 
 /// Rows of [CLS] + (L - 1) tokens cut from `stream`; row r goes to the held-out set when
 /// r % 20 == 19. Returns {train, test}, each a TensorDataset of {ids [N, L], row index [N]}.
@@ -245,6 +254,7 @@ int run_bert(const Options& opt) {
       stream.push_back(tok.sep_id());
     }
     state->vocab_size = tok.vocab_size();
+    state->vocab = tok.vocab();
     state->masking = {.mask_prob = mask_prob,
                       .mask_id = tok.mask_id(),
                       .vocab_size = tok.vocab_size(),
@@ -261,6 +271,7 @@ int run_bert(const Options& opt) {
                   static_cast<long long>(test->size()), static_cast<long long>(flags.seq_len));
     return JobData{train, test, line};
   };
+  job.checkpoint_extra = [state] { return vocab_json(state->vocab); };
   job.make_model = [state, config, ckpt = flags.checkpoint_activations] {
     models::BertConfig c = config;
     c.vocab_size = state->vocab_size;

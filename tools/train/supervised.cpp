@@ -344,6 +344,14 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
                                      {"epoch", static_cast<long long>(pos.epoch)},
                                      {"batch", static_cast<long long>(pos.batch)}})},
            {"test_accuracy", accuracy}});
+      if (job.checkpoint_extra) {
+        serialize::Json own = job.checkpoint_extra();
+        for (const auto& [key, value] : own.members()) {
+          SL_CHECK(extra.find(key) == nullptr, name, ": the job's checkpoint entry '", key,
+                   "' is one of the loop's");
+          extra.set(key, value);
+        }
+      }
       dist::save_sharded_checkpoint(ckpt_dir, *strategy, extra);
     }
     std::string scaling;

@@ -94,6 +94,10 @@ struct SupervisedJob {
   std::function<Tensor(dist::Strategy& strategy, const TensorList& batch, const Device& device,
                        int64_t epoch)>
       loss;
+  /// Optional: what the job stores in each checkpoint beside the loop's own state (an object
+  /// whose members land in the manifest's "extra", e.g. the bert job's vocabulary); called on
+  /// every rank at each save, after load_data.
+  std::function<serialize::Json()> checkpoint_extra;
   /// {correct, counted} over examples [begin, end) of the test split. The loop calls it in eval
   /// mode under no-grad and restores training mode after.
   std::function<std::pair<int64_t, int64_t>(nn::Module& model, const nn::Dataset& test,
