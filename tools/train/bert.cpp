@@ -1,35 +1,26 @@
-// The BERT jobs, on WordNet's glosses (wordnet.h) through the supervised loop of supervised.h
-// (AdamW + cosine or --warmup-steps, any strategy, a sharded checkpoint each epoch, --resume 1):
-//
-// bert: masked-language-model pre-training (Devlin et al. 2018) of a small BertForMaskedLM
-// (models/bert.h).
+// The bert job: masked-language-model pre-training (Devlin et al. 2018) of a small
+// BertForMaskedLM (models/bert.h) on WordNet's glosses (wordnet.h) or your own text, through the
+// supervised loop of supervised.h (AdamW + cosine or --warmup-steps, any strategy, a sharded
+// checkpoint each epoch, --resume 1). Fine-tuning is in bert_classify.cpp.
 //   sl_train --model bert [the loop's flags] [--seq-len 64] [--vocab-size 8192] [--layers 2]
 //            [--hidden 128] [--heads 2] [--intermediate 512] [--dropout 0.1] [--max-texts 0]
 //            [--mask-prob 0.15] [--checkpoint-activations 0|1] [--text-file FILE]
+//            [--lower-case 1] [--max-positions seq-len]
 // --text-file pre-trains on your own corpus instead: the non-empty lines of a UTF-8 text file,
-// one text each (e.g. a document or a paragraph), with the vocabulary trained on them.
-// bert_pos: fine-tuning of a BertForSequenceClassification to tell a gloss's part of speech
-// (noun, verb, adjective, adverb: the WordNet file it came from) from the gloss alone, its encoder
-// taken from a bert checkpoint with --init (pooler and classifier start fresh).
-//   sl_train --model bert_pos [the same flags] [--init checkpoints/bert | FILE.safetensors]
-// With --init the vocabulary flags (--vocab-size, --max-texts) and --seq-len must be the
-// pre-training's (checked against a checkpoint's config), and the encoder's sizes too (checked
-// by the tensors' shapes).
+// one text each (e.g. a document or a paragraph).
 //
 // Vocabulary: a WordPiece vocabulary of at most --vocab-size tokens is trained on the first
-// --max-texts (0: all 117,659) synsets' "<words>: <gloss>" texts by merges (models/tokenizer.h:
-// train_wordpiece_vocab, pieces seen at least twice; deterministic, so every rank and both jobs
-// build the same one from the same flags).
-// bert's data: each text is tokenized (lower-cased) and followed by [SEP], and the token stream is
-// cut into rows of [CLS] + seq-len - 1 tokens (RoBERTa's "full sentences": no padding, so the
-// model runs without an attention mask). Every 20th row is held out for evaluation.
+// --max-texts (0: all 117,659) synsets' "<words>: <gloss>" texts (or the file's lines) by merges
+// (models/tokenizer.h: train_wordpiece_vocab, pieces seen at least twice; deterministic, so
+// every rank builds the same one), and stored in every checkpoint for the fine-tuning jobs.
+// Data: each text is tokenized (lower-cased unless --lower-case 0) and followed by [SEP], and
+// the token stream is cut into rows of [CLS] + seq-len - 1 tokens (RoBERTa's "full sentences":
+// no padding, so the model runs without an attention mask). Every 20th row is held out.
 // Each epoch masks every training row anew (models/mlm.h: 15% of its tokens, 80% [MASK] / 10%
 // random / 10% kept), with draws keyed by (seed, epoch, row): resumed runs and runs on other
 // numbers of ranks mask exactly alike. The loss is cross entropy over the chosen positions
 // (BertForMaskedLM::logits_at computes only those); the metric is the top-1 accuracy at the chosen
 // positions of the held-out rows, whose masks are drawn once (the same every epoch).
-// bert_pos's data: [CLS] gloss [SEP] padded to seq-len with an attention mask; every 20th synset is
-// held out; the metric is the accuracy on those.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -41,6 +32,7 @@
 
 #include <shardlight/shardlight.h>
 
+#include "bert_common.h"
 #include "core/ops/index.h"
 #include "dist/checkpoint.h"
 #include "models/bert.h"
@@ -48,7 +40,6 @@
 #include "models/tokenizer.h"
 #include "models/unicode_text.h"
 #include "nn/loss.h"
-#include "nn/serialize/crc32.h"
 #include "nn/serialize/safetensors.h"
 #include "registry.h"
 #include "supervised.h"
@@ -64,16 +55,8 @@ constexpr int64_t kEvalEpoch = -1;
 struct BertData {
   int64_t vocab_size = 0;
   models::MlmMaskingOptions masking;
-  std::vector<std::string> vocab;  ///< the tokens by id, stored in every checkpoint
+  std::shared_ptr<models::WordPieceTokenizer> tokenizer;  ///< stored in every checkpoint
 };
-
-/// The vocabulary as a checkpoint keeps it: {"vocab": [token 0, token 1, ...]} (HF's vocab.txt
-/// as JSON), so fine-tuning tokenizes as the pre-training did without rebuilding it.
-serialize::Json vocab_json(const std::vector<std::string>& vocab) {
-  serialize::Json tokens = serialize::Json::array();
-  for (const std::string& t : vocab) tokens.push_back(t);
-  return serialize::Json::object({{"vocab", std::move(tokens)}});
-}
 
 /// Rows of [CLS] + (L - 1) tokens cut from `stream`; row r goes to the held-out set when
 /// r % 20 == 19. Returns {train, test}, each a TensorDataset of {ids [N, L], row index [N]}.
@@ -104,73 +87,17 @@ models::MlmBatch mask_batch(const TensorList& b, uint64_t seed, int64_t epoch,
   return models::mask_for_mlm(b[0], keys, masking);
 }
 
-/// The flags both BERT jobs read: the encoder's size and where its vocabulary comes from (the
-/// fine-tuning job must repeat the pre-training's, so its checkpoint fits).
-struct BertFlags {
-  models::BertConfig config;
-  int64_t seq_len = 64, vocab_size = 8192, max_texts = 0;
-  /// --checkpoint-activations 1: recompute each encoder layer in backward
-  /// (BertModel::gradient_checkpointing_enable); changes memory and time, not results.
-  bool checkpoint_activations = false;
-};
-
-BertFlags read_bert_flags(const Options& opt, const std::string& job) {
-  BertFlags f;
-  f.seq_len = opt.get_int("seq-len", 64);
-  f.vocab_size = opt.get_int("vocab-size", 8192);
-  f.max_texts = opt.get_int("max-texts", 0);
-  f.checkpoint_activations = opt.get_int("checkpoint-activations", 0) != 0;
-  SL_CHECK(f.seq_len >= 3, job, ": --seq-len must be >= 3 ([CLS], a token, [SEP]), got ",
-           f.seq_len);
-  SL_CHECK(f.max_texts >= 0, job, ": --max-texts must be >= 0 (0: all), got ", f.max_texts);
-  models::BertConfig& c = f.config;
-  c.num_hidden_layers = opt.get_int("layers", 2);
-  c.hidden_size = opt.get_int("hidden", 128);
-  c.num_attention_heads = opt.get_int("heads", 2);
-  c.intermediate_size = opt.get_int("intermediate", 512);
-  c.hidden_dropout_prob = c.attention_probs_dropout_prob = opt.get_double("dropout", 0.1);
-  c.max_position_embeddings = f.seq_len;
-  c.vocab_size = f.vocab_size;  // the trained vocabulary may be smaller: set after load_data
-  return f;
-}
-
-/// "Head(layers 2, hidden 128, ...)" for the run's model line.
-std::string describe(const std::string& head, const BertFlags& f) {
-  const models::BertConfig& c = f.config;
-  return head + "(layers " + std::to_string(c.num_hidden_layers) + ", hidden " +
-         std::to_string(c.hidden_size) + ", heads " + std::to_string(c.num_attention_heads) +
-         ", intermediate " + std::to_string(c.intermediate_size) +
-         ", vocab <= " + std::to_string(f.vocab_size) + ", seq " + std::to_string(f.seq_len) +
-         (f.checkpoint_activations ? ", activation checkpointing" : "") + ")";
-}
-
-/// The flags' part of the run config (a checkpoint resumes only with the same).
-serialize::Json bert_config_json(const BertFlags& f) {
-  const models::BertConfig& c = f.config;
-  return serialize::Json::object({{"layers", static_cast<long long>(c.num_hidden_layers)},
-                                  {"hidden", static_cast<long long>(c.hidden_size)},
-                                  {"heads", static_cast<long long>(c.num_attention_heads)},
-                                  {"intermediate", static_cast<long long>(c.intermediate_size)},
-                                  {"dropout", c.hidden_dropout_prob},
-                                  {"vocab_size", static_cast<long long>(f.vocab_size)},
-                                  {"seq_len", static_cast<long long>(f.seq_len)},
-                                  {"max_texts", static_cast<long long>(f.max_texts)}});
-}
-
 /// The texts of --text-file: its lines, without the line ends and leaving out empty ones (and
 /// lines of spaces only). Throws IOError naming the file when it cannot be read or has no text,
-/// ValueError naming the file and line for invalid UTF-8. `crc32` gets the bytes' CRC-32.
-std::vector<std::string> read_text_file(const std::string& path, uint32_t* crc, int64_t* bytes) {
+/// ValueError naming the file and line for invalid UTF-8.
+std::vector<std::string> read_text_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   SL_CHECK_IO(f.good(), "bert: cannot read --text-file '", path, "'");
   std::vector<std::string> texts;
   std::string line;
-  *crc = 0;
-  *bytes = 0;
+  int64_t bytes = 0;
   for (int64_t n = 1; std::getline(f, line); ++n) {
-    *crc = serialize::crc32(*crc, line.data(), line.size());
-    *crc = serialize::crc32(*crc, "\n", 1);
-    *bytes += static_cast<int64_t>(line.size()) + 1;
+    bytes += static_cast<int64_t>(line.size()) + 1;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     const std::string who = "bert: --text-file '" + path + "' line " + std::to_string(n);
     models::unicode::decode_utf8(line, who.c_str());  // throws naming the line
@@ -178,24 +105,8 @@ std::vector<std::string> read_text_file(const std::string& path, uint32_t* crc, 
     texts.push_back(std::move(line));
   }
   SL_CHECK_IO(f.eof(), "bert: error reading --text-file '", path, "'");
-  SL_CHECK_IO(!texts.empty(), "bert: --text-file '", path, "' has no text (", *bytes, " bytes)");
+  SL_CHECK_IO(!texts.empty(), "bert: --text-file '", path, "' has no text (", bytes, " bytes)");
   return texts;
-}
-
-/// The first --max-texts synsets of --data-dir's WordNet, and the WordPiece tokenizer both jobs
-/// train on their "<words>: <gloss>" texts (deterministic: every rank and both jobs get the same
-/// vocabulary from the same flags).
-std::pair<std::vector<WordNetSynset>, std::shared_ptr<models::WordPieceTokenizer>> gloss_corpus(
-    const Options& opt, const BertFlags& f) {
-  std::vector<WordNetSynset> synsets =
-      load_wordnet_synsets(opt.data_dir.empty() ? kWordNetDir : opt.data_dir);
-  if (f.max_texts > 0 && static_cast<int64_t>(synsets.size()) > f.max_texts) {
-    synsets.resize(f.max_texts);
-  }
-  std::vector<std::string> texts;
-  for (const WordNetSynset& s : synsets) texts.push_back(s.words + ": " + s.gloss);
-  return {std::move(synsets), std::make_shared<models::WordPieceTokenizer>(
-                                  models::train_wordpiece_vocab(texts, f.vocab_size, 2))};
 }
 
 int run_bert(const Options& opt) {
@@ -215,17 +126,14 @@ int run_bert(const Options& opt) {
   // by the file's size and CRC-32, so a run resumes only on the same corpus.
   auto own_texts = std::make_shared<std::vector<std::string>>();
   if (!text_file.empty()) {
-    uint32_t crc = 0;
-    int64_t bytes = 0;
-    *own_texts = read_text_file(text_file, &crc, &bytes);
+    *own_texts = read_text_file(text_file);
     SL_CHECK(opt.data_dir.empty(),
              "bert: --text-file and --data-dir (WordNet's folder) exclude "
              "each other");
-    char hex[9];
-    std::snprintf(hex, sizeof hex, "%08x", crc);
+    serialize::Json pin = file_pin(text_file);
     job.config.set("corpus", serialize::Json::object({{"text_file", text_file},
-                                                      {"bytes", static_cast<long long>(bytes)},
-                                                      {"crc32", std::string(hex)}}));
+                                                      {"bytes", pin.at("bytes")},
+                                                      {"crc32", pin.at("crc32")}}));
   }
   job.default_batch_size = 128;
   job.default_lr = 1e-3;
@@ -236,15 +144,16 @@ int run_bert(const Options& opt) {
     std::vector<std::string> texts = *own_texts;
     std::shared_ptr<models::WordPieceTokenizer> tokenizer;
     if (texts.empty()) {
-      auto [synsets, tok] = gloss_corpus(opt, flags);
+      const std::vector<WordNetSynset> synsets = wordnet_synsets(opt, flags);
       for (const WordNetSynset& s : synsets) texts.push_back(s.words + ": " + s.gloss);
-      tokenizer = tok;
+      tokenizer = gloss_tokenizer(synsets, flags);
     } else {
       if (flags.max_texts > 0 && static_cast<int64_t>(texts.size()) > flags.max_texts) {
         texts.resize(static_cast<size_t>(flags.max_texts));
       }
+      const models::WordPieceOptions o = flags.tokenizer_options();
       tokenizer = std::make_shared<models::WordPieceTokenizer>(
-          models::train_wordpiece_vocab(texts, flags.vocab_size, 2));
+          models::train_wordpiece_vocab(texts, flags.vocab_size, 2, o), o);
     }
     const models::WordPieceTokenizer& tok = *tokenizer;
     std::vector<int64_t> stream;
@@ -254,7 +163,7 @@ int run_bert(const Options& opt) {
       stream.push_back(tok.sep_id());
     }
     state->vocab_size = tok.vocab_size();
-    state->vocab = tok.vocab();
+    state->tokenizer = tokenizer;
     state->masking = {.mask_prob = mask_prob,
                       .mask_id = tok.mask_id(),
                       .vocab_size = tok.vocab_size(),
@@ -271,7 +180,7 @@ int run_bert(const Options& opt) {
                   static_cast<long long>(test->size()), static_cast<long long>(flags.seq_len));
     return JobData{train, test, line};
   };
-  job.checkpoint_extra = [state] { return vocab_json(state->vocab); };
+  job.checkpoint_extra = [state] { return tokenizer_json(*state->tokenizer); };
   job.make_model = [state, config, ckpt = flags.checkpoint_activations] {
     models::BertConfig c = config;
     c.vocab_size = state->vocab_size;
@@ -317,138 +226,6 @@ int run_bert(const Options& opt) {
   return run_supervised(opt, job);
 }
 
-/// What the fine-tuning job's load_data builds for make_model.
-struct PosData {
-  int64_t vocab_size = 0;
-  nn::StateDict init;  ///< from --init, empty without it
-  std::string init_from;
-};
-
-/// The tensors of --init: a sharded checkpoint folder (consolidated, dist/checkpoint.h) whose
-/// run config must match `flags` in the vocabulary's source, or a safetensors file. Throws
-/// IOError for what cannot be read, ValueError for a checkpoint of another vocabulary.
-nn::StateDict read_init(const std::string& path, const BertFlags& flags) {
-  serialize::StateDict sd;
-  if (std::filesystem::is_directory(path)) {
-    const serialize::Json manifest = dist::read_sharded_manifest(path);
-    if (const serialize::Json* extra = manifest.find("extra")) {
-      if (const serialize::Json* c = extra->find("config")) {
-        const serialize::Json* corpus = c->find("corpus");
-        SL_CHECK(corpus == nullptr, "bert_pos: --init ", path, " was pre-trained on ",
-                 corpus ? corpus->dump() : "", "; bert_pos rebuilds WordNet's vocabulary");
-        for (const char* key : {"vocab_size", "max_texts", "seq_len"}) {
-          const serialize::Json* v = c->find(key);
-          const serialize::Json want = bert_config_json(flags).at(key);
-          SL_CHECK(v == nullptr || *v == want, "bert_pos: --init ", path, " was pre-trained with ",
-                   key, " ", v ? v->dump() : "", ", this run has ", want.dump(),
-                   " (the vocabulary and positions must be the pre-training's)");
-        }
-      }
-    }
-    sd = dist::consolidate_sharded_checkpoint(path);
-  } else {
-    sd = serialize::load_safetensors(path);
-  }
-  nn::StateDict out;
-  for (const auto& [name, t] : sd) out.set(name, t);
-  return out;
-}
-
-int run_bert_pos(const Options& opt) {
-  const BertFlags flags = read_bert_flags(opt, "bert_pos");
-  const std::string init = opt.get_string("init", "");
-  auto state = std::make_shared<PosData>();
-  SupervisedJob job;
-  job.name = "bert_pos";
-  job.description = describe("BertForSequenceClassification", flags) + ", 4 labels" +
-                    (init.empty() ? "" : ", encoder from " + init);
-  job.config = bert_config_json(flags);
-  job.config.set("init", init);
-  job.default_batch_size = 64;
-  job.default_lr = 1e-3;
-  job.no_decay = {"bias", "LayerNorm.weight"};
-  job.metric = "test accuracy";
-
-  job.load_data = [&opt, state, flags, init] {
-    if (!init.empty()) {
-      state->init = read_init(init, flags);
-      state->init_from = init;
-    }
-    auto [synsets, tokenizer] = gloss_corpus(opt, flags);
-    state->vocab_size = tokenizer->vocab_size();
-    // Input: the gloss alone (its words would give the part of speech away too easily), as
-    // [CLS] gloss [SEP] [PAD]..., cut to seq-len; every 20th synset is held out.
-    std::vector<int64_t> ids[2], mask[2], label[2];
-    int64_t count[2][4] = {};
-    for (size_t i = 0; i < synsets.size(); ++i) {
-      const int s = i % 20 == 19 ? 1 : 0;
-      models::Encoding e = tokenizer->encode_single(synsets[i].gloss, flags.seq_len);
-      ids[s].insert(ids[s].end(), e.input_ids.begin(), e.input_ids.end());
-      mask[s].insert(mask[s].end(), e.attention_mask.begin(), e.attention_mask.end());
-      label[s].push_back(synsets[i].part);
-      ++count[s][synsets[i].part];
-    }
-    auto dataset = [&](int s) {
-      const int64_t n = static_cast<int64_t>(label[s].size());
-      return std::make_shared<nn::TensorDataset>(
-          TensorList{from_vector(ids[s], {n, flags.seq_len}),
-                     from_vector(mask[s], {n, flags.seq_len}), from_vector(label[s], {n})});
-    };
-    JobData d{dataset(0), dataset(1), ""};
-    const int64_t n_test = static_cast<int64_t>(label[1].size());
-    const int64_t majority = *std::max_element(count[1], count[1] + 4);
-    char line[320];
-    std::snprintf(line, sizeof line,
-                  "wordnet: %zu glosses labelled noun/verb/adj/adv, vocabulary %lld; %lld train / "
-                  "%lld test; the most frequent part is %.2f%% of the test split",
-                  synsets.size(), static_cast<long long>(state->vocab_size),
-                  static_cast<long long>(d.train->size()), static_cast<long long>(n_test),
-                  n_test > 0 ? 100.0 * static_cast<double>(majority) / n_test : 0.0);
-    d.summary = line;
-    return d;
-  };
-  job.make_model = [state, flags] {
-    models::BertConfig c = flags.config;
-    c.vocab_size = state->vocab_size;
-    c.num_labels = 4;
-    auto model = std::make_shared<models::BertForSequenceClassification>(c);
-    model->bert->gradient_checkpointing_enable(flags.checkpoint_activations);
-    if (!state->init.empty()) {
-      // The pre-trained encoder (bert.*); the MLM head is not used here, the pooler and the
-      // classifier start fresh.
-      nn::LoadResult r = model->load_state_dict(state->init, /*strict=*/false);
-      SL_CHECK(r.mismatched_keys.empty(), "bert_pos: --init ", state->init_from,
-               " does not fit this model: ", r.mismatched_keys.front());
-      for (const std::string& k : r.missing_keys) {
-        SL_CHECK(k.rfind("bert.pooler.", 0) == 0 || k.rfind("classifier.", 0) == 0,
-                 "bert_pos: --init ", state->init_from, " lacks the encoder's '", k, "'");
-      }
-    }
-    return model;
-  };
-  job.loss = [](dist::Strategy& strategy, const TensorList& b, const Device& device, int64_t) {
-    Tensor logits = strategy.forward(
-        {b[0].to(device), b[1].to(device)}, [](nn::Module& m, const TensorList& in) {
-          return dynamic_cast<models::BertForSequenceClassification&>(m).forward(in[0], Tensor(),
-                                                                                 in[1]);
-        });
-    return nn::functional::cross_entropy(logits, b[2].to(device));
-  };
-  job.evaluate = [](nn::Module& model, const nn::Dataset& test, int64_t begin, int64_t end) {
-    auto& cls = dynamic_cast<models::BertForSequenceClassification&>(model);
-    const Device device = model.parameters().front().device();
-    int64_t correct = 0;
-    for_each_batch(test, begin, end, 256, [&](const TensorList& b) {
-      Tensor pred =
-          cls.forward(b[0].to(device), Tensor(), b[1].to(device)).argmax(-1).to(kCPU).contiguous();
-      const std::vector<int64_t> p = pred.to_vector<int64_t>(), y = b[2].to_vector<int64_t>();
-      for (size_t k = 0; k < y.size(); ++k) correct += p[k] == y[k];
-    });
-    return std::pair<int64_t, int64_t>(correct, end - begin);
-  };
-  return run_supervised(opt, job);
-}
-
 }  // namespace
 
 SL_REGISTER_TRAIN_JOB("bert",
@@ -456,10 +233,5 @@ SL_REGISTER_TRAIN_JOB("bert",
                       "built from them), AdamW + cosine, --strategy single|dp|ddp|zero1|zero2, "
                       "checkpoint each epoch, --resume 1",
                       &run_bert);
-SL_REGISTER_TRAIN_JOB("bert_pos",
-                      "BERT fine-tuning: the part of speech (noun/verb/adj/adv) of a WordNet "
-                      "gloss, --init a bert job's checkpoint (or a safetensors file) for its "
-                      "encoder, any strategy, checkpoint each epoch, --resume 1",
-                      &run_bert_pos);
 
 }  // namespace sl::train
