@@ -229,9 +229,10 @@ int run_bert(const Options& opt) {
 }  // namespace
 
 SL_REGISTER_TRAIN_JOB("bert",
-                      "BERT masked-LM pre-training on WordNet's glosses (WordPiece vocabulary "
-                      "built from them), AdamW + cosine, --strategy single|dp|ddp|zero1|zero2, "
-                      "checkpoint each epoch, --resume 1",
+                      "BERT masked-LM pre-training on WordNet's glosses or your --text-file "
+                      "(WordPiece vocabulary trained on them, stored in the checkpoint), AdamW + "
+                      "cosine, --strategy single|dp|ddp|zero1|zero2, checkpoint each epoch, "
+                      "--resume 1",
                       &run_bert);
 
 }  // namespace sl::train
