@@ -116,14 +116,19 @@ TEST_CASE("bert_cls: fine-tunes on a labelled file, from scratch and from a bert
   check_resume(plus(d.args("tuned2"), {"--init", d.path("pre")}));
 
   // The same encoder as a safetensors file with a vocab.txt (what a Hugging Face model folder
-  // holds), and as a bare BertModel's file without the "bert." prefix and the MLM head: the
-  // same run, bit for bit.
+  // holds), and as a bare BertModel's file without the "bert." prefix and the MLM head, with
+  // LayerNorm.gamma / .beta names: the same run, bit for bit.
   serialize::StateDict full = dist::consolidate_sharded_checkpoint(d.path("pre"));
   serialize::save_safetensors(d.path("model.safetensors"), full);
-  serialize::StateDict bare;
+  serialize::StateDict bare;  // with the original BERT releases' LayerNorm names too
   for (const auto& [name, t] : full) {
-    if (name.rfind("bert.", 0) == 0) bare.insert(name.substr(5), t);
+    if (name.rfind("bert.", 0) != 0) continue;
+    std::string key = name.substr(5);
+    if (key.ends_with("LayerNorm.weight")) key = key.substr(0, key.size() - 6) + "gamma";
+    if (key.ends_with("LayerNorm.bias")) key = key.substr(0, key.size() - 4) + "beta";
+    bare.insert(key, t);
   }
+  REQUIRE(bare.contains("embeddings.LayerNorm.gamma"));
   serialize::save_safetensors(d.path("bare.safetensors"), bare);
   const serialize::Json manifest = dist::read_sharded_manifest(d.path("pre"));
   std::string vocab;

@@ -138,10 +138,21 @@ BertInit read_bert_init(const std::string& path, const std::string& job) {
     sd = serialize::load_safetensors(path);
   }
   // A bare BertModel's file (HF's "embeddings.word_embeddings.weight", ...) under the heads'
-  // "bert." prefix.
+  // "bert." prefix; the LayerNorm names of the original TensorFlow BERT releases (gamma, beta)
+  // as today's (weight, bias), as HF's loader renames them.
   bool bare = sd.size() > 0;
   for (const auto& [name, t] : sd) bare = bare && name.rfind("bert.", 0) != 0;
-  for (const auto& [name, t] : sd) out.tensors.set(bare ? "bert." + name : name, t);
+  for (const auto& [name, t] : sd) {
+    std::string key = bare ? "bert." + name : name;
+    for (const auto& [from, to] : {std::pair{".LayerNorm.gamma", ".LayerNorm.weight"},
+                                   std::pair{".LayerNorm.beta", ".LayerNorm.bias"}}) {
+      const size_t n = std::string(from).size();
+      if (key.size() > n && key.compare(key.size() - n, n, from) == 0) {
+        key = key.substr(0, key.size() - n) + to;
+      }
+    }
+    out.tensors.set(key, t);
+  }
   return out;
 }
 

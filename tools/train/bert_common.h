@@ -71,8 +71,9 @@ struct BertInit {
 };
 
 /// --init `path`: a sharded checkpoint folder (consolidated, dist/checkpoint.h) or a
-/// safetensors file (HF's model.safetensors loads by name). Throws IOError naming `job` and the
-/// path for what cannot be read.
+/// safetensors file (HF's model.safetensors loads by name; a bare BertModel's names are read
+/// under "bert.", LayerNorm.gamma / .beta as .weight / .bias). Throws IOError naming `job` and
+/// the path for what cannot be read.
 BertInit read_bert_init(const std::string& path, const std::string& job);
 
 /// A fine-tuning job's tokenizer: from `vocab_file` (--vocab: HF's vocab.txt) when not empty,
