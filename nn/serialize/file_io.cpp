@@ -4,7 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <string>
 
 #include "core/error.h"
 #include "nn/serialize/crc32.h"
@@ -125,6 +128,28 @@ void fsync_dir(const std::string& path) {
   ::close(fd);
   // some filesystems do not support fsync on directories; that is not a failure of ours
   if (rc != 0 && e != EINVAL && e != ENOTSUP) throw_errno(path, "fsync directory", e);
+}
+
+void write_file_atomically(const std::string& path, std::string_view bytes) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  fs::path tmp = target;
+  tmp += ".tmp-" + std::to_string(::getpid());
+  try {
+    FileWriter w(tmp.string());
+    w.write(bytes.data(), bytes.size());
+    w.sync();
+    w.close();
+    if (std::rename(tmp.c_str(), target.c_str()) != 0) {
+      throw_errno(path, ("rename from " + tmp.string()).c_str(), errno);
+    }
+    const fs::path parent = target.parent_path();
+    fsync_dir(parent.empty() ? std::string(".") : parent.string());
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw;
+  }
 }
 
 }  // namespace sl::serialize

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace sl::serialize {
 
@@ -58,6 +59,10 @@ class FileReader {
 
 /// fsync of a directory, so renames and new entries in it are durable.
 void fsync_dir(const std::string& path);
+
+/// Writes `bytes` to `path` whole or not at all: a temporary file beside it (removed on any
+/// failure), fsync, rename over `path`, fsync of the folder. Throws IOError naming the path.
+void write_file_atomically(const std::string& path, std::string_view bytes);
 /// "path: op failed: strerror(errno)".
 [[noreturn]] void throw_errno(const std::string& path, const char* op, int err);
 

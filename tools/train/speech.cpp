@@ -28,6 +28,7 @@
 #include "autograd/ops/matmul.h"
 #include "core/creation.h"
 #include "core/error.h"
+#include "nn/serialize/file_io.h"
 
 extern char** environ;
 
@@ -497,20 +498,7 @@ SpeechCorpus load_speech_corpus(const SpeechOptions& o, const std::string& dir) 
   c.synthesis_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-  // Atomically: a temporary file in the same folder, renamed over the cache.
-  const std::string tmp = c.cache_path + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    const std::string bytes = encode_cache(c, key, settings);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    if (!out) {
-      std::filesystem::remove(tmp, ec);
-      throw IOError("speech: cannot write the cache '" + tmp + "'");
-    }
-  }
-  std::filesystem::rename(tmp, c.cache_path, ec);
-  SL_CHECK_IO(!ec, "speech: cannot rename '", tmp, "' to '", c.cache_path, "': ", ec.message());
+  serialize::write_file_atomically(c.cache_path, encode_cache(c, key, settings));
   return c;
 }
 
