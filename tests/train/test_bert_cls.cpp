@@ -95,6 +95,45 @@ TEST_CASE("bert_cls: fine-tunes on a labelled file, from scratch and from a bert
   CHECK_MESSAGE(final_accuracy(r.out) >= 90.0, r.out);
   check_resume(d.args("scratch2"));
 
+  // --predict labels new lines with the fine-tuned checkpoint: its sizes, tokenizer and label
+  // names come from the checkpoint. On the test file's texts it gives the run's accuracy.
+  std::vector<std::string> gold, inputs;
+  std::string texts_only;
+  {
+    std::ifstream in(d.path("test.tsv"));
+    for (std::string line; std::getline(in, line);) {
+      gold.push_back(line.substr(0, line.find('\t')));
+      inputs.push_back(line.substr(line.find('\t') + 1));
+      texts_only += inputs.back() + "\n";
+    }
+  }
+  d.write("new.txt", texts_only);
+  JobResult pr = run_job({"--model", "bert_cls", "--init", d.path("scratch"), "--predict",
+                          d.path("new.txt"), "--output", d.path("predicted.tsv")});
+  REQUIRE_MESSAGE(pr.code == 0, pr.out);
+  CHECK(pr.out.find("bert_cls: 20 predictions of " + d.path("scratch") + " written to " +
+                    d.path("predicted.tsv")) != std::string::npos);
+  {
+    std::ifstream in(d.path("predicted.tsv"));
+    int64_t n = 0, right = 0;
+    for (std::string line; std::getline(in, line); ++n) {
+      REQUIRE(n < static_cast<int64_t>(gold.size()));
+      const size_t t1 = line.find('\t'), t2 = line.find('\t', t1 + 1);
+      REQUIRE(t2 != std::string::npos);
+      right += line.substr(0, t1) == gold[static_cast<size_t>(n)];
+      const double prob = std::atof(line.c_str() + t1 + 1);
+      CHECK((prob >= 0.5 && prob <= 1.0));  // the larger of two probabilities
+      CHECK(line.substr(t2 + 1) == inputs[static_cast<size_t>(n)]);  // the input line, as given
+    }
+    CHECK(n == 20);
+    CHECK(100.0 * static_cast<double>(right) / 20 == doctest::Approx(final_accuracy(r.out)));
+  }
+  // Without --output the lines go to stdout.
+  pr =
+      run_job({"--model", "bert_cls", "--init", d.path("scratch"), "--predict", d.path("new.txt")});
+  REQUIRE_MESSAGE(pr.code == 0, pr.out);
+  CHECK(pr.out.find("\tthe movie was great and long\n") != std::string::npos);
+
   // Pre-train on the reviews' texts with the bert job, then fine-tune from its checkpoint:
   // the classifier uses the vocabulary the checkpoint stores.
   std::string texts;
@@ -150,6 +189,17 @@ TEST_CASE("bert_cls: fine-tunes on a labelled file, from scratch and from a bert
                            " holds no vocabulary; give the one it was trained with by --vocab "
                            "vocab.txt") != std::string::npos,
                 r.out);
+  // --predict needs a fine-tuned checkpoint: one with label names.
+  r = run_job({"--model", "bert_cls", "--init", d.path("pre"), "--predict", d.path("texts.txt")});
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.out.find("bert_cls: --init " + d.path("pre") +
+                           " has no label names; --predict "
+                           "needs a bert_cls or bert_pos checkpoint") != std::string::npos,
+                r.out);
+  r = run_job({"--model", "bert_cls", "--predict", d.path("texts.txt")});
+  CHECK_MESSAGE(r.out.find("bert_cls: --predict needs --init") != std::string::npos, r.out);
+  r = run_job(plus(d.args("e"), {"--output", d.path("x.tsv")}));
+  CHECK_MESSAGE(r.out.find("bert_cls: --output goes with --predict") != std::string::npos, r.out);
   // An encoder of another size does not fit.
   r = run_job(plus(plus(d.args("e"), {"--init", d.path("pre")}), {"--hidden", "32"}));
   CHECK(r.code == 1);

@@ -13,6 +13,11 @@
 // [SEP] with token types 0 and 1).
 //   sl_train --model bert_cls --train-file train.tsv [--test-file test.tsv] [the BERT flags]
 //            [--init DIR | FILE.safetensors] [--vocab vocab.txt]
+// --predict FILE labels the lines of FILE ("text" or "text<TAB>text", as the training file
+// without its label) with a fine-tuned checkpoint given by --init, whose sizes, sequence length,
+// tokenizer and label names it takes from the checkpoint: one line "label<TAB>probability<TAB>
+// the input line" per input line, to stdout or to --output FILE (written whole or not at all).
+//   sl_train --model bert_cls --init checkpoints/bert_cls --predict texts.txt [--output out.tsv]
 // The labels are the distinct first fields of the training file, in sorted order; without
 // --test-file every 20th line is held out. Both files are pinned in the run config by size and
 // CRC-32, so a run resumes only on the same data.
@@ -36,6 +41,7 @@
 
 #include "bert_common.h"
 #include "models/unicode_text.h"
+#include "nn/serialize/file_io.h"
 #include "registry.h"
 #include "supervised.h"
 
@@ -91,6 +97,7 @@ int run_bert_pos(const Options& opt) {
   const std::string vocab_file = opt.get_string("vocab", "");
   auto state = std::make_shared<ClassifierState>();
   state->num_labels = 4;
+  state->labels.assign(std::begin(kWordNetParts), std::end(kWordNetParts));
   SupervisedJob job = classifier_job("bert_pos", flags, init);
   job.description = describe("BertForSequenceClassification", flags) + ", 4 labels" +
                     (init.empty() ? "" : ", encoder from " + init);
@@ -172,10 +179,108 @@ std::vector<LabelledText> read_labelled(const std::string& path, const std::stri
   return out;
 }
 
+/// --predict: the labels of a file's lines by a fine-tuned checkpoint (see the file comment).
+int predict(const Options& opt, BertFlags flags, const std::string& init,
+            const std::string& vocab_file, const std::string& input, const std::string& output) {
+  opt.check_all_read("bert_cls");
+  SL_CHECK(!init.empty(),
+           "bert_cls: --predict needs --init, a fine-tuned bert_cls or bert_pos "
+           "checkpoint");
+  const BertInit in = read_bert_init(init, "bert_cls");
+  SL_CHECK(!in.labels.empty(), "bert_cls: --init ", init,
+           " has no label names; --predict needs "
+           "a bert_cls or bert_pos checkpoint");
+  std::shared_ptr<models::WordPieceTokenizer> tok = finetune_tokenizer(vocab_file, flags, in);
+  SL_CHECK_IO(tok != nullptr, "bert_cls: --init ", init,
+              " holds no vocabulary; give it by --vocab");
+  // The encoder's sizes and the sequence length as the checkpoint was trained with.
+  if (in.config.is_object()) {
+    models::BertConfig& c = flags.config;
+    c.num_hidden_layers = in.config.at("layers").as_int();
+    c.hidden_size = in.config.at("hidden").as_int();
+    c.num_attention_heads = in.config.at("heads").as_int();
+    c.intermediate_size = in.config.at("intermediate").as_int();
+    flags.seq_len = in.config.at("seq_len").as_int();
+    const serialize::Json* p = in.config.find("max_positions");
+    c.max_position_embeddings = p ? p->as_int() : flags.seq_len;
+  }
+  models::BertConfig c = flags.config;
+  c.vocab_size = tok->vocab_size();
+  c.num_labels = static_cast<int64_t>(in.labels.size());
+  models::BertForSequenceClassification model(c);
+  const nn::LoadResult r = model.load_state_dict(in.tensors, /*strict=*/false);
+  SL_CHECK(r.mismatched_keys.empty(), "bert_cls: --init ", init,
+           " does not fit: ", r.mismatched_keys.empty() ? "" : r.mismatched_keys.front());
+  for (const std::string& k : r.missing_keys) {
+    SL_CHECK(k == "bert.embeddings.position_ids" || k == "bert.embeddings.token_type_ids",
+             "bert_cls: --init ", init, " lacks '", k, "'");
+  }
+  const Device device(opt.device);
+  model.to(device);
+  model.eval();
+  NoGradGuard no_grad;
+
+  std::ifstream f(input, std::ios::binary);
+  SL_CHECK_IO(f.good(), "bert_cls: cannot read --predict '", input, "'");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(f, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const std::string where =
+        "bert_cls: --predict '" + input + "' line " + std::to_string(lines.size() + 1);
+    models::unicode::decode_utf8(line, where.c_str());
+    lines.push_back(std::move(line));
+  }
+  SL_CHECK_IO(f.eof(), "bert_cls: error reading --predict '", input, "'");
+  std::string out;
+  const int64_t batch = opt.batch_size > 0 ? opt.batch_size : 64;
+  for (size_t at = 0; at < lines.size(); at += static_cast<size_t>(batch)) {
+    Encoded e;
+    const size_t end = std::min(lines.size(), at + static_cast<size_t>(batch));
+    for (size_t i = at; i < end; ++i) {
+      const size_t tab = lines[i].find('\t');
+      e.add(tab == std::string::npos
+                ? tok->encode_single(lines[i], flags.seq_len)
+                : tok->encode_pair(std::string_view(lines[i]).substr(0, tab),
+                                   std::string_view(lines[i]).substr(tab + 1), flags.seq_len),
+            0);
+    }
+    const int64_t n = static_cast<int64_t>(end - at);
+    Tensor p = softmax(model.forward(from_vector(e.ids, {n, flags.seq_len}).to(device),
+                                     from_vector(e.types, {n, flags.seq_len}).to(device),
+                                     from_vector(e.mask, {n, flags.seq_len}).to(device)),
+                       -1)
+                   .to(kCPU)
+                   .to(DType::f32)
+                   .contiguous();
+    const float* pp = p.data_ptr<float>();
+    const int64_t k = c.num_labels;
+    for (int64_t i = 0; i < n; ++i) {
+      const float* row = pp + i * k;
+      const int64_t best = std::max_element(row, row + k) - row;
+      char prob[32];
+      std::snprintf(prob, sizeof prob, "\t%.4f\t", static_cast<double>(row[best]));
+      out +=
+          in.labels[static_cast<size_t>(best)] + prob + lines[at + static_cast<size_t>(i)] + "\n";
+    }
+  }
+  if (output.empty()) {
+    std::fwrite(out.data(), 1, out.size(), stdout);
+  } else {  // whole or not at all
+    serialize::write_file_atomically(output, out);
+    std::printf("bert_cls: %zu predictions of %s written to %s\n", lines.size(), init.c_str(),
+                output.c_str());
+  }
+  return 0;
+}
+
 int run_bert_cls(const Options& opt) {
   const BertFlags flags = read_bert_flags(opt, "bert_cls");
   const std::string init = opt.get_string("init", "");
   const std::string vocab_file = opt.get_string("vocab", "");
+  const std::string to_predict = opt.get_string("predict", "");
+  const std::string output = opt.get_string("output", "");
+  if (!to_predict.empty()) return predict(opt, flags, init, vocab_file, to_predict, output);
+  SL_CHECK(output.empty(), "bert_cls: --output goes with --predict");
   const std::string train_file = opt.get_string("train-file", "");
   const std::string test_file = opt.get_string("test-file", "");
   SL_CHECK(!train_file.empty(),
@@ -214,6 +319,7 @@ int run_bert_cls(const Options& opt) {
                label_list, ")");
     }
     state->num_labels = static_cast<int64_t>(labels.size());
+    for (const auto& [label, id] : labels) state->labels.push_back(label);
     state->tokenizer = finetune_tokenizer(vocab_file, flags, state->init);
     if (!state->tokenizer) {
       SL_CHECK_IO(init.empty(), "bert_cls: --init ", init,

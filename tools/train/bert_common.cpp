@@ -130,6 +130,9 @@ BertInit read_bert_init(const std::string& path, const std::string& job) {
         if (const serialize::Json* lc = extra->find("lower_case")) o.do_lower_case = lc->as_bool();
         out.tokenizer = std::make_shared<models::WordPieceTokenizer>(std::move(vocab), o);
       }
+      if (const serialize::Json* l = extra->find("labels")) {
+        for (const serialize::Json& t : l->items()) out.labels.push_back(t.as_string());
+      }
     }
     sd = dist::consolidate_sharded_checkpoint(path);
   } else {
@@ -219,7 +222,13 @@ void set_bert_classifier(SupervisedJob& job, const std::shared_ptr<ClassifierSta
     });
     return std::pair<int64_t, int64_t>(correct, end - begin);
   };
-  job.checkpoint_extra = [state] { return tokenizer_json(*state->tokenizer); };
+  job.checkpoint_extra = [state] {
+    serialize::Json extra = tokenizer_json(*state->tokenizer);
+    serialize::Json labels = serialize::Json::array();
+    for (const std::string& l : state->labels) labels.push_back(l);
+    extra.set("labels", std::move(labels));
+    return extra;
+  };
 }
 
 }  // namespace sl::train

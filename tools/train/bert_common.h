@@ -68,6 +68,8 @@ struct BertInit {
   std::shared_ptr<models::WordPieceTokenizer> tokenizer;
   /// The pre-training's run config (null for a safetensors file).
   serialize::Json config;
+  /// A bert_pos / bert_cls checkpoint's label names, by class index (empty otherwise).
+  std::vector<std::string> labels;
 };
 
 /// --init `path`: a sharded checkpoint folder (consolidated, dist/checkpoint.h) or a
@@ -86,6 +88,7 @@ std::shared_ptr<models::WordPieceTokenizer> finetune_tokenizer(const std::string
 /// What a classification job's load_data fills in for its model.
 struct ClassifierState {
   int64_t vocab_size = 0, num_labels = 0;
+  std::vector<std::string> labels;  ///< the classes' names, stored in every checkpoint
   BertInit init;
   std::shared_ptr<models::WordPieceTokenizer> tokenizer;
 };
@@ -94,7 +97,7 @@ struct ClassifierState {
 /// over batches {input_ids [N, L], token_type_ids [N, L], attention_mask [N, L], label [N]}: the
 /// encoder from state->init when given (its pooler and classifier start fresh unless the file
 /// has them; a missing encoder tensor or one of another shape is a ValueError naming it), cross
-/// entropy, and the metric's accuracy.
+/// entropy, and the metric's accuracy; each checkpoint stores the tokenizer and the labels.
 void set_bert_classifier(SupervisedJob& job, const std::shared_ptr<ClassifierState>& state,
                          const BertFlags& flags);
 
