@@ -267,9 +267,7 @@ nn::StateDict read_init(const std::string& path, const BertFlags& flags) {
   } else {
     sd = serialize::load_safetensors(path);
   }
-  nn::StateDict out;
-  for (const auto& [name, t] : sd) out.set(name, t);
-  return out;
+  return serialize::convert_state_dict<nn::StateDict>(sd);
 }
 
 int run_bert_pos(const Options& opt) {
