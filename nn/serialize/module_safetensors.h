@@ -32,8 +32,10 @@ std::vector<std::vector<std::string>> tied_names(const StateDict& dict);
 /// Writes module.state_dict() (parameters and persistent buffers, any device and dtype the format
 /// holds) to `path` atomically (serialize::save_safetensors), each tied tensor once under its
 /// byte-order-first name, with `metadata` plus one "dropped" -> "kept" entry per dropped alias
-/// (Note [Tied weights in safetensors]). Throws IOError when the file cannot be written (a file
-/// already at `path` is then left as it was).
+/// (Note [Tied weights in safetensors]). transformers' from_pretrained (4.30) refuses a file
+/// without {"format": "pt"} in its metadata: pass that entry for files meant for it (checked once
+/// by hand: such a file of BertForMaskedLM loads there with nothing missing, same logits).
+/// Throws IOError when the file cannot be written (a file already at `path` is left as it was).
 void save_safetensors(const Module& module, const std::string& path,
                       const serialize::Metadata& metadata = {});
 
