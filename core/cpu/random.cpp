@@ -45,7 +45,7 @@ void fill_by_block(T* y, int64_t n, uint64_t seed, uint64_t offset, const Draw& 
 // into one sincos(x) call, a separate libm routine with no promise to round exactly as sin() and
 // cos() do, and the stream is defined by cos() and sin() (philox_normal, core/random.h).
 inline double opaque(double x) {
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#if defined(__GNUC__) && defined(__x86_64__)
   asm("" : "+x"(x));
 #elif defined(__GNUC__) && defined(__aarch64__)
   asm("" : "+w"(x));
