@@ -68,17 +68,24 @@ SL_HOST_DEVICE double philox_uniform_f64(uint64_t seed, uint64_t offset, uint64_
   unsigned j = static_cast<unsigned>(i % 2) * 2;
   return uint_to_unit_double(r.v[j], r.v[j + 1]);
 }
-/// Element i of a standard normal stream (Box-Muller on lane pairs of block offset + i / 4):
-/// lanes (0,1) give elements 4k, 4k+1 (cos, sin); lanes (2,3) give 4k+2, 4k+3. Computed in
-/// double so CPU and GPU agree to the last float bit in practice.
-SL_HOST_DEVICE double philox_normal(uint64_t seed, uint64_t offset, uint64_t i) {
-  Philox4x32 r = philox4x32(seed, offset + i / 4);
-  unsigned pair = static_cast<unsigned>(i % 4) / 2;
-  // u1 in (0, 1] so log is finite
+/// The Box-Muller radius sqrt(-2 log u1) and angle 2 pi u2 of lane pair `pair` (0: lanes 0, 1;
+/// 1: lanes 2, 3) of a Philox block, u1 in (0, 1] so the log is finite. philox_normal and the
+/// kernels that compute a block once for its four normals share it (Note [Random streams]).
+SL_HOST_DEVICE void philox_box_muller(const Philox4x32& r, unsigned pair, double& radius,
+                                      double& angle) {
   double u1 = (static_cast<double>(r.v[2 * pair]) + 1.0) * (1.0 / 4294967296.0);
   double u2 = static_cast<double>(r.v[2 * pair + 1]) * (1.0 / 4294967296.0);
-  double radius = ::sqrt(-2.0 * ::log(u1));
-  double angle = 6.283185307179586476925 * u2;
+  radius = ::sqrt(-2.0 * ::log(u1));
+  angle = 6.283185307179586476925 * u2;
+}
+/// Element i of a standard normal stream (Box-Muller on lane pairs of block offset + i / 4):
+/// lanes (0,1) give elements 4k, 4k+1 (radius * cos, radius * sin); lanes (2,3) give 4k+2, 4k+3.
+/// Computed in double so CPU and GPU agree to the last float bit in practice. The stream is
+/// defined by separate cos() and sin() calls (a fused sincos may round differently).
+SL_HOST_DEVICE double philox_normal(uint64_t seed, uint64_t offset, uint64_t i) {
+  Philox4x32 r = philox4x32(seed, offset + i / 4);
+  double radius, angle;
+  philox_box_muller(r, static_cast<unsigned>(i % 4) / 2, radius, angle);
   return (i % 2 == 0) ? radius * ::cos(angle) : radius * ::sin(angle);
 }
 

@@ -4,6 +4,7 @@
 // them, and adds the losses (nn/loss.h) and the few compositions that are not single ops.
 #pragma once
 
+#include "autograd/ops/attention.h"
 #include "autograd/ops/conv.h"
 #include "autograd/ops/dropout.h"
 #include "autograd/ops/elementwise.h"
@@ -33,6 +34,10 @@ using sl::log_softmax;
 using sl::max_pool2d;
 using sl::one_hot;
 using sl::relu;
+// F.scaled_dot_product_attention (PyTorch 2.x: q, k, v, attn_mask, dropout_p, is_causal, scale)
+// and the variant that also returns the attention weights; contracts in autograd/ops/attention.h.
+using sl::scaled_dot_product_attention;
+using sl::scaled_dot_product_attention_with_weights;
 using sl::sigmoid;
 using sl::silu;
 using sl::softmax;
