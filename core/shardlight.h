@@ -58,6 +58,7 @@
 #include "nn/serialize/checkpoint.h"
 #include "nn/serialize/crc32.h"
 #include "nn/serialize/json.h"
+#include "nn/serialize/module_safetensors.h"
 #include "nn/serialize/safetensors.h"
 #include "nn/serialize/state_dict.h"
 #include "optim/adam.h"
