@@ -136,6 +136,17 @@ void check_resume(const std::vector<std::string>& args, const std::string& bin) 
   CHECK(state_digest_of(first.out) != state_digest_of(full.out));
 }
 
+std::vector<std::string> tiny_bert_flags() {
+  return {"--epochs",  "3",  "--batch-size", "8",   "--lr",           "0.01",
+          "--seq-len", "16", "--vocab-size", "120", "--layers",       "1",
+          "--hidden",  "16", "--heads",      "2",   "--intermediate", "32"};
+}
+
+std::vector<std::string> tiny_cnn_flags() {
+  return {"--epochs",    "3", "--batch-size", "32", "--lr",     "0.01",
+          "--channels1", "2", "--channels2",  "4",  "--hidden", "8"};
+}
+
 std::vector<std::string> plus(std::vector<std::string> a, const std::vector<std::string>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;

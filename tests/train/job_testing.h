@@ -55,6 +55,14 @@ double final_loss(const std::string& out);
 /// resumed from its checkpoint; checks that both end in the same state digest.
 void check_resume(const std::vector<std::string>& args, const std::string& bin = "");
 
+/// The flags of the tests' tiny BERT: rows of 16 tokens, a vocabulary of at most 120, one layer
+/// of hidden size 16 with 2 heads and an intermediate size of 32; 3 epochs of batches of 8 at
+/// lr 0.01.
+std::vector<std::string> tiny_bert_flags();
+/// The flags of the tests' tiny CNN (channels 2 and 4, hidden 8): 3 epochs of batches of 32 at
+/// lr 0.01.
+std::vector<std::string> tiny_cnn_flags();
+
 /// a followed by b.
 std::vector<std::string> plus(std::vector<std::string> a, const std::vector<std::string>& b);
 

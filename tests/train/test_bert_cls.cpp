@@ -48,32 +48,10 @@ struct Data : sl::testing::TempDir {
   std::string path(const std::string& f) const { return root + "/" + f; }
   /// A tiny encoder, 3 epochs of 10 steps of 8 examples.
   std::vector<std::string> args(const std::string& ckpt) const {
-    return {"--model",
-            "bert_cls",
-            "--train-file",
-            path("train.tsv"),
-            "--test-file",
-            path("test.tsv"),
-            "--epochs",
-            "3",
-            "--batch-size",
-            "8",
-            "--lr",
-            "0.01",
-            "--seq-len",
-            "16",
-            "--vocab-size",
-            "120",
-            "--layers",
-            "1",
-            "--hidden",
-            "16",
-            "--heads",
-            "2",
-            "--intermediate",
-            "32",
-            "--checkpoint-dir",
-            path(ckpt)};
+    return plus(plus({"--model", "bert_cls", "--train-file", path("train.tsv"), "--test-file",
+                      path("test.tsv")},
+                     sl::testing::tiny_bert_flags()),
+                {"--checkpoint-dir", path(ckpt)});
   }
 };
 

@@ -47,26 +47,9 @@ struct Env {
   ~Env() { std::filesystem::remove_all(root); }
   /// Flags of the tiny configuration; 3 epochs of 96 / 32 = 3 steps.
   std::vector<std::string> args(const std::string& strategy, const std::string& ckpt) const {
-    return {"--model",
-            "cnn",
-            "--strategy",
-            strategy,
-            "--data-dir",
-            data,
-            "--epochs",
-            "3",
-            "--batch-size",
-            "32",
-            "--lr",
-            "0.01",
-            "--channels1",
-            "2",
-            "--channels2",
-            "4",
-            "--hidden",
-            "8",
-            "--checkpoint-dir",
-            root + "/" + ckpt};
+    return plus(plus({"--model", "cnn", "--strategy", strategy, "--data-dir", data},
+                     sl::testing::tiny_cnn_flags()),
+                {"--checkpoint-dir", root + "/" + ckpt});
   }
 };
 

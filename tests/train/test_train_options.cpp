@@ -41,57 +41,16 @@ struct Data : sl::testing::TempDir {
   /// bert_pos without dropout (so a run's only randomness is its initialisation and data order),
   /// 3 epochs of 5 steps of 8 glosses.
   std::vector<std::string> pos(const std::string& strategy, const std::string& ckpt) const {
-    return {"--model",
-            "bert_pos",
-            "--strategy",
-            strategy,
-            "--data-dir",
-            root + "/data",
-            "--epochs",
-            "3",
-            "--seed",
-            "4",
-            "--batch-size",
-            "8",
-            "--lr",
-            "0.01",
-            "--seq-len",
-            "16",
-            "--vocab-size",
-            "120",
-            "--layers",
-            "1",
-            "--hidden",
-            "16",
-            "--heads",
-            "2",
-            "--intermediate",
-            "32",
-            "--dropout",
-            "0",
-            "--checkpoint-dir",
-            root + "/" + ckpt};
+    return plus(plus({"--model", "bert_pos", "--strategy", strategy, "--data-dir", root + "/data",
+                      "--seed", "4", "--dropout", "0"},
+                     sl::testing::tiny_bert_flags()),
+                {"--checkpoint-dir", root + "/" + ckpt});
   }
   /// The cnn job (convolutions, BatchNorm, linear layers): 3 epochs of 3 steps of 32 images.
   std::vector<std::string> cnn(const std::string& ckpt) const {
-    return {"--model",
-            "cnn",
-            "--data-dir",
-            root + "/data",
-            "--epochs",
-            "3",
-            "--batch-size",
-            "32",
-            "--lr",
-            "0.01",
-            "--channels1",
-            "2",
-            "--channels2",
-            "4",
-            "--hidden",
-            "8",
-            "--checkpoint-dir",
-            root + "/" + ckpt};
+    return plus(
+        plus({"--model", "cnn", "--data-dir", root + "/data"}, sl::testing::tiny_cnn_flags()),
+        {"--checkpoint-dir", root + "/" + ckpt});
   }
   std::string dir(const std::string& ckpt) const { return root + "/" + ckpt; }
 };

@@ -54,32 +54,9 @@ std::vector<std::string> resnet_args(const DataDir& d, const std::string& ckpt) 
 
 std::vector<std::string> bert_args(const DataDir& d, const std::string& strategy,
                                    const std::string& ckpt) {
-  return {"--model",
-          "bert",
-          "--strategy",
-          strategy,
-          "--data-dir",
-          d.data(),
-          "--epochs",
-          "3",
-          "--batch-size",
-          "8",
-          "--lr",
-          "0.01",
-          "--seq-len",
-          "16",
-          "--vocab-size",
-          "120",
-          "--layers",
-          "1",
-          "--hidden",
-          "16",
-          "--heads",
-          "2",
-          "--intermediate",
-          "32",
-          "--checkpoint-dir",
-          d.root + "/" + ckpt};
+  return plus(plus({"--model", "bert", "--strategy", strategy, "--data-dir", d.data()},
+                   sl::testing::tiny_bert_flags()),
+              {"--checkpoint-dir", d.root + "/" + ckpt});
 }
 
 }  // namespace
