@@ -356,8 +356,10 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
     }
     std::string scaling;
     if (precision.loss_scaling || skipped > 0) {
-      scaling = "  loss scale " + std::to_string(static_cast<int64_t>(strategy->loss_scale())) +
-                ", " + std::to_string(skipped) + " step(s) skipped (inf/NaN)";
+      char buf[96];  // the scale may fall below 1 after many overflows
+      std::snprintf(buf, sizeof buf, "  loss scale %g, %lld step(s) skipped (inf/NaN)",
+                    strategy->loss_scale(), static_cast<long long>(skipped));
+      scaling = buf;
     }
     say("epoch %lld/%d  loss %.6f  %s %.2f%%  lr %.3g  (%.1f s, %.0f examples/s)%s%s%s\n",
         static_cast<long long>(epoch + 1), opt.epochs, train_loss, job.metric.c_str(),
