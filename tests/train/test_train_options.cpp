@@ -174,6 +174,12 @@ TEST_CASE("--precision bf16-mixed and f16-mixed: autocast trains and resumes bit
       run_job(plus(plus(d.cnn("dp"), {"--strategy", "dp"}), {"--precision", "bf16-mixed"}));
   REQUIRE_MESSAGE(dp.code == 0, dp.out);
   CHECK(std::isfinite(final_loss(dp.out)));
+  // A batch larger than the data set leaves no step to take.
+  JobResult big = run_job(plus(d.cnn("e"), {"--batch-size", "128"}));
+  CHECK(big.code == 1);
+  CHECK_MESSAGE(big.out.find("cnn: --batch-size 128 is larger than the 96 training examples") !=
+                    std::string::npos,
+                big.out);
   JobResult e = run_job(plus(d.cnn("e"), {"--precision", "fp8"}));
   CHECK(e.code == 1);
   CHECK_MESSAGE(e.out.find("cnn: --precision must be 32, bf16-mixed, f16-mixed or bf16-true, got "

@@ -228,6 +228,8 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   dist::DistributedLoader loader(train_set, rank, world,
                                  {.global_batch_size = batch, .shuffle = true, .seed = opt.seed});
   const int64_t per_epoch = loader.sampler().batches_per_epoch();
+  SL_CHECK(per_epoch >= 1, name, ": --batch-size ", batch, " is larger than the ",
+           train_set->size(), " training examples (each step takes a full batch)");
   const int64_t total_steps = opt.epochs * per_epoch;
   const int64_t warmup =
       warmup_given ? warmup_flag : static_cast<int64_t>(job.default_warmup_fraction * total_steps);
