@@ -79,11 +79,13 @@ std::string majority_note(const std::vector<int64_t>& test_labels, int64_t num_l
 
 /// The shared setup of both jobs' SupervisedJob.
 SupervisedJob classifier_job(const std::string& name, const BertFlags& flags,
-                             const std::string& init) {
+                             const std::string& init, const std::string& vocab_file) {
   SupervisedJob job;
   job.name = name;
   job.config = bert_config_json(flags);
   job.config.set("init", init);
+  // The token ids depend on the vocabulary file's contents: a resumed run must read the same.
+  if (!vocab_file.empty()) job.config.set("vocab", file_pin(vocab_file));
   job.default_batch_size = 64;
   job.default_lr = 1e-3;
   job.no_decay = {"bias", "LayerNorm.weight"};
@@ -98,7 +100,7 @@ int run_bert_pos(const Options& opt) {
   auto state = std::make_shared<ClassifierState>();
   state->num_labels = 4;
   state->labels.assign(std::begin(kWordNetParts), std::end(kWordNetParts));
-  SupervisedJob job = classifier_job("bert_pos", flags, init);
+  SupervisedJob job = classifier_job("bert_pos", flags, init, vocab_file);
   job.description = describe("BertForSequenceClassification", flags) + ", 4 labels" +
                     (init.empty() ? "" : ", encoder from " + init);
   job.load_data = [&opt, state, flags, init, vocab_file] {
@@ -287,7 +289,7 @@ int run_bert_cls(const Options& opt) {
            "bert_cls: --train-file FILE is required (tab-separated lines of "
            "label<TAB>text or label<TAB>text<TAB>text)");
   auto state = std::make_shared<ClassifierState>();
-  SupervisedJob job = classifier_job("bert_cls", flags, init);
+  SupervisedJob job = classifier_job("bert_cls", flags, init, vocab_file);
   job.description = describe("BertForSequenceClassification", flags) +
                     (init.empty() ? "" : ", encoder from " + init);
   job.config.set("train_file", file_pin(train_file));
