@@ -236,6 +236,35 @@ TEST_CASE("--precision bf16-mixed on the GPU as on the CPU" * needs_gpu_trainer(
   }
 }
 
+TEST_CASE("--checkpoint-every: a run stopped inside an epoch resumes there, bit for bit") {
+  Data d("checkpoint_every");
+  // 3 epochs of 3 steps; checkpoints after steps 2, 4 and 8 (inside epochs) and at each end.
+  const std::vector<std::string> every = {"--checkpoint-every", "2"};
+  JobResult full = run_job(plus(d.cnn("full"), every));
+  REQUIRE_MESSAGE(full.code == 0, full.out);
+  CHECK(full.out.find("  step 1/3  checkpoint: " + d.dir("full")) != std::string::npos);
+  // Stopped after step 4 (a checkpoint) or 5 (resumed from step 4's, so step 5 runs again).
+  for (const char* stop : {"4", "5"}) {
+    CAPTURE(stop);
+    const std::string ckpt = std::string("part") + stop;
+    JobResult first = run_job(plus(plus(d.cnn(ckpt), every), {"--stop-after-steps", stop}));
+    REQUIRE_MESSAGE(first.code == 0, first.out);
+    CHECK(first.out.find(std::string("stopped after step ") + stop) != std::string::npos);
+    CHECK(first.out.find("epoch 2/3") == std::string::npos);
+    JobResult rest = run_job(plus(plus(d.cnn(ckpt), every), {"--resume", "1"}));
+    REQUIRE_MESSAGE(rest.code == 0, rest.out);
+    CHECK_MESSAGE(rest.out.find("resumed from " + d.dir(ckpt) +
+                                ": 1 epoch(s) and 1 step(s) of the next") != std::string::npos,
+                  rest.out);
+    CHECK(state_digest_of(rest.out) == state_digest_of(full.out));
+  }
+  // Writing the checkpoints changes nothing in the run itself.
+  JobResult plain = run_job(d.cnn("plain"));
+  CHECK(state_digest_of(plain.out) == state_digest_of(full.out));
+  JobResult e = run_job(plus(d.cnn("e"), {"--checkpoint-every", "-1"}));
+  CHECK_MESSAGE(e.out.find("cnn: --checkpoint-every must be >= 0") != std::string::npos, e.out);
+}
+
 TEST_CASE("a flag no job reads fails before any work, with the closest known flag") {
   Data d("unknown_flags");
   JobResult r = run_job(plus(d.cnn("e"), {"--precison", "bf16-mixed"}));

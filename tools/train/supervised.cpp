@@ -162,6 +162,8 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   const std::string ckpt_dir = opt.get_string("checkpoint-dir", "checkpoints/" + name);
   const bool resume = opt.get_int("resume", 0) != 0;
   const int64_t stop_after = opt.get_int("stop-after-epochs", -1);
+  const int64_t checkpoint_every = opt.get_int("checkpoint-every", 0);
+  const int64_t stop_after_steps = opt.get_int("stop-after-steps", -1);
   const int64_t log_every = opt.get_int("log-every", 100);
   const int64_t accumulate = opt.get_int("accumulate", 1);
   const Precision precision = parse_precision(name, opt.get_string("precision", "32"));
@@ -174,6 +176,12 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   SL_CHECK(batch % world == 0, name, ": --batch-size ", batch, " must be divisible by the ", world,
            " ranks (each rank takes an equal share of every global batch)");
   SL_CHECK(!resume || !ckpt_dir.empty(), name, ": --resume 1 needs a --checkpoint-dir");
+  SL_CHECK(checkpoint_every >= 0, name,
+           ": --checkpoint-every must be >= 0 (0: at epoch ends "
+           "only), got ",
+           checkpoint_every);
+  SL_CHECK(checkpoint_every == 0 || !ckpt_dir.empty(), name,
+           ": --checkpoint-every needs a --checkpoint-dir");
   SL_CHECK(accumulate >= 1 && (batch / world) % accumulate == 0, name, ": --accumulate ",
            accumulate, " must be >= 1 and divide each rank's ", batch / world,
            " examples of a batch (--batch-size ", batch, " over ", world,
@@ -283,13 +291,38 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
     loader.set_position(
         {std::stoull(p.at("seed").as_string()), p.at("epoch").as_int(), p.at("batch").as_int()});
     epoch0 = loader.position().epoch;
-    say("resumed from %s: %lld epoch(s) done, %lld steps\n", ckpt_dir.c_str(),
-        static_cast<long long>(epoch0), static_cast<long long>(strategy->steps_taken()));
+    say("resumed from %s: %lld epoch(s) and %lld step(s) of the next done, %lld steps taken\n",
+        ckpt_dir.c_str(), static_cast<long long>(epoch0),
+        static_cast<long long>(loader.position().batch),
+        static_cast<long long>(strategy->steps_taken()));
   }
 
   double accuracy = -1;
+  // The run's state as a sharded checkpoint: at each epoch's end, and every --checkpoint-every
+  // steps inside an epoch, where the data position is mid-epoch and a resume continues there.
+  auto save_checkpoint = [&] {
+    nn::DataPosition pos = loader.position();
+    serialize::Json extra = serialize::Json::object(
+        {{"config", config},
+         {"scheduler", sched->state_dict().meta},
+         {"rng", serialize::rng_state_to_json(default_generator().state())},
+         {"data_position", serialize::Json::object({{"seed", std::to_string(pos.seed)},
+                                                    {"epoch", static_cast<long long>(pos.epoch)},
+                                                    {"batch", static_cast<long long>(pos.batch)}})},
+         {"test_accuracy", accuracy}});
+    if (job.checkpoint_extra) {
+      serialize::Json own = job.checkpoint_extra();
+      for (const auto& [key, value] : own.members()) {
+        SL_CHECK(extra.find(key) == nullptr, name, ": the job's checkpoint entry '", key,
+                 "' is one of the loop's");
+        extra.set(key, value);
+      }
+    }
+    dist::save_sharded_checkpoint(ckpt_dir, *strategy, extra);
+  };
+  bool stopped = false;  // by --stop-after-steps
   model->train();
-  for (int64_t epoch = epoch0; epoch < opt.epochs; ++epoch) {
+  for (int64_t epoch = epoch0; epoch < opt.epochs && !stopped; ++epoch) {
     if (stop_after >= 0 && epoch >= stop_after) break;
     auto t_epoch = std::chrono::steady_clock::now();
     double loss_sum = 0;
@@ -319,6 +352,22 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
         say("  step %lld/%lld  loss %.4f  (%.1f s)\n", static_cast<long long>(steps),
             static_cast<long long>(per_epoch), step_loss, seconds_since(t_epoch));
       }
+      const nn::DataPosition at = loader.position();
+      const int64_t done = at.epoch * per_epoch + at.batch;  // the run's steps so far
+      if (checkpoint_every > 0 && at.batch < per_epoch && done % checkpoint_every == 0) {
+        save_checkpoint();
+        say("  step %lld/%lld  checkpoint: %s\n", static_cast<long long>(at.batch),
+            static_cast<long long>(per_epoch), ckpt_dir.c_str());
+      }
+      if (stop_after_steps >= 0 && done >= stop_after_steps) {
+        stopped = true;
+        break;
+      }
+    }
+    if (stopped) {
+      say("stopped after step %lld of the run (--stop-after-steps)\n",
+          static_cast<long long>(stop_after_steps));
+      break;
     }
     const double epoch_seconds = seconds_since(t_epoch);
     const double train_loss = sum_over_ranks(group, loss_sum) / (world * steps);
@@ -335,27 +384,7 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
     const auto [correct, counted] = counts;
     const double total = sum_over_ranks(group, static_cast<double>(counted));
     accuracy = total > 0 ? sum_over_ranks(group, static_cast<double>(correct)) / total : 0.0;
-    if (!ckpt_dir.empty()) {
-      nn::DataPosition pos = loader.position();
-      serialize::Json extra = serialize::Json::object(
-          {{"config", config},
-           {"scheduler", sched->state_dict().meta},
-           {"rng", serialize::rng_state_to_json(default_generator().state())},
-           {"data_position",
-            serialize::Json::object({{"seed", std::to_string(pos.seed)},
-                                     {"epoch", static_cast<long long>(pos.epoch)},
-                                     {"batch", static_cast<long long>(pos.batch)}})},
-           {"test_accuracy", accuracy}});
-      if (job.checkpoint_extra) {
-        serialize::Json own = job.checkpoint_extra();
-        for (const auto& [key, value] : own.members()) {
-          SL_CHECK(extra.find(key) == nullptr, name, ": the job's checkpoint entry '", key,
-                   "' is one of the loop's");
-          extra.set(key, value);
-        }
-      }
-      dist::save_sharded_checkpoint(ckpt_dir, *strategy, extra);
-    }
+    if (!ckpt_dir.empty()) save_checkpoint();
     std::string scaling;
     if (precision.loss_scaling || skipped > 0) {
       char buf[96];  // the scale may fall below 1 after many overflows

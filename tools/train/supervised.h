@@ -9,7 +9,13 @@
 //            [--resume 0|1] [--weight-decay 0.01] [--stop-after-epochs K] [--dp-replicas 2]
 //            [--log-every 100] [--device cpu|cuda|cuda:N] [--max-grad-norm 0] [--warmup-steps W]
 //            [--accumulate K] [--precision 32|bf16-mixed|f16-mixed|bf16-true]
+//            [--checkpoint-every N] [--stop-after-steps S]
 //            (plus the job's own flags)
+//
+// --checkpoint-every N also writes the checkpoint every N steps of the run inside an epoch (a
+// long epoch is not lost to a crash); --resume 1 then continues from that step of the epoch, bit
+// for bit as from an epoch's end (the epoch's printed loss then averages the steps run since).
+// --stop-after-steps S ends the run after its S-th step, as a crash would (for tests).
 //
 // --accumulate K splits each rank's share of a batch into K equal micro-batches whose gradients
 // add up before one optimizer step (each loss weighted 1/K): the same step as without it, for
