@@ -10,14 +10,20 @@
 // (zero_grad), forward in training mode (BatchNorm batch statistics, BERT's dropout 0.1), the
 // loss, backward, and one AdamW step (lr 1e-3, weight decay 0.01) over every parameter. Timed as
 // tools/bench_cases.h says: one warm-up step (it also allocates AdamW's state), then the median
-// of R steps. The inputs are random, drawn once in the set-up. The sizes (each a few seconds a
-// step or less on 2 cores; the README's model zoo benchmark says why each):
-//   resnet18 b8 3x224x224           torchvision's ImageNet resolution, a small per-core batch
-//   resnet50 b8 3x112x112           the bottleneck blocks at a quarter of the pixels
-//   bert_mini_mlm b8 L128           BERT's pre-training phase-1 sequence length, full logits
-//   bert_base b8 L128               the same with bert-base's 12 layers of 768
-//   deepspeech2_small b16 T500      5 s utterances (10 ms frames, 81 bins), CTC loss
-//   fashion_cnn b128 1x28x28        the trainer's default job (tools/train/cnn.cpp), small ops
+// of R steps (R = 1 for bert_base, whose step takes seconds). The inputs are random, drawn once
+// in the set-up. The sizes, each realistic and a few seconds a step or less on 2 cores (bert_base:
+// 7-13 s here):
+//   resnet18 b8 3x224x224       ImageNet's training resolution, at a per-core batch a CPU holds
+//   resnet50 b8 3x112x112       the bottleneck blocks at a quarter of ImageNet's pixels, so that
+//                               a step stays near ResNet-18's
+//   bert_mini_mlm b8 L128       BERT's pre-training phase-1 sequence length, the MLM loss over
+//                               every position as HF computes it (the decoder to 30522 tokens
+//                               is most of the work at this width)
+//   bert_base b8 L128           the same with bert-base's 12 layers of 768 (110M parameters)
+//   deepspeech2_small b16 T500  5 s utterances (10 ms frames, 81 bins), a batch of 16 sorted by
+//                               length (500 down to 375 frames), CTC loss
+//   fashion_cnn b128 1x28x28    the trainer's default job (sl_train --model cnn, batch 128):
+//                               small ops, where per-op overhead shows
 #include <cmath>
 #include <functional>
 #include <memory>
