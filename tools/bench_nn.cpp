@@ -5,19 +5,14 @@
 //   build/tools/bench_nn [--threads N] [--filter SUBSTR | --case NAME] [--reps R] [--list]
 //                        [--blas-core]
 //
-// Each case: one warm-up iteration, then the median of R timed iterations of
+// Each case (tools/bench_cases.h): one warm-up iteration, then the median of R timed iterations of
 // forward -> backward(ones) with the gradients cleared first (set to none, as PyTorch's
 // zero_grad). The layers are the functional ops with PyTorch's default parameter init:
 // conv2d; gru / lstm; the nn::MultiheadAttention and nn::TransformerEncoderLayer modules
 // (self-attention); scaled_dot_product_attention at a long sequence on the fused and unfused
 // paths (PyTorch 1.13 has no such function: its side is the same math written out); and one
 // AdamW step over 10M parameters.
-#include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -25,28 +20,12 @@
 
 #include <shardlight/shardlight.h>
 
+#include "bench_cases.h"
+
 using namespace sl;
+using bench::Case;
 
 namespace {
-
-struct Case {
-  std::string name;
-  int reps;
-  std::function<std::function<void()>()> setup;  // returns one timed iteration
-};
-
-double time_ms(const std::function<void()>& it, int reps) {
-  it();  // warm-up
-  std::vector<double> t;
-  for (int r = 0; r < reps; ++r) {
-    auto t0 = std::chrono::steady_clock::now();
-    it();
-    auto t1 = std::chrono::steady_clock::now();
-    t.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
 
 /// U(-bound, bound) leaf tensor: PyTorch's default init of RNN weights (bound 1/sqrt(H)) and
 /// the kaiming_uniform(a=sqrt(5)) of Conv / Linear weights (bound 1/sqrt(fan_in)).
@@ -179,45 +158,5 @@ std::vector<Case> cases() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int threads = 1, reps_override = 0;
-  bool list = false;
-  std::string filter, exact;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) {
-      threads = std::atoi(argv[++i]);
-    } else if (!std::strcmp(argv[i], "--filter") && i + 1 < argc) {
-      filter = argv[++i];
-    } else if (!std::strcmp(argv[i], "--case") && i + 1 < argc) {
-      exact = argv[++i];
-    } else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) {
-      reps_override = std::atoi(argv[++i]);
-    } else if (!std::strcmp(argv[i], "--list")) {
-      list = true;
-    } else if (!std::strcmp(argv[i], "--blas-core")) {
-      // the kernel set this process's BLAS runs (Note [BLAS kernel selection]), for bench_nn.sh
-      std::printf("%s\n", blas_info().core.c_str());
-      return 0;
-    } else {
-      std::fprintf(stderr,
-                   "usage: %s [--threads N] [--filter SUBSTR | --case NAME] [--reps R] [--list] "
-                   "[--blas-core]\n",
-                   argv[0]);
-      return 2;
-    }
-  }
-  set_num_threads(threads);
-  manual_seed(0);
-  for (const Case& c : cases()) {
-    if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
-    if (!exact.empty() && c.name != exact) continue;
-    if (list) {
-      std::printf("%s\n", c.name.c_str());
-      continue;
-    }
-    auto it = c.setup();
-    double ms = time_ms(it, reps_override > 0 ? reps_override : c.reps);
-    std::printf("%s\t%.2f\n", c.name.c_str(), ms);
-    std::fflush(stdout);
-  }
-  return 0;
+  return bench::bench_main(argc, argv, cases());
 }

@@ -93,7 +93,11 @@ def median_ms(it, reps):
     return statistics.median(ts)
 
 
-def main():
+def main(make_cases=cases):
+    """The command line shared with tools/bench_zoo.py: times the selected cases of
+    make_cases(), a list of (name, reps, setup); setup() returns one iteration (a callable), a
+    list of alternatives (the fastest is reported), or None when this environment cannot run the
+    case (the setup says why on stderr; the time is printed as n/a)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--filter", default="")
@@ -102,10 +106,13 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    for name, reps, setup in cases():
+    for name, reps, setup in make_cases():
         if a.filter not in name or (a.case and name != a.case):
             continue
         made = setup()
+        if made is None:
+            print(f"{name}\tn/a", flush=True)
+            continue
         if isinstance(made, list):  # AdamW: the faster of single-tensor and foreach
             ms = min(median_ms(o.step, a.reps or reps) for o in made)
         else:

@@ -105,13 +105,14 @@ inline void valid_range(int64_t out_size, int64_t stride, int64_t k_off, int64_t
   lo = std::min(lo, hi);
 }
 
-/// col[(c * kh + i) * kw + j, oh * Wo + ow] = x[c, oh*sh - ph + i*dh, ow*sw - pw + j*dw] (0
-/// outside); rows of col are `ld` elements apart (>= Ho * Wo: several images side by side).
+/// Output rows [oh0, oh1) of the patch matrix: col[(c * kh + i) * kw + j, (oh - oh0) * Wo + ow]
+/// = x[c, oh*sh - ph + i*dh, ow*sw - pw + j*dw] (0 outside); rows of col are `ld` elements
+/// apart (>= (oh1 - oh0) * Wo: several images side by side).
 template <class T>
 void im2col(const T* x, int64_t C, int64_t H, int64_t W, const Conv2dGeometry& g, T* col,
-            int64_t ld) {
-  const int64_t Ho = g.out_h, Wo = g.out_w, rows = C * g.kh * g.kw;
-  parallel_for(0, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, Ho * Wo)),
+            int64_t ld, int64_t oh0, int64_t oh1) {
+  const int64_t Ho = g.out_h, Wo = g.out_w, rows = C * g.kh * g.kw, P = (oh1 - oh0) * Wo;
+  parallel_for(0, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, P)),
                [&](int64_t r0, int64_t r1) {
                  for (int64_t r = r0; r < r1; ++r) {
                    const int64_t c = r / (g.kh * g.kw), i = (r / g.kw) % g.kh, j = r % g.kw;
@@ -120,9 +121,11 @@ void im2col(const T* x, int64_t C, int64_t H, int64_t W, const Conv2dGeometry& g
                    int64_t oh_lo, oh_hi, ow_lo, ow_hi;
                    valid_range(Ho, g.stride_h, off_h, H, oh_lo, oh_hi);
                    valid_range(Wo, g.stride_w, off_w, W, ow_lo, ow_hi);
-                   T* dst = col + r * ld;
+                   oh_lo = std::clamp(oh_lo, oh0, oh1);
+                   oh_hi = std::clamp(oh_hi, oh_lo, oh1);
+                   T* dst = col + r * ld - oh0 * Wo;  // dst + oh * Wo: output row oh
                    const T* src_c = x + c * H * W;
-                   std::fill(dst, dst + oh_lo * Wo, T(0));
+                   std::fill(dst + oh0 * Wo, dst + oh_lo * Wo, T(0));
                    for (int64_t oh = oh_lo; oh < oh_hi; ++oh) {
                      T* d = dst + oh * Wo;
                      const T* s = src_c + (oh * g.stride_h + off_h) * W + off_w;
@@ -135,23 +138,23 @@ void im2col(const T* x, int64_t C, int64_t H, int64_t W, const Conv2dGeometry& g
                      }
                      std::fill(d + ow_hi, d + Wo, T(0));
                    }
-                   std::fill(dst + oh_hi * Wo, dst + Ho * Wo, T(0));
+                   std::fill(dst + oh_hi * Wo, dst + oh1 * Wo, T(0));
                  }
                });
 }
 
-/// x[c, ...] = sum of the col entries that im2col reads from it (x is overwritten); rows of
-/// col are `ld` elements apart.
+/// x[c, ...] += sum of the col entries that im2col(..., oh0, oh1) reads from it; x is zeroed
+/// first when oh0 == 0 (the first block of output rows). Rows of col are `ld` elements apart.
 template <class T>
 void col2im(const T* col, int64_t C, int64_t H, int64_t W, const Conv2dGeometry& g, T* x,
-            int64_t ld) {
+            int64_t ld, int64_t oh0, int64_t oh1) {
   const int64_t Ho = g.out_h, Wo = g.out_w;
   // Channels are independent; each thread owns whole channels, so the sum order is fixed.
   parallel_for(0, C, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, H * W * g.kh * g.kw)),
                [&](int64_t c0, int64_t c1) {
                  for (int64_t c = c0; c < c1; ++c) {
                    T* dst_c = x + c * H * W;
-                   std::fill(dst_c, dst_c + H * W, T(0));
+                   if (oh0 == 0) std::fill(dst_c, dst_c + H * W, T(0));
                    for (int64_t i = 0; i < g.kh; ++i) {
                      for (int64_t j = 0; j < g.kw; ++j) {
                        const int64_t r = (c * g.kh + i) * g.kw + j;
@@ -160,7 +163,9 @@ void col2im(const T* col, int64_t C, int64_t H, int64_t W, const Conv2dGeometry&
                        int64_t oh_lo, oh_hi, ow_lo, ow_hi;
                        valid_range(Ho, g.stride_h, off_h, H, oh_lo, oh_hi);
                        valid_range(Wo, g.stride_w, off_w, W, ow_lo, ow_hi);
-                       const T* src = col + r * ld;
+                       oh_lo = std::clamp(oh_lo, oh0, oh1);
+                       oh_hi = std::clamp(oh_hi, oh_lo, oh1);
+                       const T* src = col + r * ld - oh0 * Wo;  // src + oh * Wo: row oh
                        for (int64_t oh = oh_lo; oh < oh_hi; ++oh) {
                          const T* s = src + oh * Wo;
                          T* d = dst_c + (oh * g.stride_h + off_h) * W + off_w;
@@ -175,6 +180,8 @@ void col2im(const T* col, int64_t C, int64_t H, int64_t W, const Conv2dGeometry&
 
 /// Largest patch buffer (elements) of one GEMM.
 constexpr int64_t kMaxPatchElems = int64_t{8} << 20;
+/// Largest patch block (elements) of one image (Note [Conv patch blocks]).
+constexpr int64_t kMaxPatchBlockElems = int64_t{128} << 10;
 
 /// Images per GEMM chunk, chunks, and lanes running them (Note [Conv image lanes]).
 struct ConvPlan {
@@ -245,35 +252,61 @@ void copy_rows(const T* src, int64_t src_ld, T* dst, int64_t dst_ld, int64_t row
                });
 }
 
+// Note [Conv patch blocks]
+// An image's patch matrix [K, Ho * Wo] can be far larger than the caches: DeepSpeech2's second
+// convolution (16 channels, 21x11 kernel, 250 frames) makes 3696 x 5250 (77 MB) per image, which
+// im2col wrote to memory and the BLAS read back to pack it, and the backward twice more (the
+// grad_weight GEMM's patches, grad_input's col2im). When one image's patch matrix exceeds
+// kMaxPatchBlockElems (128 Ki elements: 512 KB in f32, a core's L2 here) and each GEMM takes
+// one image, the loops run over blocks of whole output rows instead, each block's patches
+// [K, rows * Wo] within that size (but at least one row): im2col of the block, its GEMMs, col2im
+// of the block, so the BLAS reads the patches back from the caches.
+// The forward GEMM writes the block to a buffer copied into the output (the output's rows are
+// Ho * Wo apart); grad_weight adds each block's product in row order, and col2im adds each
+// block's rows in order (so a sum over output rows runs block by block, in a fixed order: the
+// bits still depend on the shapes only, never on the thread count).
+
 /// Shapes shared by the forward and backward loops.
 struct ConvDims : ConvShape {
-  int64_t HWo, K, HW;
+  int64_t Ho, Wo, HWo, K, HW;
   bool direct;  ///< 1x1, stride 1, no padding: the input plane is the patch matrix
   ConvPlan plan;
-  int64_t nb;  ///< images per GEMM (plan.nb)
+  int64_t nb;          ///< images per GEMM (plan.nb)
+  int64_t block_rows;  ///< output rows per patch block (Note [Conv patch blocks]; Ho: one block)
   ConvDims(const Tensor& input, const Tensor& weight, const Conv2dGeometry& g)
       : ConvShape(input, weight, g),
+        Ho(g.out_h),
+        Wo(g.out_w),
         HWo(g.out_h * g.out_w),
         K(Cg * g.kh * g.kw),
         HW(H * W),
         direct(is_pointwise(g)),
         plan(plan_chunks(g, N, Cg * g.kh * g.kw)),
-        nb(plan.nb) {}
+        nb(plan.nb),
+        block_rows(
+            !direct && nb == 1 && K * HWo > kMaxPatchBlockElems
+                ? std::clamp<int64_t>(kMaxPatchBlockElems / std::max<int64_t>(1, K * Wo), 1, Ho)
+                : Ho) {}
   int64_t in_off(int64_t n, int64_t grp) const { return (n * C + grp * Cg) * HW; }
   int64_t out_off(int64_t n, int64_t grp) const { return (n * O + grp * Og) * HWo; }
+  /// End of the block of output rows that starts at oh0: min(Ho, oh0 + block_rows).
+  int64_t block_end(int64_t oh0) const { return std::min(Ho, oh0 + block_rows); }
+  /// Columns of one image's block of output rows [oh0, block_end(oh0)).
+  int64_t block_cols(int64_t oh0) const { return (block_end(oh0) - oh0) * Wo; }
 };
 
-/// Fills the patch matrix of images [n0, n0 + nb) of group grp into col [K, nb * HWo].
+/// Fills output rows [oh0, oh0 + block_rows) of the patch matrices of images [n0, n0 + nb) of
+/// group grp into col [K, nb * P], P = d.block_cols(oh0) (P = HWo when unblocked).
 template <class T>
 void fill_patches(const T* x, const ConvDims& d, const Conv2dGeometry& g, int64_t n0, int64_t nb,
-                  int64_t grp, T* col) {
-  const int64_t L = nb * d.HWo;
+                  int64_t grp, int64_t oh0, T* col) {
+  const int64_t P = d.block_cols(oh0), L = nb * P, oh1 = d.block_end(oh0);
   for (int64_t i = 0; i < nb; ++i) {
     const T* xi = x + d.in_off(n0 + i, grp);
-    if (d.direct) {
-      copy_rows(xi, d.HW, col + i * d.HWo, L, d.K, d.HWo);
+    if (d.direct) {  // never blocked: P = HWo
+      copy_rows(xi, d.HW, col + i * P, L, d.K, P);
     } else {
-      im2col(xi, d.Cg, d.H, d.W, g, col + i * d.HWo, L);
+      im2col(xi, d.Cg, d.H, d.W, g, col + i * P, L, oh0, oh1);
     }
   }
 }
@@ -289,46 +322,50 @@ void conv2d_forward_typed(const Tensor& out, const Tensor& input, const Tensor& 
   const T* x = input.data_ptr<T>();
   T* po = out.data_ptr<T>();
   const T* pb = bias.defined() ? bias.data_ptr<T>() : nullptr;
+  const bool blocked = d.block_rows < d.Ho;
+  const int64_t P_max = d.block_rows * d.Wo;  // columns of one image's largest block
   for_each_lane(d.plan.lanes, [&](int64_t lane) {
-    Tensor col, tmp;  // this lane's patch matrix and, for several images, its GEMM output
-    if (!d.direct || d.nb > 1) col = ops::empty({d.K, d.nb * d.HWo}, input.dtype(), kCPU);
-    if (d.nb > 1) tmp = ops::empty({d.Og, d.nb * d.HWo}, input.dtype(), kCPU);
+    // this lane's patch matrix and, for several images or a block of rows, its GEMM output
+    Tensor col, tmp;
+    if (!d.direct || d.nb > 1) col = ops::empty({d.K, d.nb * P_max}, input.dtype(), kCPU);
+    if (d.nb > 1 || blocked) tmp = ops::empty({d.Og, d.nb * P_max}, input.dtype(), kCPU);
     for (int64_t c = lane; c < d.plan.chunks; c += d.plan.lanes) {
-      const int64_t n0 = c * d.nb, nb = std::min(d.nb, d.N - n0), L = nb * d.HWo;
-      for (int64_t grp = 0; grp < d.G; ++grp) {
-        Tensor b;
-        if (d.direct && nb == 1) {
-          b = mat(input, d.in_off(n0, grp), d.K, L, L, 1);
-        } else {
-          fill_patches(x, d, g, n0, nb, grp, col.data_ptr<T>());
-          b = mat(col, 0, d.K, L, L, 1);
-        }
-        Tensor a = mat(weight, grp * d.Og * d.K, d.Og, d.K, d.K, 1);
-        if (nb == 1) {
-          // straight into the output, the bias pre-filled (the GEMM accumulates onto it)
-          const int64_t off = d.out_off(n0, grp);
-          if (pb) {
-            for (int64_t o = 0; o < d.Og; ++o) {
-              std::fill(po + off + o * d.HWo, po + off + (o + 1) * d.HWo, pb[grp * d.Og + o]);
-            }
+      const int64_t n0 = c * d.nb, nb = std::min(d.nb, d.N - n0);
+      for (int64_t grp = 0; grp < d.G; ++grp)
+        for (int64_t oh0 = 0; oh0 < d.Ho; oh0 += d.block_rows) {
+          const int64_t P = d.block_cols(oh0), L = nb * P;
+          Tensor b;
+          if (d.direct && nb == 1) {
+            b = mat(input, d.in_off(n0, grp), d.K, L, L, 1);
+          } else {
+            fill_patches(x, d, g, n0, nb, grp, oh0, col.data_ptr<T>());
+            b = mat(col, 0, d.K, L, L, 1);
           }
-          gemm(mat(out, off, d.Og, L, L, 1), a, b, pb ? 1.0 : 0.0);
-          continue;
+          Tensor a = mat(weight, grp * d.Og * d.K, d.Og, d.K, d.K, 1);
+          if (nb == 1 && !blocked) {
+            // straight into the output, the bias pre-filled (the GEMM accumulates onto it)
+            const int64_t off = d.out_off(n0, grp);
+            if (pb) {
+              for (int64_t o = 0; o < d.Og; ++o) {
+                std::fill(po + off + o * d.HWo, po + off + (o + 1) * d.HWo, pb[grp * d.Og + o]);
+              }
+            }
+            gemm(mat(out, off, d.Og, L, L, 1), a, b, pb ? 1.0 : 0.0);
+            continue;
+          }
+          gemm(mat(tmp, 0, d.Og, L, L, 1), a, b, 0.0);
+          // tmp [Og, nb * P] -> out[n0 + i, grp * Og + o, oh0 * Wo + (0 .. P)] (+ bias)
+          const T* pt = tmp.data_ptr<T>();
+          parallel_for(0, nb * d.Og, std::max<int64_t>(1, 16384 / P), [&](int64_t r0, int64_t r1) {
+            for (int64_t r = r0; r < r1; ++r) {
+              const int64_t i = r / d.Og, o = r % d.Og;
+              const T* src = pt + o * L + i * P;
+              T* dst = po + d.out_off(n0 + i, grp) + o * d.HWo + oh0 * d.Wo;
+              const T bv = pb ? pb[grp * d.Og + o] : T(0);
+              for (int64_t k = 0; k < P; ++k) dst[k] = src[k] + bv;
+            }
+          });
         }
-        gemm(mat(tmp, 0, d.Og, L, L, 1), a, b, 0.0);
-        // tmp [Og, nb * HWo] -> out[n0 + i, grp * Og + o, :] (+ bias)
-        const T* pt = tmp.data_ptr<T>();
-        parallel_for(0, nb * d.Og, std::max<int64_t>(1, 16384 / d.HWo),
-                     [&](int64_t r0, int64_t r1) {
-                       for (int64_t r = r0; r < r1; ++r) {
-                         const int64_t i = r / d.Og, o = r % d.Og;
-                         const T* src = pt + o * L + i * d.HWo;
-                         T* dst = po + d.out_off(n0 + i, grp) + o * d.HWo;
-                         const T bv = pb ? pb[grp * d.Og + o] : T(0);
-                         for (int64_t k = 0; k < d.HWo; ++k) dst[k] = src[k] + bv;
-                       }
-                     });
-      }
     }
   });
 }
@@ -419,53 +456,58 @@ void conv2d_backward_typed(const Tensor& grad_input, const Tensor& grad_weight,
       gw_lane[l] = ops::empty(grad_weight.sizes(), grad_weight.dtype(), kCPU);
     }
   }
+  const int64_t P_max = d.block_rows * d.Wo;  // columns of one image's largest block
   for_each_lane(d.plan.lanes, [&](int64_t lane) {
     Tensor col, gbuf;
-    if (!d.direct || d.nb > 1) col = ops::empty({d.K, d.nb * d.HWo}, input.dtype(), kCPU);
+    if (!d.direct || d.nb > 1) col = ops::empty({d.K, d.nb * P_max}, input.dtype(), kCPU);
     if (d.nb > 1) gbuf = ops::empty({d.Og, d.nb * d.HWo}, input.dtype(), kCPU);
     const Tensor& gw = gw_lane[static_cast<size_t>(lane)];
     for (int64_t c = lane; c < d.plan.chunks; c += d.plan.lanes) {
-      const int64_t n0 = c * d.nb, nb = std::min(d.nb, d.N - n0), L = nb * d.HWo;
-      for (int64_t grp = 0; grp < d.G; ++grp) {
-        // gout of these images as [Og, L]
-        Tensor go;
-        if (nb == 1) {
-          go = mat(grad_out, d.out_off(n0, grp), d.Og, L, L, 1);
-        } else {
-          T* pg = gbuf.data_ptr<T>();
-          for (int64_t i = 0; i < nb; ++i) {
-            copy_rows(gout + d.out_off(n0 + i, grp), d.HWo, pg + i * d.HWo, L, d.Og, d.HWo);
-          }
-          go = mat(gbuf, 0, d.Og, L, L, 1);
-        }
-        if (gw.defined()) {
-          Tensor colT;  // [L, K] view of the patch matrix
-          if (d.direct && nb == 1) {
-            colT = mat(input, d.in_off(n0, grp), L, d.K, 1, d.HWo);
+      const int64_t n0 = c * d.nb, nb = std::min(d.nb, d.N - n0);
+      for (int64_t grp = 0; grp < d.G; ++grp)
+        for (int64_t oh0 = 0; oh0 < d.Ho; oh0 += d.block_rows) {
+          // (nb > 1: never blocked, P = HWo)
+          const int64_t P = d.block_cols(oh0), L = nb * P;
+          // gout of these images' rows [oh0, oh0 + P / Wo) as [Og, L]
+          Tensor go;
+          if (nb == 1) {
+            go = mat(grad_out, d.out_off(n0, grp) + oh0 * d.Wo, d.Og, L, d.HWo, 1);
           } else {
-            fill_patches(x, d, g, n0, nb, grp, col.data_ptr<T>());
-            colT = mat(col, 0, L, d.K, 1, L);
+            T* pg = gbuf.data_ptr<T>();
+            for (int64_t i = 0; i < nb; ++i) {
+              copy_rows(gout + d.out_off(n0 + i, grp), d.HWo, pg + i * d.HWo, L, d.Og, d.HWo);
+            }
+            go = mat(gbuf, 0, d.Og, L, L, 1);
           }
-          gemm(mat(gw, grp * d.Og * d.K, d.Og, d.K, d.K, 1), go, colT, c == lane ? 0.0 : 1.0);
-        }
-        if (gi) {
-          Tensor wT = mat(weight, grp * d.Og * d.K, d.K, d.Og, 1, d.K);  // W_g^T [K, Og]
-          if (d.direct && nb == 1) {
-            gemm(mat(grad_input, d.in_off(n0, grp), d.K, L, L, 1), wT, go, 0.0);
-            continue;
-          }
-          gemm(mat(col, 0, d.K, L, L, 1), wT, go, 0.0);
-          const T* pc = col.data_ptr<T>();
-          for (int64_t i = 0; i < nb; ++i) {
-            T* gii = gi + d.in_off(n0 + i, grp);
-            if (d.direct) {
-              copy_rows(pc + i * d.HWo, L, gii, d.HW, d.K, d.HWo);
+          if (gw.defined()) {
+            Tensor colT;  // [L, K] view of the patch matrix
+            if (d.direct && nb == 1) {
+              colT = mat(input, d.in_off(n0, grp), L, d.K, 1, d.HWo);
             } else {
-              col2im(pc + i * d.HWo, d.Cg, d.H, d.W, g, gii, L);
+              fill_patches(x, d, g, n0, nb, grp, oh0, col.data_ptr<T>());
+              colT = mat(col, 0, L, d.K, 1, L);
+            }
+            gemm(mat(gw, grp * d.Og * d.K, d.Og, d.K, d.K, 1), go, colT,
+                 c == lane && oh0 == 0 ? 0.0 : 1.0);
+          }
+          if (gi) {
+            Tensor wT = mat(weight, grp * d.Og * d.K, d.K, d.Og, 1, d.K);  // W_g^T [K, Og]
+            if (d.direct && nb == 1) {
+              gemm(mat(grad_input, d.in_off(n0, grp), d.K, L, L, 1), wT, go, 0.0);
+              continue;
+            }
+            gemm(mat(col, 0, d.K, L, L, 1), wT, go, 0.0);
+            const T* pc = col.data_ptr<T>();
+            for (int64_t i = 0; i < nb; ++i) {
+              T* gii = gi + d.in_off(n0 + i, grp);
+              if (d.direct) {
+                copy_rows(pc + i * P, L, gii, d.HW, d.K, P);
+              } else {
+                col2im(pc + i * P, d.Cg, d.H, d.W, g, gii, L, oh0, d.block_end(oh0));
+              }
             }
           }
         }
-      }
     }
   });
   if (grad_weight.defined() && d.plan.lanes > 1) {

@@ -319,6 +319,15 @@ TEST_CASE("conv: f64 and f32 match the definition, outputs and both gradients, o
       // Note [Conv image lanes] on a 2-core machine: 23x23 outputs, one image per GEMM raised to
       // 2, so chunks {0,1} {2,3} {4} on 2 lanes, the first lane summing 2 chunks' grad_weight
       {5, 2, 46, 46, 3, 1, 3, 3, 2, 2, 1, 1, 1, 1},
+      // Note [Conv patch blocks]: patch matrices above 128 Ki elements, one image per GEMM, run
+      // in blocks of output rows, the last one shorter. 11x11 stride (2, 1), groups 2: K 121,
+      // 24 x 48 outputs (139392 elements), blocks of 22 + 2 rows, col2im per block
+      {2, 2, 48, 48, 4, 2, 11, 11, 2, 1, 5, 5, 1, 1},
+      // DeepSpeech2-like 7x5 stride (2, 1), 4 channels: K 140, 32 x 40 outputs, 23 + 9 rows
+      {2, 4, 64, 40, 5, 1, 7, 5, 2, 1, 3, 2, 1, 1},
+      // stride 1: blocks of 31 + 3 rows, and the transposed grad_input (K 3 * 121 = 363) in 3
+      // blocks of 10 rows + 4
+      {2, 1, 34, 34, 3, 1, 11, 11, 1, 1, 5, 5, 1, 1},
   };
   manual_seed(12);
   for (const Geo& q : geos) check_geometry(q);
@@ -362,8 +371,10 @@ TEST_CASE("conv: outputs and gradients give the same bits with 1 or 2 threads") 
   manual_seed(14);
   // The last one runs one image per GEMM chunk, the chunks on parallel lanes (Note [Conv image
   // lanes]) wherever the machine has more than one core.
+  // The last two run in blocks of output rows (Note [Conv patch blocks]): stride 2 (col2im per
+  // block) and stride 1 (grad_input as a blocked convolution too).
   for (Case c : {Case{16, 24, 20, 3, 1}, Case{16, 24, 20, 5, 1}, Case{16, 24, 20, 3, 2},
-                 Case{8, 12, 46, 3, 2}}) {
+                 Case{8, 12, 46, 3, 2}, Case{2, 4, 48, 11, 2}, Case{1, 3, 34, 11, 1}}) {
     CAPTURE(c.k);
     CAPTURE(c.stride);
     Tensor x = randn({4, c.C, c.hw, c.hw}), w = randn({c.O, c.C, c.k, c.k}), b = randn({c.O});
