@@ -57,14 +57,14 @@ int64_t first_difference(const Tensor& t, const Want& want) {
 }
 
 template <class T>
-void check_normal_and_uniform(DType dt, int64_t n, uint64_t seed, uint64_t skip) {
+void check_normal_and_uniform(DType dt, int64_t n, uint64_t seed, uint64_t counter0) {
   CAPTURE(dtype_name(dt));
   Generator g(seed);
-  g.reserve(skip);  // the fill draws from counter `skip` on
+  g.reserve(counter0);  // the generator's counter starts at counter0: the fill draws from there
   Tensor t = empty({n}, {.dtype = dt});
   t.normal_(0.25, 1.5, &g);
   CHECK(first_difference<T>(
-            t, [&](uint64_t i) { return normal_at<T>(seed, skip, i, 0.25, 1.5); }) == -1);
+            t, [&](uint64_t i) { return normal_at<T>(seed, counter0, i, 0.25, 1.5); }) == -1);
   const uint64_t off = g.state().offset;  // after the normals' (n + 3) / 4 blocks
   t.uniform_(-2.0, 3.0, &g);
   CHECK(first_difference<T>(
@@ -79,21 +79,22 @@ TEST_CASE("random kernels: every element is its per-element definition, bit for 
     set_num_threads(threads);
     for (int64_t n : {1, 3, 5, 4097, 10007}) {
       for (uint64_t seed : {0ull, 42ull, 0x8000000000000005ull}) {
-        for (uint64_t skip : {0ull, 7ull, 0xFFFFFFFFull}) {
+        for (uint64_t counter0 : {0ull, 7ull, 0xFFFFFFFFull}) {
           CAPTURE(threads);
           CAPTURE(n);
           CAPTURE(seed);
-          CAPTURE(skip);
-          check_normal_and_uniform<float>(DType::f32, n, seed, skip);
-          check_normal_and_uniform<double>(DType::f64, n, seed, skip);
-          check_normal_and_uniform<Half>(DType::f16, n, seed, skip);
-          check_normal_and_uniform<BFloat16>(DType::bf16, n, seed, skip);
+          CAPTURE(counter0);
+          check_normal_and_uniform<float>(DType::f32, n, seed, counter0);
+          check_normal_and_uniform<double>(DType::f64, n, seed, counter0);
+          check_normal_and_uniform<Half>(DType::f16, n, seed, counter0);
+          check_normal_and_uniform<BFloat16>(DType::bf16, n, seed, counter0);
           Generator g(seed);
-          g.reserve(skip);
+          g.reserve(counter0);
           Tensor b = empty({n}, {.dtype = DType::b8});
           b.bernoulli_(0.3, &g);
-          CHECK(first_difference<bool>(
-                    b, [&](uint64_t i) { return philox_uniform_f32(seed, skip, i) < 0.3f; }) == -1);
+          CHECK(first_difference<bool>(b, [&](uint64_t i) {
+                  return philox_uniform_f32(seed, counter0, i) < 0.3f;
+                }) == -1);
           const uint64_t off = g.state().offset;
           Tensor r = randint(-5, 1000, {n}, {.dtype = DType::i64}, &g);
           CHECK(first_difference<int64_t>(r, [&](uint64_t i) {

@@ -48,8 +48,9 @@ serialize::Json bert_config_json(const BertFlags& f);
 /// vocab.txt as JSON), "lower_case": bool}, so fine-tuning tokenizes as the pre-training did.
 serialize::Json tokenizer_json(const models::WordPieceTokenizer& tok);
 
-/// {"file": path, "bytes": size, "crc32": "xxxxxxxx"} of a file's contents, for a run config
-/// that must change when the file does. Throws IOError when it cannot be read.
+/// {"file": path, "bytes": size, "crc32": the CRC-32 as 8 lowercase hex digits} of a file's
+/// contents, for a run config that must change when the file does. Throws IOError when it
+/// cannot be read.
 serialize::Json file_pin(const std::string& path);
 
 /// The first --max-texts synsets of --data-dir's WordNet (all with --max-texts 0).
