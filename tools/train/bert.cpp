@@ -21,9 +21,7 @@
 // numbers of ranks mask exactly alike. The loss is cross entropy over the chosen positions
 // (BertForMaskedLM::logits_at computes only those); the metric is the top-1 accuracy at the chosen
 // positions of the held-out rows, whose masks are drawn once (the same every epoch).
-#include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -34,13 +32,11 @@
 
 #include "bert_common.h"
 #include "core/ops/index.h"
-#include "dist/checkpoint.h"
 #include "models/bert.h"
 #include "models/mlm.h"
 #include "models/tokenizer.h"
 #include "models/unicode_text.h"
 #include "nn/loss.h"
-#include "nn/serialize/safetensors.h"
 #include "registry.h"
 #include "supervised.h"
 #include "wordnet.h"
