@@ -93,7 +93,6 @@ std::string LoadResult::str() const {
   };
   list("missing keys", missing_keys);
   list("unexpected keys", unexpected_keys);
-  list("size mismatch", mismatched_keys);
   return os.str();
 }
 
@@ -477,6 +476,7 @@ LoadResult Module::load_state_dict(const StateDict& dict, bool strict) {
     }
   }
   LoadResult r;
+  std::string mismatched;
   std::unordered_set<std::string> known;
   for (const auto& [name, t] : targets) {
     known.insert(name);
@@ -484,9 +484,13 @@ LoadResult Module::load_state_dict(const StateDict& dict, bool strict) {
     if (!src || !src->defined()) {
       r.missing_keys.push_back(name);
     } else if (src->sizes() != t.sizes()) {
-      r.mismatched_keys.push_back(name + ": checkpoint " + shape_str(src->sizes()) + " vs model " +
-                                  shape_str(t.sizes()));
+      mismatched += "\n  " + name + ": checkpoint " + shape_str(src->sizes()) + " vs model " +
+                    shape_str(t.sizes());
     }
+  }
+  if (!mismatched.empty()) {
+    detail::throw_error<ShapeError>("load_state_dict: size mismatch loading the state dict for ",
+                                    type_name_, " (nothing was copied):", mismatched);
   }
   for (const auto& [name, t] : dict) {
     if (!known.count(name)) r.unexpected_keys.push_back(name);
@@ -498,7 +502,7 @@ LoadResult Module::load_state_dict(const StateDict& dict, bool strict) {
   NoGradGuard no_grad;
   for (const auto& [name, t] : targets) {
     const Tensor* src = dict.find(name);
-    if (!src || !src->defined() || src->sizes() != t.sizes()) continue;
+    if (!src || !src->defined()) continue;
     Tensor dst = t.detach();
     dst.copy_(*src);
   }

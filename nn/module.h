@@ -68,15 +68,13 @@ class StateDict {
   std::unordered_map<std::string, size_t> index_;
 };
 
-/// What load_state_dict found: keys the module has but the dict lacks, keys the dict has but the
-/// module lacks, and keys whose shapes differ ("name: checkpoint [a, b] vs model [c, d]").
+/// What a non-strict load_state_dict found: keys the module has but the dict lacks, and keys the
+/// dict has but the module lacks (PyTorch's _IncompatibleKeys). A shape mismatch is never
+/// reported here: it throws, strict or not.
 struct LoadResult {
   std::vector<std::string> missing_keys;
   std::vector<std::string> unexpected_keys;
-  std::vector<std::string> mismatched_keys;
-  bool ok() const {
-    return missing_keys.empty() && unexpected_keys.empty() && mismatched_keys.empty();
-  }
+  bool ok() const { return missing_keys.empty() && unexpected_keys.empty(); }
   /// One line per problem, empty when ok().
   std::string str() const;
 };
@@ -177,10 +175,12 @@ class Module : public std::enable_shared_from_this<Module> {
   /// Parameters and persistent buffers under their dotted names, sharing memory with the module
   /// (every name, including tied duplicates).
   StateDict state_dict() const;
-  /// Copies values by name (under NoGradGuard, converting dtype/device to the module's). Keys
-  /// with a shape mismatch are reported and left untouched. strict: throws ValueError listing
-  /// every missing, unexpected and mismatched key before copying anything. Not strict: copies
-  /// what matches and returns the report.
+  /// Copies values by name (under NoGradGuard, converting dtype/device to the module's, as
+  /// PyTorch's copy_ does). Throws before copying anything: ShapeError listing every key whose
+  /// shape differs ("name: checkpoint [a, b] vs model [c, d]"), strict or not, as PyTorch does;
+  /// then, when strict, ValueError listing every missing and unexpected key. Not strict: copies
+  /// the keys both sides have and returns the missing and unexpected ones. To load a checkpoint
+  /// whose head has another shape (fine-tuning), leave those keys out of the dict.
   LoadResult load_state_dict(const StateDict& dict, bool strict = true);
 
  protected:

@@ -49,8 +49,8 @@ enum class LoadDType {
 /// in place (Note [Parameter identity]; values land on each tensor's device and dtype), tied
 /// names resolved as Note [Tied weights in safetensors] says. Returns the same report as
 /// load_state_dict: missing_keys (the module's names the file lacks, aliases of a loaded tensor
-/// excluded) and unexpected_keys (the file's names the module lacks); mismatched_keys is always
-/// empty, because a mismatch throws, strict or not (as PyTorch's load_state_dict). Throws, before
+/// excluded) and unexpected_keys (the file's names the module lacks); a shape mismatch throws,
+/// strict or not (as load_state_dict and PyTorch's load_state_dict). Throws, before
 /// changing anything (the file is validated and every tensor read into host memory first, so the
 /// peak memory is the file's size above the model's):
 ///   IOError    the file is missing, unreadable or not valid safetensors (names the file);

@@ -210,9 +210,7 @@ int predict(const Options& opt, BertFlags flags, const std::string& init,
   c.vocab_size = tok->vocab_size();
   c.num_labels = static_cast<int64_t>(in.labels.size());
   models::BertForSequenceClassification model(c);
-  const nn::LoadResult r = model.load_state_dict(in.tensors, /*strict=*/false);
-  SL_CHECK(r.mismatched_keys.empty(), "bert_cls: --init ", init,
-           " does not fit: ", r.mismatched_keys.empty() ? "" : r.mismatched_keys.front());
+  const nn::LoadResult r = load_init(model, in.tensors, "bert_cls", init);
   for (const std::string& k : r.missing_keys) {
     SL_CHECK(k == "bert.embeddings.position_ids" || k == "bert.embeddings.token_type_ids",
              "bert_cls: --init ", init, " lacks '", k, "'");

@@ -115,6 +115,15 @@ std::shared_ptr<models::WordPieceTokenizer> gloss_tokenizer(
       models::train_wordpiece_vocab(texts, f.vocab_size, 2, o), o);
 }
 
+nn::LoadResult load_init(nn::Module& model, const nn::StateDict& tensors, const std::string& job,
+                         const std::string& from) {
+  try {
+    return model.load_state_dict(tensors, /*strict=*/false);
+  } catch (const ShapeError& e) {
+    detail::throw_error<ShapeError>(job, ": --init ", from, " does not fit this model: ", e.what());
+  }
+}
+
 BertInit read_bert_init(const std::string& path, const std::string& job) {
   BertInit out;
   out.from = path;
@@ -187,9 +196,7 @@ void set_bert_classifier(SupervisedJob& job, const std::shared_ptr<ClassifierSta
         if (k.rfind("classifier.", 0) == 0 && t.size(0) != c.num_labels) continue;
         usable.set(k, t);
       }
-      nn::LoadResult r = model->load_state_dict(usable, /*strict=*/false);
-      SL_CHECK(r.mismatched_keys.empty(), name, ": --init ", init.from,
-               " does not fit this model: ", r.mismatched_keys.front());
+      nn::LoadResult r = load_init(*model, usable, name, init.from);
       for (const std::string& k : r.missing_keys) {
         // HF's files leave out the position ids and token types (deterministic buffers).
         SL_CHECK(k.rfind("bert.pooler.", 0) == 0 || k.rfind("classifier.", 0) == 0 ||

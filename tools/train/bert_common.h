@@ -79,6 +79,12 @@ struct BertInit {
 /// the path for what cannot be read.
 BertInit read_bert_init(const std::string& path, const std::string& job);
 
+/// model.load_state_dict(tensors, strict = false) for --init `from`: a tensor of another shape
+/// is a ShapeError "<job>: --init <from> does not fit this model: " followed by every such key
+/// with both shapes (nothing is copied). Returns the missing and unexpected keys.
+nn::LoadResult load_init(nn::Module& model, const nn::StateDict& tensors, const std::string& job,
+                         const std::string& from);
+
 /// A fine-tuning job's tokenizer: from `vocab_file` (--vocab: HF's vocab.txt) when not empty,
 /// else the --init checkpoint's, else null (the caller builds one). Throws IOError for an
 /// unreadable vocabulary file.
@@ -97,7 +103,7 @@ struct ClassifierState {
 /// Sets job.make_model / loss / evaluate / checkpoint_extra for a BertForSequenceClassification
 /// over batches {input_ids [N, L], token_type_ids [N, L], attention_mask [N, L], label [N]}: the
 /// encoder from state->init when given (its pooler and classifier start fresh unless the file
-/// has them; a missing encoder tensor or one of another shape is a ValueError naming it), cross
+/// has them; a missing encoder tensor or one of another shape is a ShapeError naming it), cross
 /// entropy, and the metric's accuracy; each checkpoint stores the tokenizer and the labels.
 void set_bert_classifier(SupervisedJob& job, const std::shared_ptr<ClassifierState>& state,
                          const BertFlags& flags);
