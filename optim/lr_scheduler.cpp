@@ -1,7 +1,9 @@
 #include "optim/lr_scheduler.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <utility>
 
 namespace sl::optim {
 
@@ -25,6 +27,19 @@ std::vector<double> doubles_from_json(const Json& j, size_t expected, const char
 }
 
 constexpr double kPi = std::numbers::pi;
+
+// JSON values equal as saved options: numbers by value (1 and 1.0 alike), arrays elementwise.
+bool same_value(const Json& a, const Json& b) {
+  if (a.is_number() && b.is_number()) return a.as_double() == b.as_double();
+  if (a.is_array() && b.is_array()) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (!same_value(a[i], b[i])) return false;
+    }
+    return true;
+  }
+  return a == b;
+}
 
 }  // namespace
 
@@ -272,6 +287,116 @@ void OneCycleLR::load_fields(const Json& j) {
   min_lr_ = mn;
   max_m_ = mm;
   base_m_ = bm;
+}
+
+// ---- ReduceLROnPlateau -----------------------------------------------------------------------
+
+ReduceLROnPlateau::ReduceLROnPlateau(Optimizer& opt, PlateauOptions o)
+    : opt_(opt), o_(std::move(o)) {
+  SL_CHECK(o_.factor >= 0 && o_.factor < 1, "ReduceLROnPlateau: factor must be in [0, 1), got ",
+           o_.factor);
+  SL_CHECK(o_.patience >= 0, "ReduceLROnPlateau: patience must be >= 0, got ", o_.patience);
+  SL_CHECK(o_.cooldown >= 0, "ReduceLROnPlateau: cooldown must be >= 0, got ", o_.cooldown);
+  SL_CHECK(o_.eps >= 0, "ReduceLROnPlateau: eps must be >= 0, got ", o_.eps);
+  SL_CHECK(std::isfinite(o_.threshold), "ReduceLROnPlateau: threshold must be finite, got ",
+           o_.threshold);
+  const size_t n = opt.num_param_groups();
+  SL_CHECK(o_.min_lrs.size() == 1 || o_.min_lrs.size() == n, "ReduceLROnPlateau: expected 1 or ", n,
+           " min_lrs (one per parameter group), got ", o_.min_lrs.size());
+  if (o_.min_lrs.size() == 1) o_.min_lrs.assign(n, o_.min_lrs.front());
+  for (double m : o_.min_lrs) {
+    SL_CHECK(m >= 0, "ReduceLROnPlateau: min_lrs must be >= 0, got ", m);
+  }
+  best_ = o_.maximize ? -INFINITY : INFINITY;
+  for (size_t g = 0; g < n; ++g) last_lr_.push_back(opt.lr(g));
+}
+
+bool ReduceLROnPlateau::is_better(double a) const {
+  if (o_.maximize) {
+    return o_.relative_threshold ? a > best_ * (o_.threshold + 1) : a > best_ + o_.threshold;
+  }
+  return o_.relative_threshold ? a < best_ * (1 - o_.threshold) : a < best_ - o_.threshold;
+}
+
+bool ReduceLROnPlateau::step(double metric) {
+  ++last_epoch_;
+  if (is_better(metric)) {
+    best_ = metric;
+    num_bad_epochs_ = 0;
+  } else {
+    ++num_bad_epochs_;
+  }
+  if (cooldown_counter_ > 0) {  // bad epochs in the cooldown do not count
+    --cooldown_counter_;
+    num_bad_epochs_ = 0;
+  }
+  bool reduced = false;
+  if (num_bad_epochs_ > o_.patience) {
+    for (size_t g = 0; g < opt_.num_param_groups(); ++g) {
+      const double old_lr = opt_.lr(g);
+      const double new_lr = std::max(old_lr * o_.factor, o_.min_lrs[g]);
+      if (old_lr - new_lr > o_.eps) {
+        opt_.set_lr(g, new_lr);
+        reduced = true;
+      }
+    }
+    cooldown_counter_ = o_.cooldown;
+    num_bad_epochs_ = 0;
+  }
+  for (size_t g = 0; g < opt_.num_param_groups(); ++g) last_lr_[g] = opt_.lr(g);
+  return reduced;
+}
+
+Json ReduceLROnPlateau::options_json() const {
+  return Json::object({{"mode", o_.maximize ? "max" : "min"},
+                       {"factor", o_.factor},
+                       {"patience", o_.patience},
+                       {"threshold", o_.threshold},
+                       {"threshold_mode", o_.relative_threshold ? "rel" : "abs"},
+                       {"cooldown", o_.cooldown},
+                       {"min_lrs", doubles_to_json(o_.min_lrs)},
+                       {"eps", o_.eps}});
+}
+
+Section ReduceLROnPlateau::state_dict() const {
+  Section s;
+  s.meta = Json::object({{"scheduler", name()},
+                         {"last_epoch", last_epoch_},
+                         {"best", std::isfinite(best_) ? Json(best_) : Json()},
+                         {"num_bad_epochs", num_bad_epochs_},
+                         {"cooldown_counter", cooldown_counter_},
+                         {"last_lr", doubles_to_json(last_lr_)},
+                         {"options", options_json()}});
+  return s;
+}
+
+void ReduceLROnPlateau::load_state_dict(const Section& s) {
+  const Json& m = s.meta;
+  SL_CHECK(m.is_object() && m.contains("scheduler"),
+           "ReduceLROnPlateau.load_state_dict: the section holds no scheduler state");
+  SL_CHECK(m.at("scheduler").as_string() == name(),
+           "ReduceLROnPlateau.load_state_dict: saved state is for ", m.at("scheduler").as_string(),
+           ", not ReduceLROnPlateau");
+  auto last = doubles_from_json(m.at("last_lr"), opt_.num_param_groups(), "last_lr");
+  const Json mine = options_json();
+  const Json& saved = m.at("options");
+  for (const auto& [key, value] : mine.members()) {
+    const Json* v = saved.find(key);
+    SL_CHECK(v && same_value(*v, value), "ReduceLROnPlateau.load_state_dict: saved with ", key,
+             " = ", v ? v->dump() : std::string("(none)"), ", this scheduler has ", value.dump());
+  }
+  const Json& best = m.at("best");
+  const int64_t last_epoch = m.at("last_epoch").as_int();
+  const int64_t bad = m.at("num_bad_epochs").as_int();
+  const int64_t cooldown = m.at("cooldown_counter").as_int();
+  SL_CHECK(last_epoch >= 0 && bad >= 0 && cooldown >= 0,
+           "ReduceLROnPlateau.load_state_dict: negative counters (last_epoch ", last_epoch,
+           ", num_bad_epochs ", bad, ", cooldown_counter ", cooldown, ")");
+  best_ = best.is_null() ? (o_.maximize ? -INFINITY : INFINITY) : best.as_double();
+  last_lr_ = std::move(last);
+  last_epoch_ = last_epoch;
+  num_bad_epochs_ = bad;
+  cooldown_counter_ = cooldown;
 }
 
 }  // namespace sl::optim

@@ -157,4 +157,64 @@ class OneCycleLR : public LRScheduler {
   std::vector<double> initial_lr_, max_lr_, min_lr_, max_m_, base_m_;
 };
 
+/// Options of ReduceLROnPlateau, with PyTorch's defaults.
+struct PlateauOptions {
+  bool maximize = false;  ///< mode 'max': a larger metric is better (accuracy); else 'min' (loss)
+  double factor = 0.1;    ///< new lr = max(lr * factor, min_lr); in [0, 1)
+  int64_t patience = 10;  ///< bad epochs tolerated before a reduction
+  double threshold = 1e-4;
+  bool relative_threshold = true;  ///< threshold_mode 'rel' (true) or 'abs'
+  int64_t cooldown = 0;            ///< epochs after a reduction during which bad epochs don't count
+  std::vector<double> min_lrs = {0.0};  ///< one for all groups, or one per group
+  double eps = 1e-8;                    ///< a reduction smaller than eps is not applied
+};
+
+/// torch.optim.lr_scheduler.ReduceLROnPlateau (1.13): step(metric) after each evaluation; when
+/// the metric has not improved on the best one seen for more than `patience` steps, every
+/// group's lr is multiplied by `factor` (not below its min_lr), then `cooldown` steps pass before
+/// bad steps count again. "Improved" means, for mode min, metric < best * (1 - threshold) (rel)
+/// or metric < best - threshold (abs); for mode max, metric > best * (1 + threshold) or
+/// metric > best + threshold. A NaN metric never improves (it counts as a bad step, as in
+/// PyTorch). Unlike the epoch schedulers it does not set the lr at construction.
+class ReduceLROnPlateau {
+ public:
+  /// Throws ValueError for factor outside [0, 1), negative patience, cooldown or eps, or a
+  /// min_lrs list whose size is neither 1 nor the number of groups.
+  ReduceLROnPlateau(Optimizer& opt, PlateauOptions o = {});
+  ReduceLROnPlateau(const ReduceLROnPlateau&) = delete;
+  ReduceLROnPlateau& operator=(const ReduceLROnPlateau&) = delete;
+
+  const char* name() const { return "ReduceLROnPlateau"; }
+  /// Takes one evaluation's metric; may lower the lrs (returns whether it did).
+  bool step(double metric);
+  /// The groups' lrs after the last step (the optimizer's at construction).
+  const std::vector<double>& last_lr() const { return last_lr_; }
+  /// step() calls so far.
+  int64_t last_epoch() const { return last_epoch_; }
+  /// The best metric so far (+inf for min, -inf for max before the first step).
+  double best() const { return best_; }
+  int64_t num_bad_epochs() const { return num_bad_epochs_; }
+  int64_t cooldown_counter() const { return cooldown_counter_; }
+
+  /// Meta-only section: {"scheduler": "ReduceLROnPlateau", "last_epoch", "best" (null before a
+  /// finite best), "num_bad_epochs", "cooldown_counter", "last_lr", and the options}.
+  serialize::Section state_dict() const;
+  /// Restores the counters and the best metric; throws ValueError for another scheduler's
+  /// state, another number of groups, or different options (mode, factor, patience, threshold,
+  /// cooldown, min_lrs, eps), naming the option. Does not change the optimizer's lrs.
+  void load_state_dict(const serialize::Section& s);
+
+ private:
+  bool is_better(double a) const;
+  serialize::Json options_json() const;
+
+  Optimizer& opt_;
+  PlateauOptions o_;
+  std::vector<double> last_lr_;
+  double best_;
+  int64_t last_epoch_ = 0;
+  int64_t num_bad_epochs_ = 0;
+  int64_t cooldown_counter_ = 0;
+};
+
 }  // namespace sl::optim

@@ -14,7 +14,8 @@ optimizers.safetensors
 schedulers.safetensors
     For each case <c>: "<c>/lr" (f64, [steps + 1, groups]) the lrs after construction and after
     each scheduler step, and for OneCycle "<c>/momentum" (SGD momentum or Adam beta1) likewise.
-    Metadata "cases": [{"name", "scheduler", "optimizer", "base_lrs", "steps", <arguments>}].
+    Metadata "cases": [{"name", "scheduler", "optimizer", "base_lrs", "steps", <arguments>}];
+    ReduceLROnPlateau's "metrics" holds the value passed to step s (NaN written as null).
 clip_grad.safetensors
     For each case <c>: "<c>/grad/<k>" the gradients before, "<c>/clipped/<k>" after, and
     "<c>/total_norm" (f64 scalar) the returned norm. Metadata "cases": [{"name", "max_norm",
@@ -124,6 +125,28 @@ def scheduler_cases():
              div_factor=10.0, final_div_factor=100.0),
         dict(name="onecycle_no_momentum", scheduler="OneCycleLR", optimizer="SGD", base_lrs=[0.1],
              steps=8, max_lr=[0.3], total_steps=8, cycle_momentum=False),
+    ] + plateau_cases()
+
+
+# A loss that improves, stalls (changes below the threshold), improves again, then turns NaN; an
+# accuracy likewise; each case takes metrics[s] at step s.
+PLATEAU_LOSS = [1.0, 0.8, 0.79995, 0.8, 0.81, 0.7, 0.7, 0.69, 0.69, 0.69, 0.69, float("nan"),
+                0.5, 0.5, 0.5, 0.5, 0.5, 0.5]
+PLATEAU_ACC = [0.5, 0.6, 0.6, 0.60005, 0.59, 0.7, 0.7, 0.7, 0.71, 0.71, 0.71, 0.71]
+
+
+def plateau_cases():
+    return [
+        dict(name="plateau_min_rel", scheduler="ReduceLROnPlateau", optimizer="SGD", base_lrs=[0.1],
+             steps=len(PLATEAU_LOSS), metrics=PLATEAU_LOSS, patience=1),
+        dict(name="plateau_min_abs_cooldown", scheduler="ReduceLROnPlateau", optimizer="AdamW",
+             base_lrs=[0.01, 0.004], steps=len(PLATEAU_LOSS), metrics=PLATEAU_LOSS, patience=0,
+             threshold=0.005, threshold_mode="abs", cooldown=2, factor=0.5, min_lr=[0.002, 0.0]),
+        dict(name="plateau_max_rel", scheduler="ReduceLROnPlateau", optimizer="Adam", base_lrs=[0.01],
+             steps=len(PLATEAU_ACC), metrics=PLATEAU_ACC, mode="max", patience=2, factor=0.3),
+        dict(name="plateau_max_abs_eps", scheduler="ReduceLROnPlateau", optimizer="SGD",
+             base_lrs=[1e-3, 2e-8], steps=len(PLATEAU_ACC), metrics=PLATEAU_ACC, mode="max",
+             patience=0, threshold=0.0, threshold_mode="abs", factor=0.1, eps=1e-7),
     ]
 
 
@@ -150,6 +173,10 @@ def gen_schedulers(tensors, meta_cases):
             sched = S.CosineAnnealingLR(opt, T_max=case["T_max"], eta_min=case["eta_min"])
         elif kind == "LinearWarmupLR":
             sched = S.LambdaLR(opt, linear_warmup_lambda(case["num_warmup_steps"], case["num_training_steps"]))
+        elif kind == "ReduceLROnPlateau":
+            kw = {k: case[k] for k in ("mode", "factor", "patience", "threshold", "threshold_mode",
+                                       "cooldown", "min_lr", "eps") if k in case}
+            sched = S.ReduceLROnPlateau(opt, **kw)
         else:
             kw = {k: case[k] for k in ("total_steps", "anneal_strategy", "pct_start", "three_phase",
                                        "div_factor", "final_div_factor", "cycle_momentum") if k in case}
@@ -161,13 +188,18 @@ def gen_schedulers(tensors, meta_cases):
             moms.append([g["betas"][0] if "betas" in g else g["momentum"] for g in opt.param_groups])
 
         record()
-        for _ in range(case["steps"]):
+        for step in range(case["steps"]):
             opt.step()
-            sched.step()
+            if kind == "ReduceLROnPlateau":
+                sched.step(case["metrics"][step])
+            else:
+                sched.step()
             record()
         tensors[f"{case['name']}/lr"] = torch.tensor(lrs, dtype=torch.float64)
         if kind == "OneCycleLR":
             tensors[f"{case['name']}/momentum"] = torch.tensor(moms, dtype=torch.float64)
+        if "metrics" in case:  # JSON has no NaN
+            case = dict(case, metrics=[None if math.isnan(m) else m for m in case["metrics"]])
         meta_cases.append(case)
 
 

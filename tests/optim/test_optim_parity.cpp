@@ -162,6 +162,40 @@ TEST_CASE("optimizers match PyTorch 1.13 over 5 steps: parameters and state") {
   }
 }
 
+namespace {
+
+// The optimizer a scheduler case drives: one single-element parameter group per base lr.
+std::unique_ptr<Optimizer> scheduler_case_optimizer(const Json& c, const std::vector<double>& base,
+                                                    TensorList& params) {
+  const std::string okind = c.at("optimizer").as_string();
+  std::unique_ptr<Optimizer> opt;
+  if (okind == "SGD") {
+    std::vector<ParamGroup<SGDOptions>> gs;
+    for (double lr : base) {
+      params.push_back(zeros({1}));
+      gs.push_back({{params.back()}, {.lr = lr, .momentum = get(c, "momentum", 0)}});
+    }
+    opt = std::make_unique<SGD>(gs);
+  } else if (okind == "Adam") {
+    std::vector<ParamGroup<AdamOptions>> gs;
+    for (double lr : base) {
+      params.push_back(zeros({1}));
+      gs.push_back({{params.back()}, {.lr = lr}});
+    }
+    opt = std::make_unique<Adam>(gs);
+  } else {
+    std::vector<ParamGroup<AdamWOptions>> gs;
+    for (double lr : base) {
+      params.push_back(zeros({1}));
+      gs.push_back({{params.back()}, {.lr = lr}});
+    }
+    opt = std::make_unique<AdamW>(gs);
+  }
+  return opt;
+}
+
+}  // namespace
+
 // Learning rates are doubles computed by the same formulas in the same order as PyTorch's
 // Python code; only libm's cos/pow may differ in the last bit, so rtol 1e-12.
 TEST_CASE("LR schedulers match PyTorch 1.13: StepLR, cosine, linear warmup, OneCycle") {
@@ -171,33 +205,11 @@ TEST_CASE("LR schedulers match PyTorch 1.13: StepLR, cosine, linear warmup, OneC
     const std::string name = c.at("name").as_string();
     CAPTURE(name);
     const std::string kind = c.at("scheduler").as_string();
-    const std::string okind = c.at("optimizer").as_string();
+    if (kind == "ReduceLROnPlateau") continue;  // takes metrics: its own case below
     std::vector<double> base;
     for (const Json& b : c.at("base_lrs").items()) base.push_back(b.as_double());
     TensorList params;
-    std::unique_ptr<Optimizer> opt;
-    if (okind == "SGD") {
-      std::vector<ParamGroup<SGDOptions>> gs;
-      for (double lr : base) {
-        params.push_back(zeros({1}));
-        gs.push_back({{params.back()}, {.lr = lr, .momentum = get(c, "momentum", 0)}});
-      }
-      opt = std::make_unique<SGD>(gs);
-    } else if (okind == "Adam") {
-      std::vector<ParamGroup<AdamOptions>> gs;
-      for (double lr : base) {
-        params.push_back(zeros({1}));
-        gs.push_back({{params.back()}, {.lr = lr}});
-      }
-      opt = std::make_unique<Adam>(gs);
-    } else {
-      std::vector<ParamGroup<AdamWOptions>> gs;
-      for (double lr : base) {
-        params.push_back(zeros({1}));
-        gs.push_back({{params.back()}, {.lr = lr}});
-      }
-      opt = std::make_unique<AdamW>(gs);
-    }
+    std::unique_ptr<Optimizer> opt = scheduler_case_optimizer(c, base, params);
     std::unique_ptr<LRScheduler> sched;
     if (kind == "StepLR") {
       sched = std::make_unique<StepLR>(*opt, c.at("step_size").as_int(), get(c, "gamma", 0.1));
@@ -243,6 +255,64 @@ TEST_CASE("LR schedulers match PyTorch 1.13: StepLR, cosine, linear warmup, OneC
         sched->last_lr() ==
         std::vector<double>(got_lr.end() - static_cast<std::ptrdiff_t>(base.size()), got_lr.end()));
   }
+}
+
+// ReduceLROnPlateau's lrs are products of factor and the base lr, compared with the same
+// comparisons as PyTorch's, so they agree exactly up to double rounding of the product: rtol 1e-15.
+TEST_CASE("ReduceLROnPlateau matches PyTorch 1.13, and resumes from its state_dict") {
+  Fixture f = load_fixture("schedulers.safetensors");
+  int n_cases = 0;
+  for (const Json& c : f.cases.items()) {
+    if (c.at("scheduler").as_string() != "ReduceLROnPlateau") continue;
+    ++n_cases;
+    const std::string name = c.at("name").as_string();
+    CAPTURE(name);
+    std::vector<double> base, metrics;
+    for (const Json& b : c.at("base_lrs").items()) base.push_back(b.as_double());
+    for (const Json& m : c.at("metrics").items()) {
+      metrics.push_back(m.is_null() ? std::numeric_limits<double>::quiet_NaN() : m.as_double());
+    }
+    PlateauOptions o;
+    if (const Json* m = c.find("mode")) o.maximize = m->as_string() == "max";
+    o.factor = get(c, "factor", 0.1);
+    o.patience = c.at("patience").as_int();
+    o.threshold = get(c, "threshold", 1e-4);
+    if (const Json* m = c.find("threshold_mode")) o.relative_threshold = m->as_string() == "rel";
+    o.cooldown = static_cast<int64_t>(get(c, "cooldown", 0));
+    if (const Json* m = c.find("min_lr")) {
+      o.min_lrs.clear();
+      for (const Json& x : m->items()) o.min_lrs.push_back(x.as_double());
+    }
+    o.eps = get(c, "eps", 1e-8);
+    TensorList params, params2;
+    std::unique_ptr<Optimizer> opt = scheduler_case_optimizer(c, base, params);
+    std::unique_ptr<Optimizer> opt2 = scheduler_case_optimizer(c, base, params2);
+    ReduceLROnPlateau sched(*opt, o);
+    std::unique_ptr<ReduceLROnPlateau> resumed;
+    const Tensor& lrs = f.tensors.at(name + "/lr");
+    const int64_t steps = c.at("steps").as_int();
+    REQUIRE(lrs.size(0) == steps + 1);
+    REQUIRE(metrics.size() == static_cast<size_t>(steps));
+    std::vector<double> got_lr(sched.last_lr()), got_resumed(sched.last_lr());
+    int reductions = 0;
+    for (int64_t s = 0; s < steps; ++s) {
+      reductions += sched.step(metrics[static_cast<size_t>(s)]);
+      got_lr.insert(got_lr.end(), sched.last_lr().begin(), sched.last_lr().end());
+      if (s == steps / 2) {  // a run resumed here from the saved state and the optimizer's lrs
+        for (size_t g = 0; g < base.size(); ++g) opt2->set_lr(g, opt->lr(g));
+        resumed = std::make_unique<ReduceLROnPlateau>(*opt2, o);
+        resumed->load_state_dict(sched.state_dict());
+      } else if (resumed) {
+        resumed->step(metrics[static_cast<size_t>(s)]);
+        CHECK(resumed->last_lr() == sched.last_lr());
+        CHECK(resumed->num_bad_epochs() == sched.num_bad_epochs());
+      }
+    }
+    SL_CHECK_CLOSE(from_vector(got_lr, lrs.sizes()), lrs, 1e-15, 0);
+    CHECK(reductions >= 1);  // every case reaches a reduction
+    CHECK(sched.last_epoch() == steps);
+  }
+  CHECK(n_cases == 4);
 }
 
 // clip_grad_norm_: PyTorch accumulates each tensor's norm in float32, we accumulate in double,

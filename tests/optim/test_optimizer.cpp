@@ -241,6 +241,56 @@ TEST_CASE("optimizer constructor and step errors") {
   SL_CHECK_THROWS(opt.step(), ValueError, "invalid learning rate -1");
 }
 
+TEST_CASE("ReduceLROnPlateau: errors, min_lr floor, and its state through JSON") {
+  TensorList ps = make_params();
+  SGD opt(ps, {.lr = 0.1});
+  SL_CHECK_THROWS(ReduceLROnPlateau(opt, {.factor = 1.0}), ValueError,
+                  "ReduceLROnPlateau: factor must be in [0, 1), got 1");
+  SL_CHECK_THROWS(ReduceLROnPlateau(opt, {.factor = -0.5}), ValueError, "got -0.5");
+  SL_CHECK_THROWS(ReduceLROnPlateau(opt, {.patience = -1}), ValueError,
+                  "patience must be >= 0, got -1");
+  SL_CHECK_THROWS(ReduceLROnPlateau(opt, {.cooldown = -2}), ValueError,
+                  "cooldown must be >= 0, got -2");
+  SL_CHECK_THROWS(ReduceLROnPlateau(opt, {.min_lrs = {0.0, 0.1}}), ValueError,
+                  "expected 1 or 1 min_lrs (one per parameter group), got 2");
+  SL_CHECK_THROWS(ReduceLROnPlateau(opt, {.min_lrs = {-1.0}}), ValueError,
+                  "min_lrs must be >= 0, got -1");
+
+  // patience 0, factor 0.5, floor 0.03: 0.1 -> 0.05 -> 0.03 (clamped) -> unchanged.
+  ReduceLROnPlateau sched(opt, {.factor = 0.5, .patience = 0, .min_lrs = {0.03}});
+  CHECK(sched.last_lr() == std::vector<double>{0.1});
+  CHECK(sched.best() == INFINITY);
+  CHECK_FALSE(sched.step(1.0));  // the first metric is always an improvement
+  CHECK(sched.step(1.0));
+  CHECK(opt.lr(0) == 0.05);
+  CHECK(sched.step(2.0));
+  CHECK(opt.lr(0) == 0.03);
+  CHECK_FALSE(sched.step(3.0));
+  CHECK(opt.lr(0) == 0.03);
+  CHECK(sched.best() == 1.0);
+
+  // The state survives JSON text; a fresh scheduler's null best reads back as +inf.
+  Section saved = sched.state_dict();
+  ReduceLROnPlateau again(opt, {.factor = 0.5, .patience = 0, .min_lrs = {0.03}});
+  again.load_state_dict(Section{{}, Json::parse(saved.meta.dump())});
+  CHECK(again.best() == 1.0);
+  CHECK(again.last_epoch() == 4);
+  ReduceLROnPlateau fresh(opt, {.factor = 0.5, .patience = 0, .min_lrs = {0.03}});
+  CHECK(fresh.state_dict().meta.at("best").is_null());
+  again.load_state_dict(Section{{}, Json::parse(fresh.state_dict().meta.dump())});
+  CHECK(again.best() == INFINITY);
+
+  ReduceLROnPlateau other(opt, {.factor = 0.5, .patience = 3, .min_lrs = {0.03}});
+  SL_CHECK_THROWS(other.load_state_dict(saved), ValueError,
+                  "saved with patience = 0, this scheduler has 3");
+  ReduceLROnPlateau maxi(opt, {.maximize = true, .factor = 0.5, .patience = 0, .min_lrs = {0.03}});
+  SL_CHECK_THROWS(maxi.load_state_dict(saved), ValueError,
+                  "saved with mode = \"min\", this scheduler has \"max\"");
+  StepLR step(opt, 3);
+  SL_CHECK_THROWS(sched.load_state_dict(step.state_dict()), ValueError,
+                  "saved state is for StepLR, not ReduceLROnPlateau");
+}
+
 TEST_CASE("scheduler state_dict round trip and errors") {
   TensorList ps = make_params();
   SGD opt(ps, {.lr = 0.1, .momentum = 0.9});
