@@ -11,6 +11,7 @@
 
 #include "core/cuda/cuda_api.h"
 #include "core/cuda/kernels.h"
+#include "core/cuda/lt_rules.h"
 #include "core/cuda/runtime.h"
 #include "core/ops/copy.h"
 #include "core/ops/matmul.h"
@@ -124,9 +125,14 @@ bool lt_addmm_epilogue(const Tensor& out, const Tensor& a_in, const Tensor& b_in
                        const Tensor& bias_in, cublasLtEpilogue_t epilogue, LtAux aux = {}) {
   const DType dt = out.dtype();
   if (dt != DType::f32 && dt != DType::f16 && dt != DType::bf16) return false;
+  // Note [cuBLASLt epilogue limits]: degenerate or huge dimensions go to the caller's fallback
+  if (!lt_epilogue_dims_ok(a_in.size(0), b_in.size(1), a_in.size(1))) return false;
   Tensor a = ops::blas_operand(ops::unsqueeze(a_in, 0));
   Tensor b = ops::blas_operand(ops::unsqueeze(b_in, 0));
   Tensor bias = bias_in.defined() ? ops::contiguous(bias_in) : Tensor();  // Lt wants it packed
+  if (bias.defined() && !lt_bias_aligned(reinterpret_cast<uintptr_t>(bias.data_ptr()))) {
+    bias = ops::contiguous(bias, /*force_copy=*/true);  // a fresh block is 512-byte aligned
+  }
   const int64_t M = a.size(1), K = a.size(2), N = b.size(2);
   BlasMatrix la = blas_matrix(M, K, a.stride(1), a.stride(2));
   BlasMatrix lb = blas_matrix(K, N, b.stride(1), b.stride(2));
