@@ -3,16 +3,18 @@
 // build, tests/cuda/test_cuda_matmul.cpp).
 //
 // Note [cuBLASLt epilogue limits]
-// cuBLASLt's bias epilogues have shape and alignment pitfalls that only a GPU shows, and that
-// PyTorch's addmm (aten/src/ATen/native/cuda/Blas.cpp) steers around the same way:
-//  - a dimension of 1 (a single row, a single output, K = 1): reported wrong results (the bias
-//    missing from some outputs) and CUBLAS_STATUS_INVALID_VALUE from the heuristic;
-//  - a dimension of 65535 * 32 or more: Lt's kernels put a dimension on the grid's y or z axis;
+// cuBLASLt's bias epilogues have shape and alignment pitfalls that only a GPU shows; PyTorch's
+// addmm (aten/src/ATen/native/cuda/Blas.cpp) keeps the same cases away from them:
+//  - a dimension of 1 (a single row, a single output, K = 1): public reports of the bias missing
+//    from some outputs (one-row products, older GPUs and CUDA 11) and of
+//    CUBLAS_STATUS_INVALID_VALUE from the heuristic; PyTorch requires every size > 1;
+//  - a dimension of 65535 * 32 or more: PyTorch requires every size below it (a grid-dimension
+//    limit of 65535 blocks);
 //  - a bias vector whose address is not a multiple of 16 bytes (a bias sliced out of a larger
-//    tensor): the epilogue reads it with vector loads and faults or misreads.
+//    tensor): Marian NMT found the epilogue failing on an A100 below 16-byte alignment.
 // The first two decline the case (the caller runs the GEMM, then adds the bias and applies the
 // activation: the path every device without Lt takes); the third copies the bias into a fresh,
-// aligned buffer first.
+// aligned buffer first. All three are cheap to avoid and costly to meet on a GPU run.
 #pragma once
 
 #include <cstdint>
