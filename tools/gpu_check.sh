@@ -13,6 +13,9 @@
 #   SL_GPU_CHECK_BUDGET_S=N  wall-clock budget of the whole script (default 450 s): every phase
 #                            runs under `timeout` with what is left of it (the build keeps 150 s
 #                            back for the tests and benchmarks), so the report is always written
+#   SL_GPU_CHECK_CASE_TIMEOUT_S=N  limit of one test_cuda case in its own process (default 120)
+#   SL_GPU_CHECK_ARCH=NN     -Dgpu_arch of the build (default: the first GPU's compute capability
+#                            as a CUDA probe reports it, else 90)
 #   SL_GPU_CHECK_PY_LIBS=1   take cuDNN / NCCL from the Python environment even when CUDA_HOME
 #                            has them (tests the discovery on a machine that has both)
 #   SL_GPU_CHECK_CARRY_ONLY=1  take Eigen / doctest from .carry even when the system has them
@@ -34,8 +37,10 @@
 #     unversioned libcublas.so (a pip-installed toolkit), links to the Python environment's
 #     nvidia/*/lib copies are made and put on LIBRARY_PATH.
 #   - OpenBLAS and MPI are not needed: the build uses -Dblas=disabled -Dmpi=disabled.
-# The report (report.md), logs (build.log, test.log, bench.log, torch_bench.log) and the
-# environment (env.txt) go to OUTDIR: six files. Exit status: 0 when the build and every test
+# The report (report.md), logs (build.log, test.log, cuda_cases.log, cuda_cases.tsv, bench.log,
+# torch_bench.log) and the environment (env.txt) go to OUTDIR: eight files. test_cuda's cases run
+# first, one process each (a sticky kernel fault then costs one case, not the rest of the binary;
+# failed ones are rerun with CUDA_LAUNCH_BLOCKING=1), then the rest of the suite. Exit status: 0 when the build and every test
 # passed.
 set -u
 set -o pipefail
@@ -60,6 +65,20 @@ left() {
 
 log() { echo "[gpu_check] $*" | tee -a "$OUTDIR/build.log" >&2; }
 : >"$OUTDIR/build.log"
+# Stops before the build with a report that says why (report.md is written on every path).
+fail_early() {
+  log "$1"
+  {
+    echo "# Shardlight GPU check"
+    echo
+    echo "- stopped before the build: $1"
+    echo
+    echo '```'
+    cat "$OUTDIR/build.log"
+    echo '```'
+  } >"$REPORT"
+  exit 2
+}
 
 # ---- environment -------------------------------------------------------------------------
 {
@@ -120,6 +139,47 @@ for sp in site.getsitepackages() + [site.getusersitepackages()]:
 PYEOF
 } >>"$OUTDIR/env.txt" 2>&1
 
+# ---- what the CUDA runtime itself sees --------------------------------------------------------------
+# A driver older than the toolkit needs makes cudaGetDeviceCount fail, and the library then
+# reports no GPU: every CUDA test would be skipped, not failed. This probe (nvcc, a few seconds)
+# puts the runtime's own answer, the driver and runtime versions and each GPU's compute
+# capability into env.txt, and the build's -Dgpu_arch follows the first GPU's capability
+# (SL_GPU_CHECK_ARCH overrides; 90, the H200's, when the probe finds none).
+GPU_ARCH=${SL_GPU_CHECK_ARCH:-}
+probe_dir=$DEPS/probe
+mkdir -p "$probe_dir"
+cat >"$probe_dir/probe.cu" <<'PROBE'
+#include <cuda_runtime.h>
+#include <cstdio>
+int main() {
+  int drv = 0, rt = 0, n = 0;
+  cudaDriverGetVersion(&drv);
+  cudaRuntimeGetVersion(&rt);
+  cudaError_t e = cudaGetDeviceCount(&n);
+  std::printf("cuda probe: driver %d, runtime %d, cudaGetDeviceCount: %s (%s), %d device(s)\n", drv,
+              rt, cudaGetErrorName(e), cudaGetErrorString(e), e == cudaSuccess ? n : 0);
+  for (int i = 0; e == cudaSuccess && i < n; ++i) {
+    cudaDeviceProp p;
+    if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
+    std::printf("cuda probe: device %d: %s, sm_%d%d, %.1f GiB\n", i, p.name, p.major, p.minor,
+                static_cast<double>(p.totalGlobalMem) / (1 << 30));
+    if (i == 0) std::printf("arch %d%d\n", p.major, p.minor);
+  }
+  return e == cudaSuccess && n > 0 ? 0 : 1;
+}
+PROBE
+if command -v nvcc >/dev/null &&
+  timeout 120 nvcc -o "$probe_dir/probe" "$probe_dir/probe.cu" >"$probe_dir/nvcc.log" 2>&1; then
+  timeout 60 "$probe_dir/probe" >"$probe_dir/out.txt" 2>&1
+  grep '^cuda probe' "$probe_dir/out.txt" | tee -a "$OUTDIR/env.txt" >>"$OUTDIR/build.log"
+  [ -z "$GPU_ARCH" ] && GPU_ARCH=$(sed -n 's/^arch //p' "$probe_dir/out.txt" | head -1)
+else
+  log "cuda probe: could not be built (see $probe_dir/nvcc.log)"
+  tail -5 "$probe_dir/nvcc.log" >>"$OUTDIR/env.txt" 2>/dev/null
+fi
+GPU_ARCH=${GPU_ARCH:-90}
+log "gpu_arch: $GPU_ARCH"
+
 # ---- header-only dependencies: Eigen and doctest ----------------------------------------------
 CXXFLAGS_EXTRA=""
 PCDIR=$DEPS/pkgconfig
@@ -133,8 +193,7 @@ else
   [ -z "$core" ] && [ "$CARRY_ONLY" != 1 ] && [ -f /usr/include/eigen3/Eigen/Core ] &&
     core=/usr/include/eigen3/Eigen/Core
   if [ -z "$core" ]; then
-    log "Eigen: not found (neither pkg-config eigen3 nor .carry/eigen3/**/Eigen/Core)"
-    exit 2
+    fail_early "Eigen: not found (neither pkg-config eigen3 nor .carry/eigen3/**/Eigen/Core)"
   fi
   eigen_inc=$(dirname "$(dirname "$core")")
   printf 'Name: eigen3\nDescription: Eigen (carried)\nVersion: 3.4.0\nCflags: -I%s\n' \
@@ -181,8 +240,7 @@ if [ "$CARRY_ONLY" != 1 ] &&
 else
   dt=$(find "$ROOT/.carry" -name doctest.h -type f 2>/dev/null | head -1)
   if [ -z "$dt" ]; then
-    log "doctest: not found (.carry/doctest/**/doctest.h)"
-    exit 2
+    fail_early "doctest: not found (.carry/doctest/**/doctest.h)"
   fi
   if [ "$(basename "$(dirname "$dt")")" = doctest ] &&
     [ -f "$(dirname "$(dirname "$dt")")/doctest/doctest.h" ]; then
@@ -301,11 +359,12 @@ export LD_LIBRARY_PATH=$CUDA_HOME/lib64${LD_EXTRA:+:$LD_EXTRA}${LD_LIBRARY_PATH:
 
 # ---- build --------------------------------------------------------------------------------------
 build_ok=0
-log "configure: ${MESON[*]} setup $BUILD -Dcuda=enabled -Dblas=disabled -Dmpi=disabled ${MESON_OPTS[*]:-}"
+log "configure: ${MESON[*]} setup $BUILD -Dcuda=enabled -Dblas=disabled -Dmpi=disabled -Dgpu_arch=$GPU_ARCH ${MESON_OPTS[*]:-}"
 WIPE=()
 [ -d "$BUILD/meson-private" ] && WIPE=(--wipe)
 if CXXFLAGS="${CXXFLAGS:-}$CXXFLAGS_EXTRA" timeout "$(left 200)" "${MESON[@]}" setup "$BUILD" \
   "${WIPE[@]}" -Dcuda=enabled -Dblas=disabled -Dmpi=disabled -Dbuildtype=release \
+  "-Dgpu_arch=$GPU_ARCH" \
   "${MESON_OPTS[@]}" "${NATIVE_FILE[@]}" >>"$OUTDIR/build.log" 2>&1; then
   start=$(date +%s)
   # shellcheck disable=SC2086  # a list of targets
@@ -320,14 +379,92 @@ else
   log "configure: FAILED (see build.log)"
 fi
 
+# ---- CUDA test cases, one process each ------------------------------------------------------------
+# A kernel fault (an illegal address, a misaligned access) is sticky: every later CUDA call of
+# that process fails, so in one test_cuda process the first bad kernel would hide the results of
+# every case after it. Here each case of test_cuda runs in a process of its own (8 at a time,
+# SL_GPU_CHECK_CASE_TIMEOUT_S each, default 120), so one run reports every failing case; a failed
+# case is then rerun once with CUDA_LAUNCH_BLOCKING=1, which makes the CUDA_CHECK after the
+# faulting launch name its file:line. cuda_cases.tsv: case, exit status, seconds;
+# cuda_cases.log: every case's output.
+cases_done=0
+cases_failed=0
+CASE_TIMEOUT=${SL_GPU_CHECK_CASE_TIMEOUT_S:-120}
+if [ $build_ok = 1 ] && [ -x "$BUILD/tests/test_cuda" ]; then
+  start=$(date +%s)
+  CASEDIR=$BUILD/gpu_check_cases
+  rm -rf "$CASEDIR" && mkdir -p "$CASEDIR"
+  # names one a line (doctest's rulers and [doctest] lines dropped); commas separate doctest
+  # filters, so one.sh turns a comma in a name into the one-character wildcard '?'
+  "$BUILD/tests/test_cuda" --list-test-cases --no-colors 2>/dev/null |
+    grep -vE '^(=+|\[doctest\].*|)$' >"$CASEDIR/names.txt"
+  cat >"$CASEDIR/one.sh" <<'ONE'
+#!/usr/bin/env bash
+# one.sh BINARY DIR TIMEOUT INDEX NAME [blocking]: runs one test case, writes DIR/INDEX.{log,rc,s}
+bin=$1 dir=$2 t=$3 i=$4 name=$5
+pattern=${name//,/?}
+s0=$(date +%s)
+if [ "${6:-}" = blocking ]; then
+  CUDA_LAUNCH_BLOCKING=1 SL_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE timeout "$t" "$bin" \
+    "--test-case=$pattern" --no-colors >"$dir/$i.blocking.log" 2>&1
+  echo $? >"$dir/$i.blocking.rc"
+else
+  SL_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE timeout "$t" "$bin" "--test-case=$pattern" \
+    --no-colors >"$dir/$i.log" 2>&1
+  echo $? >"$dir/$i.rc"
+  echo $(($(date +%s) - s0)) >"$dir/$i.s"
+fi
+ONE
+  chmod +x "$CASEDIR/one.sh"
+  ncases=$(wc -l <"$CASEDIR/names.txt")
+  log "cuda cases: $ncases test cases of test_cuda, one process each"
+  awk '{ print NR; print }' "$CASEDIR/names.txt" |
+    timeout "$(left 120)" xargs -d '\n' -n 2 -P 8 "$CASEDIR/one.sh" "$BUILD/tests/test_cuda" \
+      "$CASEDIR" "$CASE_TIMEOUT"
+  : >"$OUTDIR/cuda_cases.log"
+  printf 'case\texit\tseconds\n' >"$OUTDIR/cuda_cases.tsv"
+  i=0
+  while IFS= read -r name; do
+    i=$((i + 1))
+    rc=$(cat "$CASEDIR/$i.rc" 2>/dev/null || echo "not run (out of time)")
+    printf '%s\t%s\t%s\n' "$name" "$rc" "$(cat "$CASEDIR/$i.s" 2>/dev/null || echo -)" \
+      >>"$OUTDIR/cuda_cases.tsv"
+    { echo "===== [$i] $name: exit $rc"; cat "$CASEDIR/$i.log" 2>/dev/null; } >>"$OUTDIR/cuda_cases.log"
+    [ "$rc" = 0 ] || cases_failed=$((cases_failed + 1))
+  done <"$CASEDIR/names.txt"
+  # reruns of the failed cases (at most 12) under CUDA_LAUNCH_BLOCKING=1
+  reruns=0
+  i=0
+  while IFS= read -r name; do
+    i=$((i + 1))
+    rc=$(cat "$CASEDIR/$i.rc" 2>/dev/null || echo x)
+    case $rc in 0 | x) continue ;; esac
+    [ $reruns -ge 12 ] || [ "$(left 100)" -le 1 ] && break
+    reruns=$((reruns + 1))
+    t=$CASE_TIMEOUT
+    [ "$(left 100)" -lt "$t" ] && t=$(left 100)
+    "$CASEDIR/one.sh" "$BUILD/tests/test_cuda" "$CASEDIR" "$t" "$i" "$name" blocking
+    { echo "===== [$i] $name: rerun with CUDA_LAUNCH_BLOCKING=1: exit $(cat "$CASEDIR/$i.blocking.rc")"
+      cat "$CASEDIR/$i.blocking.log"; } >>"$OUTDIR/cuda_cases.log"
+  done <"$CASEDIR/names.txt"
+  [ "$ncases" -gt 0 ] && ! grep -q 'not run' "$OUTDIR/cuda_cases.tsv" && cases_done=1
+  log "cuda cases: $((ncases - cases_failed)) of $ncases exited 0, $reruns rerun blocking, in $(($(date +%s) - start)) s"
+fi
+
 # ---- tests --------------------------------------------------------------------------------------
 tests_ok=0
 if [ $build_ok = 1 ]; then
   start=$(date +%s)
-  # every test binary runs with SL_NUM_THREADS=2 (tests/meson.build)
+  # every test binary runs with SL_NUM_THREADS=2 (tests/meson.build); test_cuda's cases ran
+  # above when every one of them got to run, so the suite leaves it out then
+  suite=()
+  if [ $cases_done = 1 ]; then
+    mapfile -t suite < <("${MESON[@]}" test -C "$BUILD" --no-rebuild --list 2>/dev/null |
+      sed -n 's@^.* / @@p' | grep -vx 'cuda')
+  fi
   if timeout "$(left 70)" "${MESON[@]}" test -C "$BUILD" --no-rebuild --print-errorlogs \
-    --num-processes 8 >"$OUTDIR/test.log" 2>&1; then
-    tests_ok=1
+    --num-processes 8 "${suite[@]}" >"$OUTDIR/test.log" 2>&1; then
+    [ $cases_failed = 0 ] && tests_ok=1
   fi
   # the full log (every test's output) replaces the console's
   [ -s "$BUILD/meson-logs/testlog.txt" ] && cp "$BUILD/meson-logs/testlog.txt" "$OUTDIR/test.log"
@@ -363,9 +500,28 @@ fi
   cat "$OUTDIR/env.txt"
   echo '```'
   echo
-  echo "- build (-Dcuda=enabled -Dblas=disabled -Dmpi=disabled ${MESON_OPTS[*]:-}): $([ $build_ok = 1 ] && echo ok || echo FAILED)"
+  if ! grep -q '^cuda probe: device 0:' "$OUTDIR/env.txt" 2>/dev/null; then
+    echo "- **WARNING: the CUDA runtime reported no usable GPU (cuda probe in env.txt): the CUDA"
+    echo "  test cases below were skipped, not run on a GPU.**"
+  fi
+  echo "- build (-Dcuda=enabled -Dblas=disabled -Dmpi=disabled -Dgpu_arch=$GPU_ARCH ${MESON_OPTS[*]:-}): $([ $build_ok = 1 ] && echo ok || echo FAILED)"
   if [ $build_ok = 1 ]; then
     echo "- tests: $([ $tests_ok = 1 ] && echo 'all passed' || echo 'FAILED or out of time')"
+    if [ -s "$OUTDIR/cuda_cases.tsv" ]; then
+      echo "- test_cuda, one process per case: $(($(wc -l <"$OUTDIR/cuda_cases.tsv") - 1)) cases," \
+        "$cases_failed not exiting 0 (cuda_cases.tsv, cuda_cases.log)"
+      if [ $cases_failed != 0 ]; then
+        echo
+        echo "Failed test_cuda cases: exit status, then their first error lines (CUDA_LAUNCH_BLOCKING=1"
+        echo "reruns included; the first 80 lines; all of it is in cuda_cases.log):"
+        echo
+        echo '```'
+        awk '/^===== / { head = $0; ok = ($NF == "0"); if (!ok) print head; next }
+             !ok && /ERROR|error|FAILED|terminate|Segmentation|Aborted|CUDA|cuBLAS|cuDNN|logged:/ { print "  " $0 }' \
+          "$OUTDIR/cuda_cases.log" | head -80
+        echo '```'
+      fi
+    fi
     echo
     echo "| test | result | duration | doctest cases |"
     echo "|---|---|---|---|"
@@ -416,7 +572,7 @@ fi
     cat "$OUTDIR/torch_bench.log"
   fi
   echo
-  echo "Logs: build.log, test.log, bench.log, torch_bench.log, env.txt"
+  echo "Logs: build.log, test.log, cuda_cases.log, cuda_cases.tsv, bench.log, torch_bench.log, env.txt"
   echo "(gpu_check took $(($(date +%s) - T0)) s of its ${BUDGET} s budget)"
 } >"$REPORT"
 log "report: $REPORT ($(($(date +%s) - T0)) s)"

@@ -11,6 +11,7 @@
 
 #include "core/cuda/cuda_api.h"
 #include "core/cuda/kernels.h"
+#include "core/cuda/lt_rules.h"
 #include "core/cuda/runtime.h"
 #include "core/ops/copy.h"
 #include "core/ops/matmul.h"
@@ -104,8 +105,8 @@ struct LtCall {
   }
 };
 
-/// Workspace cuBLASLt may use per call (from the caching allocator, on the compute stream).
-constexpr uint64_t kLtWorkspaceBytes = uint64_t{4} << 20;
+/// Workspace cuBLASLt may use per call: the device's persistent one (cublaslt_workspace).
+constexpr uint64_t kLtWorkspaceBytes = kCublasLtWorkspaceBytes;
 
 /// Where a cuBLASLt epilogue writes its auxiliary output (the pre-activation, for the GELU_AUX
 /// epilogues): `ptr` with leading dimension `ld` elements, or nothing.
@@ -124,9 +125,14 @@ bool lt_addmm_epilogue(const Tensor& out, const Tensor& a_in, const Tensor& b_in
                        const Tensor& bias_in, cublasLtEpilogue_t epilogue, LtAux aux = {}) {
   const DType dt = out.dtype();
   if (dt != DType::f32 && dt != DType::f16 && dt != DType::bf16) return false;
+  // Note [cuBLASLt epilogue limits]: degenerate or huge dimensions go to the caller's fallback
+  if (!lt_epilogue_dims_ok(a_in.size(0), b_in.size(1), a_in.size(1))) return false;
   Tensor a = ops::blas_operand(ops::unsqueeze(a_in, 0));
   Tensor b = ops::blas_operand(ops::unsqueeze(b_in, 0));
   Tensor bias = bias_in.defined() ? ops::contiguous(bias_in) : Tensor();  // Lt wants it packed
+  if (bias.defined() && !lt_bias_aligned(reinterpret_cast<uintptr_t>(bias.data_ptr()))) {
+    bias = ops::contiguous(bias, /*force_copy=*/true);  // a fresh block is 512-byte aligned
+  }
   const int64_t M = a.size(1), K = a.size(2), N = b.size(2);
   BlasMatrix la = blas_matrix(M, K, a.stride(1), a.stride(2));
   BlasMatrix lb = blas_matrix(K, N, b.stride(1), b.stride(2));
@@ -179,12 +185,13 @@ bool lt_addmm_epilogue(const Tensor& out, const Tensor& a_in, const Tensor& b_in
   const cublasStatus_t st =
       cublasLtMatmulAlgoGetHeuristic(lt, c.op, c.a, c.b, c.d, c.d, c.pref, 1, &heuristic, &found);
   if (st != CUBLAS_STATUS_SUCCESS || found == 0) return false;  // the caller falls back
-  Tensor workspace =
-      ops::empty({static_cast<int64_t>(kLtWorkspaceBytes / 8)}, DType::i64, out.device());
+  // Not a tensor of the caching allocator: a transient 4 MiB in every linear would show in the
+  // memory statistics' peak (the memory test's band, tests/cuda/test_cuda_optim.cpp).
+  void* workspace = cublaslt_workspace(device);
   const float one = 1.0f, zero = 0.0f;
   CUBLAS_CHECK(cublasLtMatmul(lt, c.op, &one, b.data_ptr(), c.a, a.data_ptr(), c.b, &zero,
-                              out.data_ptr(), c.d, out.data_ptr(), c.d, &heuristic.algo,
-                              workspace.data_ptr(), kLtWorkspaceBytes, compute_stream(device)));
+                              out.data_ptr(), c.d, out.data_ptr(), c.d, &heuristic.algo, workspace,
+                              kLtWorkspaceBytes, compute_stream(device)));
   return true;
 }
 

@@ -91,10 +91,11 @@ cudaStream_t compute_stream(int /*device*/) {
 namespace {
 
 struct PerDevice {
-  std::once_flag props_once, cublas_once, cublaslt_once, index_error_once;
+  std::once_flag props_once, cublas_once, cublaslt_once, lt_workspace_once, index_error_once;
   cudaDeviceProp props{};
   cublasHandle_t cublas = nullptr;
   cublasLtHandle_t cublaslt = nullptr;
+  void* lt_workspace = nullptr;
   IndexErrorSlot index_error;
   /// The host's view of index_error's record; null until the slot is allocated.
   std::atomic<IndexErrorRecord*> index_error_host{nullptr};
@@ -135,6 +136,15 @@ cublasLtHandle_t cublaslt_handle(int device) {
     CUBLAS_CHECK(cublasLtCreate(&d.cublaslt));
   });
   return d.cublaslt;
+}
+
+void* cublaslt_workspace(int device) {
+  PerDevice& d = per_device(device);
+  std::call_once(d.lt_workspace_once, [&] {
+    DeviceGuard g(device);
+    CUDA_CHECK(cudaMalloc(&d.lt_workspace, kCublasLtWorkspaceBytes));
+  });
+  return d.lt_workspace;
 }
 
 Event::Event() {

@@ -6,6 +6,8 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <cstddef>
+
 #include "core/cuda/check.h"
 #include "core/cuda/index_error.h"
 #include "core/device.h"
@@ -43,6 +45,16 @@ const cudaDeviceProp& device_props(int device);
 /// compute stream on every call to cublas_handle).
 cublasHandle_t cublas_handle(int device);
 cublasLtHandle_t cublaslt_handle(int device);
+
+/// Bytes of the cuBLASLt workspace of a device (cublaslt_workspace).
+inline constexpr size_t kCublasLtWorkspaceBytes = size_t{4} << 20;
+/// The cuBLASLt workspace of `device` (kCublasLtWorkspaceBytes), allocated with cudaMalloc on
+/// first use and kept until the process exits, as cuBLAS keeps its own: outside the caching
+/// allocator, so memory_stats do not see a transient 4 MiB inside every linear (the memory test's
+/// peak band has no room for it). One buffer per device is enough: every Lt call of a device is
+/// queued on its one compute stream, so they never run at the same time. Throws
+/// OutOfMemoryError / CudaError when the allocation fails.
+void* cublaslt_workspace(int device);
 
 /// A CUDA event (timing enabled) for benchmarks and cross-stream ordering.
 class Event {

@@ -112,7 +112,9 @@ class ProcessGroupNCCL final : public ProcessGroup {
     }
     bootstrap_->broadcast(words, 0)->wait();
     std::memcpy(&id, words.data_ptr(), sizeof(id));
-    SL_CUDA_CHECK(cudaSetDevice(device.index));
+    // The communicator and the stream belong to `device`; the caller's current device is
+    // restored afterwards (an entry point of the library leaves it as it found it).
+    sl::cuda::DeviceGuard guard(device.index);
     SL_NCCL_CHECK(ncclCommInitRank(&state_->comm, size(), id, rank()), "make_nccl_group");
     SL_CUDA_CHECK(cudaStreamCreateWithFlags(&state_->stream, cudaStreamNonBlocking));
   }
@@ -141,7 +143,12 @@ class ProcessGroupNCCL final : public ProcessGroup {
       SL_CHECK_DEVICE(out.device().index == state_->device, what, ": tensor on ", out.device(),
                       " but the group uses cuda:", state_->device);
     }
-    SL_CUDA_CHECK(cudaSetDevice(state_->device));
+    sl::cuda::DeviceGuard guard(state_->device);  // restored when start() returns
+    if (c.kind == CollectiveKind::barrier && !barrier_buf_.defined()) {
+      // Allocated (and zeroed on the compute stream) before `ready` is recorded below, so the
+      // NCCL stream's first barrier runs after the fill, not concurrently with it.
+      barrier_buf_ = zeros({1}, {.device = Device(DeviceKind::cuda, state_->device)});
+    }
     cudaEvent_t ready = nullptr, done = nullptr;
     SL_CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
     SL_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
@@ -173,9 +180,6 @@ class ProcessGroupNCCL final : public ProcessGroup {
         break;
       case CollectiveKind::barrier: {
         // NCCL has no barrier: a one-element allreduce on the group's stream.
-        barrier_buf_ = barrier_buf_.defined()
-                           ? barrier_buf_
-                           : zeros({1}, {.device = Device(DeviceKind::cuda, state_->device)});
         SL_NCCL_CHECK(ncclAllReduce(barrier_buf_.data_ptr(), barrier_buf_.data_ptr(), 1,
                                     ncclFloat32, ncclSum, comm, st),
                       what);

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/amp.h"
+#include "core/cuda/lt_rules.h"
 #include "core/ops/matmul.h"
 #include "cuda_testing.h"
 
@@ -309,6 +310,50 @@ TEST_CASE("cuda parity: linear_act where the epilogue is declined or Lt may have
     SL_CHECK_THROWS(
         linear_act(randn({3, 4}).to(sl::testing::kGPU), randn({2, 4}), Tensor(), Activation::relu),
         DeviceError, "linear_act: expected all tensors on the same device");
+  }
+}
+
+TEST_CASE("cuBLASLt epilogue rules: degenerate and huge dimensions declined, bias alignment") {
+  // Note [cuBLASLt epilogue limits]: every dimension in [2, 65535 * 32)
+  CHECK(sl::cuda::lt_epilogue_dims_ok(2, 2, 2));
+  CHECK(sl::cuda::lt_epilogue_dims_ok(64, 256, 64));
+  CHECK_FALSE(sl::cuda::lt_epilogue_dims_ok(1, 256, 64));  // one row (batch-1 inference)
+  CHECK_FALSE(sl::cuda::lt_epilogue_dims_ok(64, 1, 64));   // one output feature
+  CHECK_FALSE(sl::cuda::lt_epilogue_dims_ok(64, 256, 1));  // K = 1
+  CHECK_FALSE(sl::cuda::lt_epilogue_dims_ok(0, 256, 64));
+  CHECK(sl::cuda::lt_epilogue_dims_ok(65535 * 32 - 1, 8, 8));
+  CHECK_FALSE(sl::cuda::lt_epilogue_dims_ok(65535 * 32, 8, 8));
+  CHECK_FALSE(sl::cuda::lt_epilogue_dims_ok(8, int64_t{1} << 40, 8));
+  // a bias at a 16-byte multiple goes as it is; one sliced one float in is copied first
+  CHECK(sl::cuda::lt_bias_aligned(0x1000));
+  CHECK(sl::cuda::lt_bias_aligned(0x1010));
+  CHECK_FALSE(sl::cuda::lt_bias_aligned(0x1004));
+  CHECK_FALSE(sl::cuda::lt_bias_aligned(0x1008));
+}
+
+TEST_CASE("cuda parity: linear with a misaligned bias, one row, or one output" *
+          sl::testing::needs_gpu()) {
+  SL_REQUIRE_CUDA("linear epilogue limits");
+  manual_seed(16);
+  // Note [cuBLASLt epilogue limits]: a bias sliced one element into a larger vector (copied to an
+  // aligned buffer before the epilogue), and the shapes the epilogue path declines (a single row
+  // or a single output: GEMM, then the bias add); each must match the CPU.
+  for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
+    CAPTURE(dt);
+    // f32 reference from the same (rounded) inputs, as in the bias-epilogue case above
+    const int64_t in = 64;
+    const auto tol = matmul_tol(dt, in);
+    auto f32 = [](const Tensor& t) { return t.to(DType::f32); };
+    Tensor x = randn({48, in}).to(dt), w = randn({32, in}).to(dt);
+    Tensor b_big = randn({33}).to(dt), b = b_big.narrow(0, 1, 32);
+    Tensor gb = b_big.to(kGPU).narrow(0, 1, 32);  // 2 or 4 bytes past an aligned address
+    SL_CHECK_CLOSE_TOL(f32(ops::linear(x.to(kGPU), w.to(kGPU), gb).cpu()),
+                       ops::linear(f32(x), f32(w), f32(b)), tol);
+    Tensor x1 = randn({1, in}).to(dt), w1 = randn({1, in}).to(dt), b1 = randn({1}).to(dt);
+    SL_CHECK_CLOSE_TOL(f32(ops::linear(x1.to(kGPU), w.to(kGPU), gb).cpu()),
+                       ops::linear(f32(x1), f32(w), f32(b)), tol);
+    SL_CHECK_CLOSE_TOL(f32(ops::linear(x.to(kGPU), w1.to(kGPU), b1.to(kGPU)).cpu()),
+                       ops::linear(f32(x), f32(w1), f32(b1)), tol);
   }
 }
 
