@@ -2,10 +2,15 @@
 // layer computes 16-bit inputs in float32).
 //
 // Algorithms come from cuDNN's heuristics (cudnnGet*Algorithm_v7), restricted to deterministic
-// ones that fit the workspace limit, so results do not vary from run to run. float32 runs with
+// ones that fit the workspace limit, so results do not vary from run to run (unless cuDNN has no
+// deterministic one for a geometry: pick() then warns and takes the best one). float32 runs with
 // CUDNN_FMA_MATH (no TF32) unless sl::cuda::set_allow_tf32(true). cuDNN pads symmetrically;
 // asymmetric padding (Note [Conv layout]) goes through an explicitly zero-padded input.
 #include "core/ops/conv.h"
+
+#include <atomic>
+#include <cstdio>
+
 #include "core/cuda/cuda_api.h"
 #include "core/cuda/cudnn_handle.h"
 #include "core/cuda/runtime.h"
@@ -96,16 +101,31 @@ struct ConvDescs {
   }
 };
 
-/// The first usable deterministic algorithm of cuDNN's ranked list.
+/// The first usable deterministic algorithm of cuDNN's ranked list; when the geometry has none
+/// (cuDNN 9 may offer only atomics-based weight gradients for some f64 grouped or dilated
+/// convolutions), the first usable one, with a warning on stderr once per kind of pass, rather
+/// than failing the op: results of that pass may then vary in the last bits from run to run.
 template <class Perf>
 const Perf& pick(const Perf* perfs, int n, const char* what) {
+  auto usable = [&](int i) {
+    return perfs[i].status == CUDNN_STATUS_SUCCESS && perfs[i].memory <= kMaxWorkspace;
+  };
   for (int i = 0; i < n; ++i) {
-    if (perfs[i].status == CUDNN_STATUS_SUCCESS && perfs[i].determinism == CUDNN_DETERMINISTIC &&
-        perfs[i].memory <= kMaxWorkspace) {
-      return perfs[i];
-    }
+    if (usable(i) && perfs[i].determinism == CUDNN_DETERMINISTIC) return perfs[i];
   }
-  ::sl::detail::throw_error<CudaError>("conv2d: cuDNN offers no deterministic ", what,
+  for (int i = 0; i < n; ++i) {
+    if (!usable(i)) continue;
+    static std::atomic<bool> warned{false};  // one per Perf type: forward, data, filter
+    if (!warned.exchange(true)) {
+      std::fprintf(stderr,
+                   "shardlight: conv2d: cuDNN offers no deterministic %s algorithm for a "
+                   "geometry; using a non-deterministic one (results may differ in the last "
+                   "bits between runs)\n",
+                   what);
+    }
+    return perfs[i];
+  }
+  ::sl::detail::throw_error<CudaError>("conv2d: cuDNN offers no ", what,
                                        " algorithm for this geometry within ", kMaxWorkspace,
                                        " bytes of workspace");
 }
