@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <utility>
 
 #include "core/cuda/cuda_api.h"
 #include "core/cuda/cudnn_handle.h"
@@ -18,6 +19,7 @@
 #include "core/ops/elementwise.h"
 #include "core/ops/reduce.h"
 #include "core/ops/view.h"
+#include "core/shape.h"
 
 namespace sl::cuda {
 
@@ -63,6 +65,14 @@ struct ConvDescs {
             int64_t pad_h, int64_t pad_w) {
     dt = cudnn_dtype(dtype);
     fp32_no_tf32 = dtype == DType::f32 && !allow_tf32();
+    // cuDNN's 4-d descriptors index with 32 bits: a larger tensor is rejected by cuDNN with a
+    // bare status. PyTorch splits the batch in that case; here it is a typed error naming sizes.
+    for (const auto& [shape, name] : {std::pair{&xs, "input"}, std::pair{&ys, "output"}}) {
+      int64_t n = 1;
+      for (int64_t v : *shape) n *= v;
+      SL_CHECK(n <= INT32_MAX, "conv2d: the ", name, " ", shape_str(*shape), " has ", n,
+               " elements; cuDNN takes fewer than 2^31 per tensor: use a smaller batch");
+    }
     CUDNN_CHECK(cudnnCreateTensorDescriptor(&x));
     CUDNN_CHECK(cudnnCreateTensorDescriptor(&y));
     CUDNN_CHECK(cudnnCreateFilterDescriptor(&w));
