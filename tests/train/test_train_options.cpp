@@ -3,7 +3,8 @@
 // parameter by parameter through the checkpoints, single and over 2 ranks, and across a resume
 // that changes K); autocast (bf16 and f16 with loss scaling) and bfloat16 parameters with float32
 // master weights train, resume bit-identical, and report the ZeRO paper's per-parameter bytes.
-// Flags that no job reads fail with a suggestion.
+// Flags that no job reads fail with a suggestion; --help lists each job's flags, and the table
+// cannot drift from the code.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include "../dist/mpi_launch.h"
 #include "dist/checkpoint.h"
 #include "job_testing.h"
+#include "registry.h"
 #include "support/testing.h"
 
 using sl::testing::check_resume;
@@ -282,4 +284,54 @@ TEST_CASE("a flag no job reads fails before any work, with the closest known fla
   CHECK(r.code == 1);
   CHECK_MESSAGE(
       r.out.find("mlp: unknown flag --hiden (did you mean --hidden?)") != std::string::npos, r.out);
+}
+
+TEST_CASE("sl_train --model NAME --help lists the job's flags with the code's defaults") {
+  // Every job's table is also checked against its code by every run of the job in these tests
+  // (Options::check_all_read): a flag read but not listed, or another default, fails the run.
+  for (const char* job : {"mlp", "cnn", "resnet", "bert", "bert_pos", "bert_cls", "deepspeech2"}) {
+    CAPTURE(job);
+    JobResult r = run_job({"--model", job, "--help"});
+    CHECK(r.code == 0);
+    CHECK(r.out.find(std::string("sl_train --model ") + job + ": ") == 0);
+    CHECK(r.out.find("  --epochs 2 ") != std::string::npos);
+    CHECK(r.out.find("Flags of " + std::string(job)) != std::string::npos);
+  }
+  JobResult r = run_job({"--help", "--model", "cnn"});  // --help first works too
+  CHECK(r.out.find("  --channels1 32 ") != std::string::npos);
+  CHECK(r.out.find("  --precision 32 ") != std::string::npos);
+  CHECK(r.out.find("  --text-file") == std::string::npos);  // bert's, not cnn's
+  r = run_job({"--model", "bert", "--help"});
+  CHECK(r.out.find("  --mask-prob 0.15 ") != std::string::npos);
+  r = run_job({"--help"});  // no job: the general usage
+  CHECK(r.code == 0);
+  CHECK(r.out.find("sl_train --model NAME --help") != std::string::npos);
+}
+
+TEST_CASE("check_all_read holds a job to its flag table") {
+  using sl::train::FlagDocs;
+  using sl::train::Options;
+  const FlagDocs docs = {{"steps", "10", "x"}, {"rate", "0.01", "y"}, {"dir", "(derived)", "z"}};
+  Options o;
+  o.documented = &docs;
+  o.get_int("steps", 10);
+  o.get_double("rate", 0.01);
+  o.get_string("dir", "anything");  // a default in parentheses is computed: not compared
+  CHECK_NOTHROW(o.check_all_read("job"));
+  o.get_int("depth", 3);
+  CHECK_THROWS_WITH_AS(o.check_all_read("job"),
+                       "job job reads --depth but its flag table (--help) does not list it",
+                       std::logic_error);
+  Options p;
+  p.documented = &docs;
+  p.get_double("rate", 0.02);
+  CHECK_THROWS_WITH_AS(p.check_all_read("job"),
+                       "job job: --rate's default is '0.02' in the code but '0.01' in "
+                       "its flag table (--help)",
+                       std::logic_error);
+  Options q;  // an unknown flag is still the user's error, reported first
+  q.documented = &docs;
+  q.extra["stpes"] = "3";
+  q.get_int("steps", 10);
+  CHECK_THROWS_AS(q.check_all_read("job"), ValueError);
 }

@@ -105,6 +105,15 @@ std::vector<std::string> read_text_file(const std::string& path) {
   return texts;
 }
 
+FlagDocs bert_job_flags() {
+  return join_flags(join_flags({{"mask-prob", "0.15", "share of tokens masked (80/10/10)"},
+                                {"text-file", "",
+                                 "pre-train on this UTF-8 file's lines instead "
+                                 "of WordNet's glosses"}},
+                               bert_flags()),
+                    loop_flags());
+}
+
 int run_bert(const Options& opt) {
   const BertFlags flags = read_bert_flags(opt, "bert");
   const models::BertConfig& config = flags.config;
@@ -229,6 +238,6 @@ SL_REGISTER_TRAIN_JOB("bert",
                       "(WordPiece vocabulary trained on them, stored in the checkpoint), AdamW + "
                       "cosine, --strategy single|dp|ddp|zero1|zero2, checkpoint each epoch, "
                       "--resume 1",
-                      &run_bert);
+                      &run_bert, &bert_job_flags);
 
 }  // namespace sl::train

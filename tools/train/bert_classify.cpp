@@ -93,6 +93,16 @@ SupervisedJob classifier_job(const std::string& name, const BertFlags& flags,
   return job;
 }
 
+/// --init and --vocab, both fine-tuning jobs'.
+FlagDocs init_flags() {
+  return {{"init", "", "the encoder from a bert checkpoint folder or a safetensors file"},
+          {"vocab", "", "a vocab.txt (HF's) for an --init safetensors file without one"}};
+}
+
+FlagDocs bert_pos_flags() {
+  return join_flags(join_flags(init_flags(), bert_flags()), loop_flags());
+}
+
 int run_bert_pos(const Options& opt) {
   const BertFlags flags = read_bert_flags(opt, "bert_pos");
   const std::string init = opt.get_string("init", "");
@@ -273,6 +283,16 @@ int predict(const Options& opt, BertFlags flags, const std::string& init,
   return 0;
 }
 
+FlagDocs bert_cls_flags() {
+  FlagDocs own = {
+      {"train-file", "", "label<TAB>text[<TAB>text] lines to train on (required)"},
+      {"test-file", "", "lines to evaluate on (default: every 20th training line held out)"},
+      {"predict", "", "label this file's lines with the --init checkpoint instead of training"},
+      {"output", "", "--predict: write the labels here (default: stdout)"},
+  };
+  return join_flags(join_flags(join_flags(init_flags(), own), bert_flags()), loop_flags());
+}
+
 int run_bert_cls(const Options& opt) {
   const BertFlags flags = read_bert_flags(opt, "bert_cls");
   const std::string init = opt.get_string("init", "");
@@ -363,11 +383,11 @@ SL_REGISTER_TRAIN_JOB("bert_pos",
                       "BERT fine-tuning: the part of speech (noun/verb/adj/adv) of a WordNet "
                       "gloss, --init a bert job's checkpoint (or a safetensors file) for its "
                       "encoder, any strategy, checkpoint each epoch, --resume 1",
-                      &run_bert_pos);
+                      &run_bert_pos, &bert_pos_flags);
 SL_REGISTER_TRAIN_JOB("bert_cls",
                       "BERT fine-tuning on your labelled texts: --train-file FILE.tsv of "
                       "label<TAB>text[<TAB>text] lines, --init a bert checkpoint or HF's "
                       "model.safetensors (+ --vocab vocab.txt), any strategy, --resume 1",
-                      &run_bert_cls);
+                      &run_bert_cls, &bert_cls_flags);
 
 }  // namespace sl::train

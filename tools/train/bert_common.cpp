@@ -47,6 +47,23 @@ BertFlags read_bert_flags(const Options& opt, const std::string& job) {
   return f;
 }
 
+const FlagDocs& bert_flags() {
+  static const FlagDocs flags = {
+      {"seq-len", "64", "tokens per row, [CLS] and [SEP] included"},
+      {"max-positions", "(--seq-len)", "position embeddings (512 for HF's released models)"},
+      {"vocab-size", "8192", "largest WordPiece vocabulary to train"},
+      {"max-texts", "0", "use the first N texts only (0: all)"},
+      {"lower-case", "1", "1: lower-case and strip accents (uncased models); 0: cased"},
+      {"checkpoint-activations", "0", "1: recompute each layer in backward (less memory)"},
+      {"layers", "2", "encoder layers"},
+      {"hidden", "128", "hidden size"},
+      {"heads", "2", "attention heads"},
+      {"intermediate", "512", "feed-forward size"},
+      {"dropout", "0.1", "hidden and attention dropout"},
+  };
+  return flags;
+}
+
 std::string describe(const std::string& head, const BertFlags& f) {
   const models::BertConfig& c = f.config;
   return head + "(layers " + std::to_string(c.num_hidden_layers) + ", hidden " +

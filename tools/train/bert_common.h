@@ -38,6 +38,9 @@ struct BertFlags {
 /// --lower-case (1), --checkpoint-activations (0). Throws ValueError naming `job` and the flag.
 BertFlags read_bert_flags(const Options& opt, const std::string& job);
 
+/// The flags read_bert_flags reads, for --help.
+const FlagDocs& bert_flags();
+
 /// "Head(layers 2, hidden 128, ...)" for the run's model line.
 std::string describe(const std::string& head, const BertFlags& f);
 

@@ -10,9 +10,17 @@
 #include "image_classifier.h"
 #include "models/fashion_cnn.h"
 #include "registry.h"
+#include "supervised.h"
 
 namespace sl::train {
 namespace {
+
+FlagDocs cnn_flags() {
+  return join_flags({{"channels1", "32", "channels of the first conv"},
+                     {"channels2", "64", "channels of the second conv"},
+                     {"hidden", "128", "units of the hidden linear layer"}},
+                    loop_flags());
+}
 
 int run_cnn(const Options& opt) {
   const models::FashionCNNOptions mo{.channels1 = opt.get_int("channels1", 32),
@@ -33,6 +41,6 @@ int run_cnn(const Options& opt) {
 SL_REGISTER_TRAIN_JOB("cnn",
                       "Fashion-MNIST CNN, AdamW + cosine, --strategy single|dp|ddp|zero1|zero2, "
                       "checkpoint each epoch, --resume 1",
-                      &run_cnn);
+                      &run_cnn, &cnn_flags);
 
 }  // namespace sl::train

@@ -62,6 +62,22 @@ TensorList trimmed(const TensorList& b) {
   return {b[0].narrow(3, 0, t), b[1], b[2].narrow(1, 0, s), b[3]};
 }
 
+FlagDocs deepspeech2_flags() {
+  return join_flags(
+      {{"utterances", "2000", "training utterances to synthesize"},
+       {"test-utterances", "(--utterances / 10)", "test utterances"},
+       {"data-seed", "0", "seed of the synthesized texts and voices"},
+       {"max-words", "4", "words per utterance, at most"},
+       {"vocabulary", "digits", "digits or words"},
+       {"espeak", "espeak-ng", "the speech synthesizer to run"},
+       {"hidden", "128", "RNN hidden size"},
+       {"layers", "2", "RNN layers"},
+       {"conv-channels", "16", "channels of the two conv layers"},
+       {"bidirectional", "1", "1: bidirectional RNNs; 0: unidirectional with lookahead"},
+       {"rnn", "gru", "gru or lstm"}},
+      loop_flags());
+}
+
 int run_deepspeech2(const Options& opt) {
   SpeechOptions so;
   so.utterances = opt.get_int("utterances", 2000);
@@ -177,6 +193,6 @@ SL_REGISTER_TRAIN_JOB(
     "deepspeech2",
     "DeepSpeech2 + CTC on espeak-ng spoken digits or words (character accuracy), AdamW + "
     "cosine, --strategy single|dp|ddp|zero1|zero2, checkpoint each epoch",
-    &run_deepspeech2);
+    &run_deepspeech2, &deepspeech2_flags);
 
 }  // namespace sl::train

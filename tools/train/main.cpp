@@ -4,6 +4,7 @@
 //   sl_train [--model mlp] [--epochs N] [--batch-size B] [--lr LR] [--seed S] [--threads T]
 //            [--data-dir DIR] [--strategy single] [--device cpu|cuda|cuda:N] [--key value ...]
 //   sl_train --list
+//   sl_train --model NAME --help
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -26,7 +27,17 @@ void usage(FILE* out) {
                "                [--seed S] [--threads T] [--data-dir DIR] [--strategy single]\n"
                "                [--device cpu|cuda|cuda:N] [--KEY VALUE ...]   (job-specific)\n"
                "       sl_train --list\n"
+               "       sl_train --model NAME --help   (NAME's flags and their defaults)\n"
                "Defaults: --model mlp --epochs 2 (the Fashion-MNIST demo).\n");
+}
+
+/// Whether argv names a model (--model X or --model=X).
+bool model_given(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--model" || a.rfind("--model=", 0) == 0) return true;
+  }
+  return false;
 }
 
 int64_t to_int(const std::string& flag, const std::string& v) {
@@ -43,13 +54,14 @@ double to_double(const std::string& flag, const std::string& v) {
   return x;
 }
 
-/// Fills `opt` from argv; returns false when the program should stop (help or list printed).
-bool parse(int argc, char** argv, sl::train::Options& opt) {
+/// Fills `opt` from argv; returns false when the program should stop (list printed). `help`:
+/// whether -h / --help was given.
+bool parse(int argc, char** argv, sl::train::Options& opt, bool& help) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") {
-      usage(stdout);
-      return false;
+      help = true;
+      continue;
     }
     if (arg == "--list") {
       for (const auto& job : sl::train::all_jobs()) {
@@ -101,14 +113,25 @@ int main(int argc, char** argv) {
 #endif
   try {
     sl::train::Options opt;
-    if (!parse(argc, argv, opt)) return 0;
-    if (opt.threads > 0) sl::set_num_threads(opt.threads);
+    bool help = false;
+    if (!parse(argc, argv, opt, help)) return 0;
     const sl::train::Job* job = sl::train::find_job(opt.model);
+    if (help && (!job || !model_given(argc, argv))) {
+      usage(stdout);
+      return 0;
+    }
     if (!job) {
       std::fprintf(stderr, "sl_train: unknown model '%s'; available:\n", opt.model.c_str());
       for (const auto& j : sl::train::all_jobs()) std::fprintf(stderr, "  %s\n", j.name.c_str());
       return 2;
     }
+    if (help) {
+      sl::train::print_job_help(*job, stdout);
+      return 0;
+    }
+    if (opt.threads > 0) sl::set_num_threads(opt.threads);
+    const sl::train::FlagDocs flags = job->flags ? job->flags() : sl::train::FlagDocs{};
+    opt.documented = &flags;
     return job->run(opt);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "sl_train: %s\n", e.what());

@@ -84,6 +84,10 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+FlagDocs mlp_flags() {
+  return {{"hidden", "256", "hidden units"}};
+}
+
 int run_mlp(const Options& opt) {
   SL_CHECK(opt.strategy == "single", "mlp: strategy '", opt.strategy,
            "' is not available for this job (only 'single')");
@@ -141,6 +145,7 @@ int run_mlp(const Options& opt) {
 
 }  // namespace
 
-SL_REGISTER_TRAIN_JOB("mlp", "two-layer MLP on Fashion-MNIST (autograd + plain SGD)", &run_mlp);
+SL_REGISTER_TRAIN_JOB("mlp", "two-layer MLP on Fashion-MNIST (autograd + plain SGD)", &run_mlp,
+                      &mlp_flags);
 
 }  // namespace sl::train

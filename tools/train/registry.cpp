@@ -1,8 +1,10 @@
 #include "registry.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -36,6 +38,7 @@ std::vector<Job> all_jobs() {
 
 int64_t Options::get_int(const std::string& key, int64_t fallback) const {
   read.insert(key);
+  fallbacks[key] = std::to_string(fallback);
   auto it = extra.find(key);
   if (it == extra.end()) return fallback;
   char* end = nullptr;
@@ -47,6 +50,9 @@ int64_t Options::get_int(const std::string& key, int64_t fallback) const {
 
 double Options::get_double(const std::string& key, double fallback) const {
   read.insert(key);
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", fallback);
+  fallbacks[key] = text;
   auto it = extra.find(key);
   if (it == extra.end()) return fallback;
   char* end = nullptr;
@@ -58,6 +64,7 @@ double Options::get_double(const std::string& key, double fallback) const {
 
 std::string Options::get_string(const std::string& key, const std::string& fallback) const {
   read.insert(key);
+  fallbacks[key] = fallback;
   auto it = extra.find(key);
   return it == extra.end() ? fallback : it->second;
 }
@@ -103,6 +110,59 @@ void Options::check_all_read(const std::string& job) const {
     SL_CHECK(false, job, ": unknown flag --", key,
              best.empty() ? std::string() : " (did you mean --" + best + "?)", "; this job reads ",
              list);
+  }
+  if (!documented) return;
+  for (const std::string& key : read) {
+    auto doc = std::find_if(documented->begin(), documented->end(),
+                            [&](const FlagDoc& d) { return d.name == key; });
+    if (doc == documented->end()) {
+      throw std::logic_error("job " + job + " reads --" + key +
+                             " but its flag table (--help) does not list it");
+    }
+    const std::string& want = doc->default_value;
+    if (!want.empty() && want.front() != '(' && want != fallbacks.at(key)) {
+      throw std::logic_error("job " + job + ": --" + key + "'s default is '" + fallbacks.at(key) +
+                             "' in the code but '" + want + "' in its flag table (--help)");
+    }
+  }
+}
+
+const FlagDocs& common_flags() {
+  static const FlagDocs flags = {
+      {"model", "mlp", "the job (sl_train --list)"},
+      {"epochs", "2", "passes over the training data"},
+      {"batch-size", "(the job's)", "examples per step over all ranks"},
+      {"lr", "(the job's)", "peak learning rate"},
+      {"seed", "0", "initialisation, shuffling and dropout seed"},
+      {"threads", "0", "CPU threads per rank (0: SL_NUM_THREADS, else the cores / ranks)"},
+      {"data-dir", "(the job's)", "where the job's built-in data is found or made"},
+      {"strategy", "single", "single, dp, ddp, zero1 or zero2 (ddp/zero: under mpirun)"},
+      {"device", "cpu", "cpu, cuda or cuda:N"},
+  };
+  return flags;
+}
+
+namespace {
+
+void print_flags(const FlagDocs& flags, FILE* out) {
+  size_t w = 0;
+  for (const FlagDoc& f : flags) w = std::max(w, f.name.size() + f.default_value.size());
+  for (const FlagDoc& f : flags) {
+    const std::string head = "--" + f.name + (f.default_value.empty() ? "" : " ") + f.default_value;
+    std::fprintf(out, "  %-*s  %s\n", static_cast<int>(w + 3), head.c_str(), f.help.c_str());
+  }
+}
+
+}  // namespace
+
+void print_job_help(const Job& job, FILE* out) {
+  std::fprintf(out, "sl_train --model %s: %s\n\nCommon flags (with their defaults):\n",
+               job.name.c_str(), job.help.c_str());
+  print_flags(common_flags(), out);
+  if (job.flags) {
+    std::fprintf(out, "\nFlags of %s (with their defaults; --KEY VALUE or --KEY=VALUE):\n",
+                 job.name.c_str());
+    print_flags(job.flags(), out);
   }
 }
 

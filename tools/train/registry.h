@@ -4,12 +4,25 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
 
 namespace sl::train {
+
+/// One job flag as --help shows it: the name (without --), the default as the job's code has it
+/// ("" when there is none; in parentheses when the code computes it from other flags, e.g.
+/// "(--seq-len)"), and what it does. check_all_read holds the code to this table: a flag the job
+/// reads must be listed, and a literal default must be the code's (so the help cannot drift; the
+/// tests run every job).
+struct FlagDoc {
+  std::string name;
+  std::string default_value;
+  std::string help;
+};
+using FlagDocs = std::vector<FlagDoc>;
 
 /// Options parsed from the command line. Flags main() knows are fields; any other
 /// `--key=value` or `--key value` lands in `extra` for the job to read (get_* below).
@@ -29,6 +42,10 @@ struct Options {
   std::map<std::string, std::string> extra;
   /// The keys the get_* calls below have asked for, present or not (for check_all_read).
   mutable std::set<std::string> read;
+  /// Each read key's fallback as text (integers in decimal, numbers as %g).
+  mutable std::map<std::string, std::string> fallbacks;
+  /// The running job's flag table (main sets it; null: not checked).
+  const FlagDocs* documented = nullptr;
 
   /// extra[key] converted, or `fallback` when absent; records `key` as read. Throws ValueError
   /// on a malformed value.
@@ -38,7 +55,9 @@ struct Options {
   /// Throws ValueError "<job>: unknown flag --k ..." for the first key of `extra` that no get_*
   /// call has read, with the closest flag the job reads as a suggestion and the list of them: a
   /// misspelt or foreign flag must fail, not be silently ignored. A job calls it once it has
-  /// read all its flags, before any long work.
+  /// read all its flags, before any long work. Then, when `documented` is set, throws
+  /// std::logic_error (a defect of the job, not of the command line) for a read flag missing from
+  /// the table or a literal default that differs from the code's fallback.
   void check_all_read(const std::string& job) const;
 };
 
@@ -49,7 +68,21 @@ struct Job {
   std::string name;
   std::string help;  ///< one line for --list
   JobFn run = nullptr;
+  /// The job's own flags for --help (called when needed; null: none).
+  FlagDocs (*flags)() = nullptr;
 };
+
+/// `a` followed by `b` (a job's own flags, then a shared table).
+inline FlagDocs join_flags(FlagDocs a, const FlagDocs& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+/// The flags main() parses for every job, as --help lists them.
+const FlagDocs& common_flags();
+
+/// Prints `sl_train --model <job> --help`: the job's line, the common flags and the job's own.
+void print_job_help(const Job& job, FILE* out);
 
 /// Adds a job (called from static registrars, see SL_REGISTER_TRAIN_JOB).
 void register_job(Job job);
@@ -62,7 +95,8 @@ std::vector<Job> all_jobs();
 
 #define SL_TRAIN_CONCAT_INNER(a, b) a##b
 #define SL_TRAIN_CONCAT(a, b) SL_TRAIN_CONCAT_INNER(a, b)
-/// Registers `fn` as the job `name` at program start: SL_REGISTER_TRAIN_JOB("mlp", "...", &run);
-#define SL_REGISTER_TRAIN_JOB(name, help, fn)                                      \
+/// Registers `fn` as the job `name` at program start, with its flag table:
+/// SL_REGISTER_TRAIN_JOB("mlp", "...", &run, &mlp_flags);
+#define SL_REGISTER_TRAIN_JOB(name, help, fn, flags)                               \
   [[maybe_unused]] static const bool SL_TRAIN_CONCAT(sl_train_job_, __COUNTER__) = \
-      (::sl::train::register_job({(name), (help), (fn)}), true)
+      (::sl::train::register_job({(name), (help), (fn), (flags)}), true)

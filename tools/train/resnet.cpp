@@ -13,6 +13,7 @@
 #include "image_classifier.h"
 #include "models/resnet.h"
 #include "registry.h"
+#include "supervised.h"
 
 namespace sl::train {
 namespace {
@@ -47,6 +48,13 @@ std::string join(const std::vector<int64_t>& v) {
   return s;
 }
 
+FlagDocs resnet_flags() {
+  return join_flags({{"width", "16", "channels of the first stage (doubling per stage)"},
+                     {"blocks", "1,1,1", "blocks per stage"},
+                     {"block", "basic", "basic or bottleneck"}},
+                    loop_flags());
+}
+
 int run_resnet(const Options& opt) {
   models::ResNetOptions mo = models::resnet_fashion_options();
   mo.width = opt.get_int("width", mo.width);
@@ -71,6 +79,6 @@ int run_resnet(const Options& opt) {
 SL_REGISTER_TRAIN_JOB("resnet",
                       "Fashion-MNIST ResNet (BasicBlocks, small stem), AdamW + cosine, --strategy "
                       "single|dp|ddp|zero1|zero2, checkpoint each epoch, --resume 1",
-                      &run_resnet);
+                      &run_resnet, &resnet_flags);
 
 }  // namespace sl::train

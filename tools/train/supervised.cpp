@@ -407,4 +407,24 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   return 0;
 }
 
+const FlagDocs& loop_flags() {
+  static const FlagDocs flags = {
+      {"weight-decay", "0.01", "AdamW's decoupled weight decay (not on biases and norms)"},
+      {"warmup-steps", "(the job's)",
+       "W > 0: linear warmup over W steps, then linear decay "
+       "(BERT's); 0: cosine annealing"},
+      {"max-grad-norm", "0", "> 0: clip the global gradient 2-norm to this value"},
+      {"precision", "32", "32, bf16-mixed, f16-mixed (with loss scaling) or bf16-true"},
+      {"accumulate", "1", "split each rank's share of a batch into K micro-batches"},
+      {"dp-replicas", "2", "--strategy dp: model replicas (threads, or GPUs from --device's)"},
+      {"checkpoint-dir", "(checkpoints/<job>)", "sharded checkpoints go here"},
+      {"checkpoint-every", "0", "N > 0: also save every N steps (0: at epoch ends only)"},
+      {"resume", "0", "1: continue from the checkpoint, at any world size and strategy"},
+      {"log-every", "100", "print the loss every N steps (0: never)"},
+      {"stop-after-epochs", "-1", "stop after this epoch as if interrupted (-1: never)"},
+      {"stop-after-steps", "-1", "stop after this step as if interrupted (-1: never)"},
+  };
+  return flags;
+}
+
 }  // namespace sl::train

@@ -116,6 +116,9 @@ struct SupervisedJob {
 void for_each_batch(const nn::Dataset& data, int64_t begin, int64_t end, int64_t size,
                     const std::function<void(const TensorList& batch)>& fn);
 
+/// The flags run_supervised reads, for the jobs' --help tables (registry.h FlagDoc).
+const FlagDocs& loop_flags();
+
 /// Runs the loop for `opt` (see the file comment); returns the exit code. Throws ValueError /
 /// DeviceError / IOError for bad flags, devices or data, with messages that start with the job's
 /// name.
