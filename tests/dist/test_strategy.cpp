@@ -25,6 +25,8 @@ const TrainConfig kConfigs[] = {
     {.opt = OptKind::sgd},
     {.opt = OptKind::adam, .accum = 2, .clip = 0.5},
     {.opt = OptKind::adamw, .accum = 3, .clip = 0.3},
+    {.opt = OptKind::lamb},
+    {.opt = OptKind::lamb, .accum = 2, .clip = 0.4},
 };
 
 }  // namespace
