@@ -86,7 +86,7 @@ TEST_CASE("lamb: zero1 and zero2 equal ddp and the reference, with parameters sp
   // ddp: the ranks' gradient shares are summed in another order than one batch (f32 rounding)
   check_same_params(ddp, ref, 1e-5, 1e-6);
   for (const char* kind : {"zero1", "zero2"}) {
-    CAPTURE(kind);
+    CAPTURE(std::string(kind));
     RunResult z = sl::testing::train_strategy(kind, c, pg);
     // the same averaged gradients as ddp; the squared norms are summed per piece and then over
     // ranks, in another order than ddp's whole-tensor sum (double), which can flip the last
