@@ -65,6 +65,7 @@
 #include "optim/clip_grad.h"
 #include "optim/functional.h"
 #include "optim/grad_scaler.h"
+#include "optim/lamb.h"
 #include "optim/lr_scheduler.h"
 #include "optim/optimizer.h"
 #include "optim/sgd.h"

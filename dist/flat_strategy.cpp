@@ -98,8 +98,12 @@ FlatStrategy::FlatStrategy(StrategyKind kind, std::shared_ptr<nn::Module> model,
   if (kind_ != StrategyKind::ddp) {
     grad_shards_ = flat_->make_shard_buffers();
     shard_written_.assign(flat_->layout().buckets().size(), false);
-    sharded_ = std::make_unique<ShardedOptimizer>(*flat_, rank(), opt_,
-                                                  optimizer_index(opt_, named_params_));
+    // Lamb's per-parameter norms: one blocking sum over the group (Note in sharded_optimizer.h)
+    auto all_reduce_sum = [this](const Tensor& t) {
+      if (world_size() > 1) group_->allreduce(t, ReduceOp::sum)->wait();
+    };
+    sharded_ = std::make_unique<ShardedOptimizer>(
+        *flat_, rank(), opt_, optimizer_index(opt_, named_params_), all_reduce_sum);
   }
 }
 

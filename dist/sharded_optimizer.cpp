@@ -5,6 +5,7 @@
 #include "core/ops/optim.h"
 #include "core/ops/view.h"
 #include "optim/adam.h"
+#include "optim/lamb.h"
 #include "optim/sgd.h"
 
 namespace sl::dist {
@@ -15,8 +16,9 @@ UpdateRule rule_of(optim::Optimizer& opt) {
   if (dynamic_cast<optim::SGD*>(&opt)) return UpdateRule::sgd;
   if (dynamic_cast<optim::AdamW*>(&opt)) return UpdateRule::adamw;
   if (dynamic_cast<optim::Adam*>(&opt)) return UpdateRule::adam;
+  if (dynamic_cast<optim::Lamb*>(&opt)) return UpdateRule::lamb;
   detail::throw_error<ValueError>("zero: optimizer ", opt.name(),
-                                  " is not supported (SGD, Adam and AdamW are)");
+                                  " is not supported (SGD, Adam, AdamW and Lamb are)");
 }
 
 bool master_flag(optim::Optimizer& opt, UpdateRule r, size_t g) {
@@ -27,6 +29,8 @@ bool master_flag(optim::Optimizer& opt, UpdateRule r, size_t g) {
       return static_cast<optim::Adam&>(opt).options(g).master_weights;
     case UpdateRule::adamw:
       return static_cast<optim::AdamW&>(opt).options(g).master_weights;
+    case UpdateRule::lamb:
+      return static_cast<optim::Lamb&>(opt).options(g).master_weights;
   }
   return false;
 }
@@ -54,11 +58,19 @@ std::vector<std::pair<std::string, Tensor>> ShardState::named() const {
 }
 
 ShardedOptimizer::ShardedOptimizer(const FlatBuffers& flat, int rank, optim::Optimizer& opt,
-                                   std::vector<std::pair<size_t, size_t>> opt_index)
-    : flat_(flat), rank_(rank), opt_(opt), rule_(rule_of(opt)) {
+                                   std::vector<std::pair<size_t, size_t>> opt_index,
+                                   AllReduceSum all_reduce_sum)
+    : flat_(flat),
+      rank_(rank),
+      opt_(opt),
+      rule_(rule_of(opt)),
+      all_reduce_sum_(std::move(all_reduce_sum)) {
   const FlatLayout& L = flat.layout();
   SL_CHECK(opt_index.size() == L.params().size(), "zero: ", opt_index.size(),
            " optimizer indices for ", L.params().size(), " parameters");
+  SL_CHECK(rule_ != UpdateRule::lamb || all_reduce_sum_ || L.world_size() == 1, "zero: Lamb over ",
+           L.world_size(),
+           " ranks needs an all-reduce for its per-parameter norms (none was given)");
   // Runs: consecutive owned pieces, adjacent in both the flat buffer and the shard, with one
   // optimizer group.
   for (const Piece& pc : L.pieces_of_rank(rank)) {
@@ -68,10 +80,13 @@ ShardedOptimizer::ShardedOptimizer(const FlatBuffers& flat, int rank, optim::Opt
       if (r.group == pc.group && r.opt_group == og && r.flat_offset + r.numel == pc.flat_offset &&
           r.shard_offset + r.numel == pc.shard_offset) {
         r.numel += pc.numel();
+        r.bounds.push_back(r.numel);
+        r.params.push_back(pc.param);
         continue;
       }
     }
-    runs_.push_back(Run{pc.group, og, pc.flat_offset, pc.shard_offset, pc.numel()});
+    runs_.push_back(Run{
+        pc.group, og, pc.flat_offset, pc.shard_offset, pc.numel(), {0, pc.numel()}, {pc.param}});
   }
   // State buffers, one set per dtype group.
   bool any_momentum = false, any_amsgrad = false;
@@ -80,7 +95,7 @@ ShardedOptimizer::ShardedOptimizer(const FlatBuffers& flat, int rank, optim::Opt
       any_momentum = any_momentum || static_cast<optim::SGD&>(opt).options(g).momentum != 0.0;
     } else if (rule_ == UpdateRule::adam) {
       any_amsgrad = any_amsgrad || static_cast<optim::Adam&>(opt).options(g).amsgrad;
-    } else {
+    } else if (rule_ == UpdateRule::adamw) {
       any_amsgrad = any_amsgrad || static_cast<optim::AdamW&>(opt).options(g).amsgrad;
     }
   }
@@ -129,6 +144,10 @@ void ShardedOptimizer::step(const std::vector<Tensor>& grad_shards) {
   SL_CHECK(grad_shards.size() == state_.size(), "zero: ", grad_shards.size(),
            " gradient shards for ", state_.size(), " dtype groups");
   step_ += 1;
+  if (rule_ == UpdateRule::lamb) {
+    lamb_step(grad_shards);
+    return;
+  }
   bool init_momentum = false;
   if (rule_ == UpdateRule::sgd) {
     bool need = false;
@@ -164,6 +183,42 @@ void ShardedOptimizer::step(const std::vector<Tensor>& grad_shards) {
                      h);
     }
     if (s.master.defined()) ops::copy_(flat_piece, param);  // round into the parameter
+  }
+}
+
+void ShardedOptimizer::lamb_step(const std::vector<Tensor>& grad_shards) {
+  auto& lamb = static_cast<optim::Lamb&>(opt_);
+  const int64_t num_params = static_cast<int64_t>(flat_.layout().params().size());
+  const Device dev = grad_shards.empty() ? flat_.device() : grad_shards.front().device();
+  // rows this rank owns nothing of stay 0, so the sum over ranks is the whole parameter's
+  Tensor sums = ops::empty({2 * num_params}, DType::f64, dev);
+  ops::fill_(sums, 0);
+  std::vector<Tensor> updates(state_.size());
+  for (size_t g = 0; g < state_.size(); ++g) {
+    updates[g] = ops::empty({grad_shards[g].numel()},
+                            state_[g].master.defined() ? DType::f32 : grad_shards[g].dtype(), dev);
+  }
+  auto target = [&](const Run& r) {
+    const ShardState& s = state_[static_cast<size_t>(r.group)];
+    return s.master.defined() ? slice(s.master, r.shard_offset, r.numel)
+                              : slice(flat_.param_buffer(r.group), r.flat_offset, r.numel);
+  };
+  for (const Run& r : runs_) {
+    const ShardState& s = state_[static_cast<size_t>(r.group)];
+    ops::lamb_moments(
+        target(r), slice(grad_shards[static_cast<size_t>(r.group)], r.shard_offset, r.numel),
+        slice(s.exp_avg, r.shard_offset, r.numel), slice(s.exp_avg_sq, r.shard_offset, r.numel),
+        slice(updates[static_cast<size_t>(r.group)], r.shard_offset, r.numel), r.bounds, r.params,
+        sums, step_, lamb.options(r.opt_group).hyper());
+  }
+  if (all_reduce_sum_) all_reduce_sum_(sums);  // one collective: the norms of whole parameters
+  for (const Run& r : runs_) {
+    Tensor param = target(r);
+    ops::lamb_apply(param, slice(updates[static_cast<size_t>(r.group)], r.shard_offset, r.numel),
+                    r.bounds, r.params, sums, lamb.options(r.opt_group).lr);
+    if (state_[static_cast<size_t>(r.group)].master.defined()) {
+      ops::copy_(slice(flat_.param_buffer(r.group), r.flat_offset, r.numel), param);
+    }
   }
 }
 

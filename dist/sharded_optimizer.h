@@ -1,6 +1,6 @@
 // ShardedOptimizer: the ZeRO optimizer update of one rank's shard of the flat buffers.
 //
-// The user's optimizer (SGD, Adam or AdamW) supplies the parameter groups and, at every step,
+// The user's optimizer (SGD, Adam, AdamW or Lamb) supplies the parameter groups and, at every step,
 // their hyperparameters (so learning-rate schedulers and OneCycle's momentum work unchanged);
 // the state lives here, in buffers of the shard layout (Note [Flat buffer layout]): one
 // buffer per state kind per dtype group, each 1/N of the group. The update runs the fused
@@ -8,9 +8,17 @@
 // consecutive owned pieces that share a parameter group, so it is the same element-wise math
 // as the unsharded optimizer. For f16/bf16 parameters whose group asks for master weights, an
 // fp32 master shard (and fp32 state) is updated and rounded into the parameter buffer.
+//
+// LAMB's trust ratio needs norms over whole parameters, which a rank sees only pieces of: every
+// rank computes its pieces' sums of squares of w and of the update u per flat parameter (zero
+// for parameters it owns nothing of), the 2 x num_params f64 vector is summed across the group
+// by ONE all-reduce (the all_reduce_sum callback, on the gradients' device), and then each rank
+// applies its pieces' updates with the ratio of the whole parameters (Note [LAMB over flat
+// spans] in core/ops/optim.h).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "dist/flat_buffers.h"
@@ -19,13 +27,13 @@
 namespace sl::dist {
 
 /// Which update rule the optimizer applies.
-enum class UpdateRule : uint8_t { sgd, adam, adamw };
+enum class UpdateRule : uint8_t { sgd, adam, adamw, lamb };
 
 /// One rank's optimizer state for one dtype group, in the group's shard layout; undefined
 /// tensors are not used by the optimizer's configuration.
 struct ShardState {
   Tensor momentum_buffer;  ///< SGD with momentum
-  Tensor exp_avg;          ///< Adam/AdamW
+  Tensor exp_avg;          ///< Adam/AdamW/Lamb
   Tensor exp_avg_sq;
   Tensor max_exp_avg_sq;  ///< amsgrad
   Tensor master;          ///< fp32 master weights of an f16/bf16 group
@@ -36,10 +44,16 @@ struct ShardState {
 
 class ShardedOptimizer {
  public:
-  /// `opt_index[i]` is (group, index) of flat parameter i in `opt`. Throws ValueError for an
-  /// optimizer other than SGD, Adam or AdamW.
+  /// Sums a tensor element-wise across the ranks of the group, in place (blocking).
+  using AllReduceSum = std::function<void(const Tensor&)>;
+
+  /// `opt_index[i]` is (group, index) of flat parameter i in `opt`. `all_reduce_sum` is needed
+  /// by Lamb only (the per-parameter norms), and may be empty when the group has one rank.
+  /// Throws ValueError for an optimizer other than SGD, Adam, AdamW or Lamb, or for Lamb over
+  /// several ranks without all_reduce_sum.
   ShardedOptimizer(const FlatBuffers& flat, int rank, optim::Optimizer& opt,
-                   std::vector<std::pair<size_t, size_t>> opt_index);
+                   std::vector<std::pair<size_t, size_t>> opt_index,
+                   AllReduceSum all_reduce_sum = {});
 
   UpdateRule rule() const { return rule_; }
   /// One update of this rank's shard from `grad_shards` (one per dtype group, shard layout):
@@ -67,8 +81,14 @@ class ShardedOptimizer {
     int64_t flat_offset;
     int64_t shard_offset;
     int64_t numel;
+    /// The run's pieces as segments (Note [LAMB over flat spans]): piece j is elements
+    /// [bounds[j], bounds[j + 1]) of the run, of flat parameter params[j].
+    std::vector<int64_t> bounds;
+    std::vector<int64_t> params;
   };
   bool uses_master(int group) const;
+  /// LAMB's two phases with the all-reduce of the norms between them.
+  void lamb_step(const std::vector<Tensor>& grad_shards);
 
   const FlatBuffers& flat_;
   int rank_;
@@ -76,6 +96,7 @@ class ShardedOptimizer {
   UpdateRule rule_;
   std::vector<Run> runs_;
   std::vector<ShardState> state_;
+  AllReduceSum all_reduce_sum_;
   int64_t step_ = 0;
   bool momentum_initialized_ = false;
 };

@@ -74,4 +74,19 @@ void adam_update(const Tensor& param, const Tensor& grad, ParamState& st, const 
   });
 }
 
+void lamb_update(const Tensor& param, const Tensor& grad, ParamState& st, const LambHyper& h,
+                 bool master_weights) {
+  with_target(param, grad, st, master_weights, "lamb_step", [&](const Tensor& p, const Tensor& g) {
+    if (!st.exp_avg.defined()) st.exp_avg = zeros_for(p);
+    if (!st.exp_avg_sq.defined()) st.exp_avg_sq = zeros_for(p);
+    // one segment: the whole parameter (Note [LAMB over flat spans])
+    const std::vector<int64_t> bounds{0, p.numel()}, rows{0};
+    Tensor update = ops::empty(p.sizes(), p.dtype(), p.device());
+    Tensor sums = ops::empty({2}, DType::f64, p.device());
+    ops::lamb_moments(p, g, st.exp_avg, st.exp_avg_sq, update, bounds, rows, sums, st.step + 1, h);
+    ops::lamb_apply(p, update, bounds, rows, sums, h.lr);
+    ++st.step;
+  });
+}
+
 }  // namespace sl::optim

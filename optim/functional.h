@@ -39,6 +39,12 @@ void sgd_update(const Tensor& param, const Tensor& grad, ParamState& st, const S
 void adam_update(const Tensor& param, const Tensor& grad, ParamState& st, const AdamHyper& h,
                  bool master_weights = false);
 
+/// One LAMB step of a whole parameter (Note [LAMB] in optim/lamb.h: the trust ratio over all
+/// of `param`), creating exp_avg/exp_avg_sq as zeros on the first step; otherwise as
+/// sgd_update. Throws as ops::lamb_moments.
+void lamb_update(const Tensor& param, const Tensor& grad, ParamState& st, const LambHyper& h,
+                 bool master_weights = false);
+
 /// True for f16 and bf16.
 inline bool is_low_precision(DType t) {
   return t == DType::f16 || t == DType::bf16;

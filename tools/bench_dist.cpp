@@ -6,6 +6,7 @@
 //   mpirun -np 4 --oversubscribe build/tools/bench_dist
 // Options: --d-model 512 --layers 4 --ffn 2048 --seq 32 --batch 8 (global) --steps 4
 //          --warmup 1 --bucket-mb 25 --strategies single,ddp,zero1,zero2 --threads N
+//          --optimizer adamw|lamb (Lamb's ZeRO step adds one all-reduce of 2 doubles a parameter)
 // Rank 0 prints one Markdown row per strategy. Step times on an oversubscribed machine (more
 // ranks than cores) measure contention, not the method; memory and bytes do not depend on it.
 #include <algorithm>
@@ -76,6 +77,7 @@ struct Args {
   double bucket_mb = 25;
   std::string strategies;
   int threads = 0;
+  std::string optimizer = "adamw";
 };
 
 Args parse(int argc, char** argv) {
@@ -106,6 +108,8 @@ Args parse(int argc, char** argv) {
       a.strategies = val();
     else if (k == "--threads")
       a.threads = std::stoi(val());
+    else if (k == "--optimizer")
+      a.optimizer = val();
     else
       SL_CHECK(false, "bench_dist: unknown option ", k);
   }
@@ -141,9 +145,16 @@ int main(int argc, char** argv) {
       reset_peak_memory_stats();
       manual_seed(0);
       auto model = std::make_shared<Encoder>(a.d, a.ffn, a.layers);
-      optim::AdamW opt(model->parameters(), {.lr = 1e-4});
+      std::unique_ptr<optim::Optimizer> opt;
+      if (a.optimizer == "lamb") {
+        opt = std::make_unique<optim::Lamb>(model->parameters(), optim::LambOptions{.lr = 1e-4});
+      } else {
+        SL_CHECK(a.optimizer == "adamw", "bench_dist: --optimizer must be adamw or lamb, got '",
+                 a.optimizer, "'");
+        opt = std::make_unique<optim::AdamW>(model->parameters(), optim::AdamWOptions{.lr = 1e-4});
+      }
       auto strategy =
-          dist::make_strategy(kind, model, opt,
+          dist::make_strategy(kind, model, *opt,
                               {.group = pg,
                                .bucket_cap_bytes = static_cast<int64_t>(a.bucket_mb * 1024 * 1024),
                                .max_grad_norm = 1.0});

@@ -148,6 +148,100 @@ void adam_typed(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
   });
 }
 
+// ---- LAMB (Note [LAMB over flat spans]) -----------------------------------------------------
+
+/// Blocks of this many elements are summed independently, then combined in order.
+constexpr int64_t kNormBlock = 16384;
+
+/// Sum of x^2 over d[0, n) in double, in a fixed order (8 accumulators per block, blocks
+/// combined in order): the same bits for any thread count.
+template <class T>
+double sum_sq(const T* d, int64_t n) {
+  auto block_sum = [&](int64_t b, int64_t e) {
+    double acc[8] = {};
+    int64_t i = b;
+    for (; i + 8 <= e; i += 8) {
+      for (int j = 0; j < 8; ++j) {
+        double a = static_cast<double>(d[i + j]);
+        acc[j] += a * a;
+      }
+    }
+    for (; i < e; ++i) {
+      double a = static_cast<double>(d[i]);
+      acc[i & 7] += a * a;
+    }
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  };
+  return parallel_reduce<double>(0, n, kNormBlock, 0.0, block_sum,
+                                 [](double a, double b) { return a + b; });
+}
+
+template <class T, class G>
+void lamb_moments_typed(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                        const Tensor& exp_avg_sq, const Tensor& update,
+                        const std::vector<int64_t>& bounds, const std::vector<int64_t>& rows,
+                        const Tensor& sums, int64_t step, const LambHyper& h) {
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const LambStepScalars sc = lamb_step_scalars(h, step);
+  T* p = param.data_ptr<T>();
+  G* g = grad.data_ptr<G>();
+  T* m = exp_avg.data_ptr<T>();
+  T* v = exp_avg_sq.data_ptr<T>();
+  T* u = update.data_ptr<T>();
+  const C beta1 = static_cast<C>(h.beta1), beta2 = static_cast<C>(h.beta2);
+  const C one_minus_beta1 = static_cast<C>(1.0 - h.beta1);
+  const C one_minus_beta2 = static_cast<C>(1.0 - h.beta2);
+  const C bc1 = static_cast<C>(sc.bias_correction1), bc2 = static_cast<C>(sc.bias_correction2);
+  const C wd = static_cast<C>(h.weight_decay), eps = static_cast<C>(h.eps);
+  for_chunks(param.numel(), [&](int64_t s, int64_t n) {
+    ChunkView<T, C> P(p + s, n, true), M(m + s, n, true), V(v + s, n, true), U(u + s, n, false);
+    C g_local[kChunk], den_local[kChunk];
+    Arr<C> Gr(g_local, n), Den(den_local, n);
+    for (int64_t i = 0; i < n; ++i) g_local[i] = static_cast<C>(g[s + i]);
+    M.arr() = M.arr() * beta1 + Gr * one_minus_beta1;         // m = b1 m + (1 - b1) g
+    V.arr() = V.arr() * beta2 + (Gr * one_minus_beta2) * Gr;  // v = b2 v + (1 - b2) g g
+    // u = (m / bc1) / (sqrt(v / bc2) + eps) [+ wd w]. The square root is a correctly rounded
+    // std::sqrt per element: Eigen's float packet sqrt (under EIGEN_FAST_MATH, its default) is
+    // an rsqrt estimate off by 1-2 bits, which would make an element's result depend on whether
+    // it falls in a packet or in the scalar head or tail of a chunk: on its offset in the span.
+    Den = V.arr() / bc2;
+    for (int64_t k = 0; k < n; ++k) den_local[k] = std::sqrt(den_local[k]);
+    U.arr() = (M.arr() / bc1) / (Den + eps);
+    if (h.weight_decay != 0.0) U.arr() = U.arr() + P.arr() * wd;
+    U.store();
+    M.store();
+    V.store();
+  });
+  double* out = sums.data_ptr<double>();
+  for (size_t j = 0; j < rows.size(); ++j) {
+    const int64_t b = bounds[j], n = bounds[j + 1] - bounds[j];
+    out[2 * rows[j]] = sum_sq(p + b, n);
+    out[2 * rows[j] + 1] = sum_sq(u + b, n);
+  }
+}
+
+template <class T>
+void lamb_apply_typed(const Tensor& param, const Tensor& update, const std::vector<int64_t>& bounds,
+                      const std::vector<int64_t>& rows, const Tensor& sums, double lr) {
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  T* p = param.data_ptr<T>();
+  T* u = update.data_ptr<T>();
+  const double* in = sums.data_ptr<double>();
+  for (size_t j = 0; j < rows.size(); ++j) {
+    const int64_t b = bounds[j];
+    const double r = lamb_trust_ratio(in[2 * rows[j]], in[2 * rows[j] + 1]);
+    const C neg_step = static_cast<C>(-(lr * r));
+    parallel_for(0, bounds[j + 1] - b, kOptimGrain, [&](int64_t cb, int64_t ce) {
+      for (int64_t s = cb; s < ce; s += kChunk) {
+        const int64_t n = std::min(kChunk, ce - s);
+        ChunkView<T, C> P(p + b + s, n, true), U(u + b + s, n, true);
+        P.arr() = P.arr() + U.arr() * neg_step;  // w -= (lr r) u
+        P.store();
+      }
+    });
+  }
+}
+
 /// Dispatches (param dtype T, grad dtype G) to f(TypeTag<T>, TypeTag<G>).
 template <class F>
 void visit_param_grad(DType pt, DType gt, const F& f) {
@@ -175,6 +269,23 @@ void adam_step_cpu(const Tensor& param, const Tensor& grad, const Tensor& exp_av
   });
 }
 
+void lamb_moments_cpu(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                      const Tensor& exp_avg_sq, const Tensor& update,
+                      const std::vector<int64_t>& bounds, const std::vector<int64_t>& rows,
+                      const Tensor& sums, int64_t step, const LambHyper& h) {
+  visit_param_grad(param.dtype(), grad.dtype(), [&](auto pt, auto gt) {
+    lamb_moments_typed<typename decltype(pt)::type, typename decltype(gt)::type>(
+        param, grad, exp_avg, exp_avg_sq, update, bounds, rows, sums, step, h);
+  });
+}
+
+void lamb_apply_cpu(const Tensor& param, const Tensor& update, const std::vector<int64_t>& bounds,
+                    const std::vector<int64_t>& rows, const Tensor& sums, double lr) {
+  visit_floating(param.dtype(), "lamb_apply", [&](auto tag) {
+    lamb_apply_typed<typename decltype(tag)::type>(param, update, bounds, rows, sums, lr);
+  });
+}
+
 // ---- mixed precision and norms ---------------------------------------------------------------
 
 void unscale_check_cpu(const Tensor& grad, const Tensor& found_inf, double inv_scale) {
@@ -198,9 +309,6 @@ void unscale_check_cpu(const Tensor& grad, const Tensor& found_inf, double inv_s
     if (bad) found_inf.data_ptr<float>()[0] = 1.0f;
   });
 }
-
-/// Blocks of this many elements are summed independently, then combined in order.
-constexpr int64_t kNormBlock = 16384;
 
 double norm_partial_cpu(const Tensor& x, double p) {
   return visit_floating(x.dtype(), "norm_partial", [&](auto tag) -> double {
@@ -248,6 +356,8 @@ double norm_partial_cpu(const Tensor& x, double p) {
 
 SL_REGISTER_KERNEL(sgd_step_kernel, DeviceKind::cpu, &sgd_step_cpu);
 SL_REGISTER_KERNEL(adam_step_kernel, DeviceKind::cpu, &adam_step_cpu);
+SL_REGISTER_KERNEL(lamb_moments_kernel, DeviceKind::cpu, &lamb_moments_cpu);
+SL_REGISTER_KERNEL(lamb_apply_kernel, DeviceKind::cpu, &lamb_apply_cpu);
 SL_REGISTER_KERNEL(unscale_check_kernel, DeviceKind::cpu, &unscale_check_cpu);
 SL_REGISTER_KERNEL(norm_partial_kernel, DeviceKind::cpu, &norm_partial_cpu);
 

@@ -22,6 +22,11 @@ struct AdamArgs {
   double step_size, bias_correction2_sqrt, decay;
 };
 
+/// The scalars of one LAMB step (LambHyper and LambStepScalars).
+struct LambArgs {
+  double beta1, beta2, eps, weight_decay, bias_correction1, bias_correction2;
+};
+
 /// Note [Optimizer kernels over flat spans]: n elements; param / state of dtype pt, grad of gt
 /// (gt == pt, or f16 / bf16 with pt f32); momentum / max_exp_avg_sq may be null when unused.
 void launch_sgd_step(DType pt, DType gt, void* param, const void* grad, void* momentum, int64_t n,
@@ -29,6 +34,15 @@ void launch_sgd_step(DType pt, DType gt, void* param, const void* grad, void* mo
 void launch_adam_step(DType pt, DType gt, void* param, const void* grad, void* exp_avg,
                       void* exp_avg_sq, void* max_exp_avg_sq, int64_t n, const AdamArgs& a,
                       cudaStream_t s);
+/// LAMB phase 1's element-wise part (Note [LAMB over flat spans]): moments and update u (of
+/// param's dtype) over n elements; the sums of squares come from launch_norm_partial.
+void launch_lamb_moments(DType pt, DType gt, const void* param, const void* grad, void* exp_avg,
+                         void* exp_avg_sq, void* update, int64_t n, const LambArgs& a,
+                         cudaStream_t s);
+/// LAMB phase 2 over one segment of n elements: param -= lr * r * update with r from the two
+/// device doubles sums[0] (||w||^2) and sums[1] (||u||^2), computed on the device.
+void launch_lamb_apply(DType pt, void* param, const void* update, int64_t n, const double* sums,
+                       double lr, cudaStream_t s);
 /// grad *= inv_scale; *found_inf = 1 when grad held an inf or NaN (never cleared).
 void launch_unscale_check(DType dt, void* grad, float* found_inf, int64_t n, double inv_scale,
                           cudaStream_t s);

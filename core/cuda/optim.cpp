@@ -41,6 +41,48 @@ void adam_step_cuda(const Tensor& param, const Tensor& grad, const Tensor& exp_a
                    compute_stream(param.device()));
 }
 
+/// The address of element `offset` of a flat tensor's data.
+void* at(const Tensor& t, int64_t offset) {
+  return static_cast<char*>(t.data_ptr()) + static_cast<size_t>(offset) * t.element_size();
+}
+
+void lamb_moments_cuda(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                       const Tensor& exp_avg_sq, const Tensor& update,
+                       const std::vector<int64_t>& bounds, const std::vector<int64_t>& rows,
+                       const Tensor& sums, int64_t step, const LambHyper& h) {
+  const LambStepScalars sc = lamb_step_scalars(h, step);
+  LambArgs a{h.beta1, h.beta2, h.eps, h.weight_decay, sc.bias_correction1, sc.bias_correction2};
+  DeviceGuard g(param.device());
+  cudaStream_t s = compute_stream(param.device());
+  launch_lamb_moments(param.dtype(), grad.dtype(), param.data_ptr(), grad.data_ptr(),
+                      exp_avg.data_ptr(), exp_avg_sq.data_ptr(), update.data_ptr(), param.numel(),
+                      a, s);
+  // the segments' sums of squares, each by the deterministic reduction of norm_partial
+  double* out = static_cast<double*>(sums.data_ptr());
+  for (size_t j = 0; j < rows.size(); ++j) {
+    const int64_t b = bounds[j], n = bounds[j + 1] - bounds[j];
+    double* row = out + 2 * rows[j];
+    if (n == 0) {
+      CUDA_CHECK(cudaMemsetAsync(row, 0, 2 * sizeof(double), s));
+      continue;
+    }
+    launch_norm_partial(param.dtype(), at(param, b), n, 2.0, row, s);
+    launch_norm_partial(update.dtype(), at(update, b), n, 2.0, row + 1, s);
+  }
+}
+
+void lamb_apply_cuda(const Tensor& param, const Tensor& update, const std::vector<int64_t>& bounds,
+                     const std::vector<int64_t>& rows, const Tensor& sums, double lr) {
+  DeviceGuard g(param.device());
+  cudaStream_t s = compute_stream(param.device());
+  const double* in = static_cast<const double*>(sums.data_ptr());
+  for (size_t j = 0; j < rows.size(); ++j) {
+    const int64_t b = bounds[j];
+    launch_lamb_apply(param.dtype(), at(param, b), at(update, b), bounds[j + 1] - b,
+                      in + 2 * rows[j], lr, s);
+  }
+}
+
 void unscale_check_cuda(const Tensor& grad, const Tensor& found_inf, double inv_scale) {
   DeviceGuard g(grad.device());
   launch_unscale_check(grad.dtype(), grad.data_ptr(), static_cast<float*>(found_inf.data_ptr()),
@@ -61,6 +103,8 @@ double norm_partial_cuda(const Tensor& x, double p) {
 
 SL_REGISTER_KERNEL(sgd_step_kernel, DeviceKind::cuda, &sgd_step_cuda);
 SL_REGISTER_KERNEL(adam_step_kernel, DeviceKind::cuda, &adam_step_cuda);
+SL_REGISTER_KERNEL(lamb_moments_kernel, DeviceKind::cuda, &lamb_moments_cuda);
+SL_REGISTER_KERNEL(lamb_apply_kernel, DeviceKind::cuda, &lamb_apply_cuda);
 SL_REGISTER_KERNEL(unscale_check_kernel, DeviceKind::cuda, &unscale_check_cuda);
 SL_REGISTER_KERNEL(norm_partial_kernel, DeviceKind::cuda, &norm_partial_cuda);
 

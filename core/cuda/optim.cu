@@ -99,6 +99,39 @@ __global__ void adam_kernel(T* p, const G* g, T* m, T* v, T* vmax, int64_t n, Ad
   }
 }
 
+template <class T, class G>
+__global__ void lamb_moments_kernel(const T* p, const G* g, T* m, T* v, T* u, int64_t n,
+                                    LambArgs a) {
+  using C = opt_c<T>;
+  const C beta1 = static_cast<C>(a.beta1), beta2 = static_cast<C>(a.beta2);
+  const C omb1 = static_cast<C>(1.0 - a.beta1), omb2 = static_cast<C>(1.0 - a.beta2);
+  const C bc1 = static_cast<C>(a.bias_correction1), bc2 = static_cast<C>(a.bias_correction2);
+  const C wd = static_cast<C>(a.weight_decay), eps = static_cast<C>(a.eps);
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    const C gv = static_cast<C>(to_comp(g[i]));
+    const C mv = add(mul(static_cast<C>(to_comp(m[i])), beta1), mul(gv, omb1));
+    const C vv = add(mul(static_cast<C>(to_comp(v[i])), beta2), mul(mul(gv, omb2), gv));
+    C uv = div(div(mv, bc1), add(sqrt_rn(div(vv, bc2)), eps));
+    if (a.weight_decay != 0.0) uv = add(uv, mul(static_cast<C>(to_comp(p[i])), wd));
+    u[i] = convert<T>(uv);
+    m[i] = convert<T>(mv);
+    v[i] = convert<T>(vv);
+  }
+}
+
+template <class T>
+__global__ void lamb_apply_kernel(T* p, const T* u, int64_t n, const double* sums, double lr) {
+  using C = opt_c<T>;
+  const double ws = sums[0], us = sums[1];
+  const double r = ws > 0.0 && us > 0.0 ? __ddiv_rn(__dsqrt_rn(ws), __dsqrt_rn(us)) : 1.0;
+  const C neg_step = static_cast<C>(-__dmul_rn(lr, r));
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    p[i] = convert<T>(add(static_cast<C>(to_comp(p[i])), mul(static_cast<C>(to_comp(u[i])), neg_step)));
+  }
+}
+
 template <class T>
 __global__ void unscale_kernel(T* g, float* found_inf, int64_t n, comp_t<T> scale) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
@@ -183,6 +216,31 @@ void launch_adam_step(DType pt, DType gt, void* param, const void* grad, void* e
     adam_kernel<T, G><<<grid_for(n), kBlockThreads, 0, s>>>(
         static_cast<T*>(param), static_cast<const G*>(grad), static_cast<T*>(exp_avg),
         static_cast<T*>(exp_avg_sq), static_cast<T*>(max_exp_avg_sq), n, a);
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+void launch_lamb_moments(DType pt, DType gt, const void* param, const void* grad, void* exp_avg,
+                         void* exp_avg_sq, void* update, int64_t n, const LambArgs& a,
+                         cudaStream_t s) {
+  if (n <= 0) return;
+  visit_param_grad(pt, gt, [&](auto ptag, auto gtag) {
+    using T = typename decltype(ptag)::type;
+    using G = typename decltype(gtag)::type;
+    lamb_moments_kernel<T, G><<<grid_for(n), kBlockThreads, 0, s>>>(
+        static_cast<const T*>(param), static_cast<const G*>(grad), static_cast<T*>(exp_avg),
+        static_cast<T*>(exp_avg_sq), static_cast<T*>(update), n, a);
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+void launch_lamb_apply(DType pt, void* param, const void* update, int64_t n, const double* sums,
+                       double lr, cudaStream_t s) {
+  if (n <= 0) return;
+  visit_param_grad(pt, pt, [&](auto ptag, auto) {
+    using T = typename decltype(ptag)::type;
+    lamb_apply_kernel<T><<<grid_for(n), kBlockThreads, 0, s>>>(
+        static_cast<T*>(param), static_cast<const T*>(update), n, sums, lr);
     CUDA_CHECK_LAUNCH();
   });
 }

@@ -14,6 +14,14 @@ SL_DEFINE_KERNEL(adam_step_kernel,
                  void(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                       const Tensor& exp_avg_sq, const Tensor& max_exp_avg_sq, int64_t step,
                       const AdamHyper& h));
+SL_DEFINE_KERNEL(lamb_moments_kernel,
+                 void(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                      const Tensor& exp_avg_sq, const Tensor& update,
+                      const std::vector<int64_t>& bounds, const std::vector<int64_t>& rows,
+                      const Tensor& sums, int64_t step, const LambHyper& h));
+SL_DEFINE_KERNEL(lamb_apply_kernel,
+                 void(const Tensor& param, const Tensor& update, const std::vector<int64_t>& bounds,
+                      const std::vector<int64_t>& rows, const Tensor& sums, double lr));
 SL_DEFINE_KERNEL(unscale_check_kernel,
                  void(const Tensor& grad, const Tensor& found_inf, double inv_scale));
 SL_DEFINE_KERNEL(norm_partial_kernel, double(const Tensor& x, double p));
@@ -65,6 +73,28 @@ void check_finite_nonneg(const char* op, const char* name, double v) {
            " (expected a finite value >= 0)");
 }
 
+/// Checks LAMB's segments and sums (Note [LAMB over flat spans]).
+void check_segments(const char* op, const Tensor& param, const std::vector<int64_t>& bounds,
+                    const std::vector<int64_t>& rows, const Tensor& sums) {
+  SL_CHECK_SHAPE(bounds.size() == rows.size() + 1, op, ": ", bounds.size(), " segment bounds for ",
+                 rows.size(), " rows (expected one more bound than rows)");
+  SL_CHECK(bounds.front() == 0 && bounds.back() == param.numel(), op,
+           ": segment bounds must run from 0 to the span's ", param.numel(), " elements, got ",
+           bounds.front(), " .. ", bounds.back());
+  check_defined(op, sums, "sums");
+  check_same_device(op, {&param, &sums});
+  SL_CHECK_DTYPE(sums.dtype() == DType::f64, op, ": sums must be float64, got ",
+                 dtype_name(sums.dtype()));
+  SL_CHECK(sums.is_contiguous(), op, ": sums must be contiguous");
+  for (size_t j = 0; j < rows.size(); ++j) {
+    SL_CHECK(bounds[j] <= bounds[j + 1], op, ": segment bounds must not decrease, got ", bounds[j],
+             " then ", bounds[j + 1]);
+    SL_CHECK_INDEX(rows[j] >= 0 && 2 * rows[j] + 1 < sums.numel(), op, ": row ", rows[j],
+                   " of segment ", j, " out of range for sums of ", sums.numel(),
+                   " elements (2 per row)");
+  }
+}
+
 }  // namespace
 
 void check_sgd_hyper(const SgdHyper& h, const char* op) {
@@ -78,6 +108,16 @@ void check_sgd_hyper(const SgdHyper& h, const char* op) {
 }
 
 void check_adam_hyper(const AdamHyper& h, const char* op) {
+  check_finite_nonneg(op, "learning rate", h.lr);
+  check_finite_nonneg(op, "epsilon value", h.eps);
+  check_finite_nonneg(op, "weight_decay value", h.weight_decay);
+  SL_CHECK(h.beta1 >= 0.0 && h.beta1 < 1.0, op, ": invalid beta parameter at index 0: ", h.beta1,
+           " (expected 0 <= beta1 < 1)");
+  SL_CHECK(h.beta2 >= 0.0 && h.beta2 < 1.0, op, ": invalid beta parameter at index 1: ", h.beta2,
+           " (expected 0 <= beta2 < 1)");
+}
+
+void check_lamb_hyper(const LambHyper& h, const char* op) {
   check_finite_nonneg(op, "learning rate", h.lr);
   check_finite_nonneg(op, "epsilon value", h.eps);
   check_finite_nonneg(op, "weight_decay value", h.weight_decay);
@@ -117,6 +157,42 @@ void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
   exp_avg.bump_version();
   exp_avg_sq.bump_version();
   if (h.amsgrad) max_exp_avg_sq.bump_version();
+}
+
+void lamb_moments(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                  const Tensor& exp_avg_sq, const Tensor& update,
+                  const std::vector<int64_t>& bounds, const std::vector<int64_t>& rows,
+                  const Tensor& sums, int64_t step, const LambHyper& h) {
+  const char* op = "lamb_moments";
+  check_param_grad(op, param, grad);
+  check_lamb_hyper(h, op);
+  SL_CHECK(step >= 1, op, ": step must be >= 1 (the step number after incrementing), got ", step);
+  check_state(op, "exp_avg", param, exp_avg);
+  check_state(op, "exp_avg_sq", param, exp_avg_sq);
+  check_state(op, "update", param, update);
+  check_segments(op, param, bounds, rows, sums);
+  lamb_moments_kernel(param.device().kind, flat(param), flat(grad), flat(exp_avg), flat(exp_avg_sq),
+                      flat(update), bounds, rows, sums, step, h);
+  exp_avg.bump_version();
+  exp_avg_sq.bump_version();
+  update.bump_version();
+  sums.bump_version();
+}
+
+void lamb_apply(const Tensor& param, const Tensor& update, const std::vector<int64_t>& bounds,
+                const std::vector<int64_t>& rows, const Tensor& sums, double lr) {
+  const char* op = "lamb_apply";
+  check_defined(op, param, "param");
+  SL_CHECK_DTYPE(is_floating(param.dtype()), op, ": param must be floating, got ",
+                 dtype_name(param.dtype()));
+  SL_CHECK(param.is_contiguous(), op, ": param must be contiguous (sizes ",
+           shape_str(param.sizes()), ", strides ", shape_str(param.strides()), ")");
+  check_state(op, "update", param, update);
+  check_finite_nonneg(op, "learning rate", lr);
+  check_segments(op, param, bounds, rows, sums);
+  if (param.numel() == 0) return;
+  lamb_apply_kernel(param.device().kind, flat(param), flat(update), bounds, rows, sums, lr);
+  param.bump_version();
 }
 
 void unscale_check_(const Tensor& grad, const Tensor& found_inf, double inv_scale) {

@@ -21,6 +21,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "core/dispatch.h"
 #include "core/tensor.h"
@@ -64,6 +65,47 @@ inline AdamStepScalars adam_step_scalars(const AdamHyper& h, int64_t step) {
   return {h.lr / bc1, std::sqrt(bc2), 1.0 - h.lr * h.weight_decay};
 }
 
+/// Hyperparameters of LAMB (optim/lamb.h, Note [LAMB]) for one parameter group.
+struct LambHyper {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-6;
+  double weight_decay = 0.01;
+  bool bias_correction = true;
+};
+
+/// Note [LAMB over flat spans]
+/// LAMB's step scales each parameter's update by a trust ratio ||w|| / ||u|| over the whole
+/// parameter tensor, so unlike SGD/Adam it is not element-wise; it runs in two phases over a
+/// span that may hold pieces of several parameters (segments), e.g. a ZeRO shard's run:
+///   phase 1 (lamb_moments): updates exp_avg / exp_avg_sq, writes the raw update u into
+///     `update` (a buffer of param's dtype and length), and stores, for segment j (elements
+///     [bounds[j], bounds[j+1]) of the span), the sums of squares of w (before the step) and of
+///     the stored u, in double, into sums[2 * rows[j]] and sums[2 * rows[j] + 1] (sums: a
+///     contiguous f64 tensor on param's device). A segment's sums are computed in a fixed
+///     order: the same bits for any thread count.
+///   between the phases the caller may combine sums (a ZeRO rank holds only a piece of a
+///     parameter: it all-reduces (sum) the sums across ranks);
+///   phase 2 (lamb_apply): for segment j with ws = sums[2 rows[j]], us = sums[2 rows[j] + 1],
+///     r = sqrt(ws) / sqrt(us) when both are > 0, else 1; param -= (lr * r) * u, the factor
+///     computed in double and rounded to the compute type once.
+/// The scalars of the moments follow the element-wise rule of Note [Optimizer kernels over flat
+/// spans] (compute type float, double for f64); see lamb_element for the order of operations.
+struct LambStepScalars {
+  double bias_correction1;  ///< 1 - beta1^step (1 without bias correction)
+  double bias_correction2;  ///< 1 - beta2^step (1 without bias correction)
+};
+inline LambStepScalars lamb_step_scalars(const LambHyper& h, int64_t step) {
+  if (!h.bias_correction) return {1.0, 1.0};
+  double s = static_cast<double>(step);
+  return {1.0 - std::pow(h.beta1, s), 1.0 - std::pow(h.beta2, s)};
+}
+/// The trust ratio from the two sums of squares (Note [LAMB over flat spans]).
+inline double lamb_trust_ratio(double w_sq, double u_sq) {
+  return w_sq > 0.0 && u_sq > 0.0 ? std::sqrt(w_sq) / std::sqrt(u_sq) : 1.0;
+}
+
 /// One SGD step: param, grad and (when h.momentum != 0) momentum_buf are 1-d contiguous tensors
 /// of equal length on one device (see Note [Optimizer kernels over flat spans]). With
 /// init_momentum the buffer is set to the (decayed) gradient, as PyTorch does on the first step;
@@ -77,6 +119,18 @@ SL_DECLARE_KERNEL(adam_step_kernel,
                   void(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                        const Tensor& exp_avg_sq, const Tensor& max_exp_avg_sq, int64_t step,
                        const AdamHyper& h));
+/// LAMB phase 1 (Note [LAMB over flat spans]): bounds has rows.size() + 1 entries, from 0 to
+/// param.numel(), non-decreasing; `step` >= 1 is the step number after incrementing.
+SL_DECLARE_KERNEL(lamb_moments_kernel,
+                  void(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                       const Tensor& exp_avg_sq, const Tensor& update,
+                       const std::vector<int64_t>& bounds, const std::vector<int64_t>& rows,
+                       const Tensor& sums, int64_t step, const LambHyper& h));
+/// LAMB phase 2: param -= lr * r_j * update over each segment j.
+SL_DECLARE_KERNEL(lamb_apply_kernel,
+                  void(const Tensor& param, const Tensor& update,
+                       const std::vector<int64_t>& bounds, const std::vector<int64_t>& rows,
+                       const Tensor& sums, double lr));
 /// Mixed-precision unscale: grad *= inv_scale (any floating dtype, 1-d contiguous), and sets
 /// found_inf (a one-element f32 tensor on grad's device) to 1 when grad holds an inf or NaN;
 /// never clears it. Writing a device flag instead of returning a bool lets a CUDA backend check
@@ -99,6 +153,18 @@ void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& momentum_bu
 void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                const Tensor& exp_avg_sq, const Tensor& max_exp_avg_sq, int64_t step,
                const AdamHyper& h);
+/// LAMB phase 1 over a span of segments (Note [LAMB over flat spans]): checks param / grad /
+/// exp_avg / exp_avg_sq / update as adam_step checks its operands (update as a state buffer),
+/// the hyperparameters, step >= 1, the segments (bounds from 0 to param.numel(), one more than
+/// rows, non-decreasing) and sums (contiguous f64 on param's device, every 2 * row + 1 in
+/// range). Throws ValueError/ShapeError/DTypeError/DeviceError naming "lamb_moments".
+void lamb_moments(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                  const Tensor& exp_avg_sq, const Tensor& update,
+                  const std::vector<int64_t>& bounds, const std::vector<int64_t>& rows,
+                  const Tensor& sums, int64_t step, const LambHyper& h);
+/// LAMB phase 2; checks as lamb_moments (naming "lamb_apply") and lr finite >= 0.
+void lamb_apply(const Tensor& param, const Tensor& update, const std::vector<int64_t>& bounds,
+                const std::vector<int64_t>& rows, const Tensor& sums, double lr);
 /// grad *= inv_scale and found_inf = 1 if grad has a non-finite value (see unscale_check_kernel).
 /// grad must be contiguous; found_inf a one-element f32 tensor on grad's device.
 void unscale_check_(const Tensor& grad, const Tensor& found_inf, double inv_scale);
@@ -108,6 +174,7 @@ double norm_partial(const Tensor& x, double p);
 /// Checks the hyperparameters as PyTorch's constructors do; `op` names the caller.
 void check_sgd_hyper(const SgdHyper& h, const char* op);
 void check_adam_hyper(const AdamHyper& h, const char* op);
+void check_lamb_hyper(const LambHyper& h, const char* op);
 
 }  // namespace ops
 }  // namespace sl

@@ -71,6 +71,42 @@ TEST_CASE("cuda parity: fused SGD and Adam/AdamW steps are bit-identical to the 
   }
 }
 
+TEST_CASE("cuda parity: LAMB's two phases over a span of several parameters match the CPU" *
+          sl::testing::needs_gpu()) {
+  SL_REQUIRE_CUDA("LAMB kernels");
+  manual_seed(22);
+  const std::vector<int64_t> bounds{0, 300, 300, 1037}, rows{2, 0, 1};
+  for (PG pg : kPairs) {
+    CAPTURE(pg.p);
+    CAPTURE(pg.g);
+    const int64_t n = bounds.back();
+    Tensor p0 = randn({n}).to(pg.p), g0 = randn({n}).to(pg.g);
+    LambHyper h{.lr = 0.01, .weight_decay = 0.02};
+    Tensor pc = p0.clone(), pgpu = p0.to(kGPU);
+    Tensor mc = zeros({n}, {.dtype = pg.p}), vc = zeros({n}, {.dtype = pg.p});
+    Tensor uc = zeros({n}, {.dtype = pg.p});
+    Tensor mg = mc.to(kGPU), vg = vc.to(kGPU), ug = uc.to(kGPU);
+    Tensor sc = zeros({6}, {.dtype = DType::f64}), sg = sc.to(kGPU);
+    for (int64_t step = 1; step <= 3; ++step) {
+      ops::lamb_moments(pc, g0, mc, vc, uc, bounds, rows, sc, step, h);
+      ops::lamb_moments(pgpu, g0.to(kGPU), mg, vg, ug, bounds, rows, sg, step, h);
+      // the moments and the update are element-wise, each operation rounded once: same bits
+      SL_CHECK_CLOSE(mg.cpu(), mc, 0, 0);
+      SL_CHECK_CLOSE(vg.cpu(), vc, 0, 0);
+      SL_CHECK_CLOSE(ug.cpu(), uc, 0, 0);
+      // the squared norms are summed in double in another order: double rounding
+      SL_CHECK_CLOSE(sg.cpu(), sc, 1e-12, 0);
+      ops::lamb_apply(pc, uc, bounds, rows, sc, h.lr);
+      ops::lamb_apply(pgpu, ug, bounds, rows, sg, h.lr);
+      // the ratio differs by double rounding, which can move lr * r by one float ulp; in a
+      // 16-bit parameter that can round to the neighbouring value (one ulp of the type)
+      const double rtol = pg.p == DType::bf16 ? 8e-3 : (pg.p == DType::f16 ? 1e-3 : 1e-6);
+      SL_CHECK_CLOSE(pgpu.cpu(), pc, rtol, 1e-7);
+      pgpu = pc.to(kGPU);  // continue from the same values
+    }
+  }
+}
+
 TEST_CASE("cuda: unscale_check_ flags inf/NaN and scales; norm_partial matches the CPU" *
           sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("unscale and norms");

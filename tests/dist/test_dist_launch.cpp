@@ -81,11 +81,12 @@ struct ScratchDir {
 };
 
 RankRun scenario(int np, const std::string& which, const std::string& dir, const std::string& mode,
-                 bool exact = false) {
+                 bool exact = false, const std::string& opt = "adam") {
   return run_ranks(np, sl::testing::ranks_binary(), {"-tc=scenario: " + which}, 120,
                    {{"SL_DIST_TIMEOUT", "60"},
                     {"SL_TEST_CKPT_DIR", dir},
                     {"SL_TEST_CKPT_MODE", mode},
+                    {"SL_TEST_CKPT_OPT", opt},
                     {"SL_TEST_CKPT_EXACT", exact ? "1" : "0"}});
 }
 
@@ -117,6 +118,25 @@ TEST_CASE("ranks: a ddp checkpoint from 2 ranks loads into zero2 on 3") {
   RankRun save = scenario(2, "save", dir.path, "ddp");
   REQUIRE_MESSAGE(save.exit_code == 0, save.report());
   RankRun run = scenario(3, "resume", dir.path, "zero2");
+  CHECK_MESSAGE(run.exit_code == 0, run.report());
+}
+
+TEST_CASE("ranks: Lamb state saved by zero2 on 2 ranks resumes single and on 3; single's on 2") {
+  if (!have_mpi()) return;
+  {
+    ScratchDir dir;
+    RankRun save = scenario(2, "save", dir.path, "zero2", false, "lamb");
+    REQUIRE_MESSAGE(save.exit_code == 0, save.report());
+    for (auto [np, mode] : {std::pair{1, "single"}, std::pair{3, "zero1"}}) {
+      CAPTURE(np);
+      RankRun run = scenario(np, "resume", dir.path, mode, false, "lamb");
+      CHECK_MESSAGE(run.exit_code == 0, run.report());
+    }
+  }
+  ScratchDir dir;
+  RankRun save = scenario(1, "save", dir.path, "single", false, "lamb");
+  REQUIRE_MESSAGE(save.exit_code == 0, save.report());
+  RankRun run = scenario(2, "resume", dir.path, "zero2", false, "lamb");
   CHECK_MESSAGE(run.exit_code == 0, run.report());
 }
 

@@ -25,6 +25,8 @@ const TrainConfig kConfigs[] = {
     {.opt = OptKind::sgd},
     {.opt = OptKind::adam, .accum = 2, .clip = 0.5},
     {.opt = OptKind::adamw, .accum = 3, .clip = 0.3},
+    {.opt = OptKind::lamb},
+    {.opt = OptKind::lamb, .accum = 2, .clip = 0.4},
 };
 
 }  // namespace
@@ -214,4 +216,39 @@ TEST_CASE("zero2 keeps no full gradient buffer: staging peaks at a bucket, not t
   // when its reduce-scatter completes (at once on one rank)
   CHECK(m.comm_buffer_bytes <= largest_bucket + 8);
   CHECK(m.comm_buffer_bytes < full_grads);
+}
+
+TEST_CASE("lamb with bf16 parameters and master weights: zero1/zero2 on one rank equal single") {
+  // One rank owns every piece, so each parameter is one segment of a run and the sharded step
+  // is the unsharded one's arithmetic on the same float32 master values: bit for bit.
+  auto pg = make_single_group();
+  auto train = [&](const std::string& kind) {
+    auto net = sl::testing::make_tiny_net();
+    net->to(DType::bf16);
+    auto [decay, no_decay] = optim::split_no_decay(net->named_parameters(), {"bias", "scale"});
+    optim::Lamb opt(std::vector<optim::ParamGroup<optim::LambOptions>>{
+        {decay, {.lr = 0.02, .weight_decay = 0.05, .master_weights = true}},
+        {no_decay, {.lr = 0.02, .weight_decay = 0.0, .master_weights = true}}});
+    auto s = make_strategy(kind, net, opt, {.group = pg, .bucket_cap_bytes = 16});
+    for (int step = 0; step < 4; ++step) {
+      auto [x, y] = sl::testing::global_batch(step, 8);
+      s->zero_grad();
+      s->backward((s->forward(x.to(DType::bf16)) - y.to(DType::bf16)).square().mean());
+      s->step();
+    }
+    if (kind != "single") CHECK(s->memory_report().master_weight_bytes > 0);
+    std::vector<Tensor> out;
+    for (auto& [n, p] : net->named_parameters()) out.push_back(p.detach().clone());
+    return out;
+  };
+  std::vector<Tensor> ref = train("single");
+  for (const char* kind : {"zero1", "zero2"}) {
+    CAPTURE(std::string(kind));
+    std::vector<Tensor> z = train(kind);
+    REQUIRE(z.size() == ref.size());
+    for (size_t i = 0; i < z.size(); ++i) {
+      CHECK(z[i].dtype() == DType::bf16);
+      SL_CHECK_CLOSE(z[i], ref[i], 0, 0);
+    }
+  }
 }

@@ -238,6 +238,34 @@ TEST_CASE("--precision bf16-mixed on the GPU as on the CPU" * needs_gpu_trainer(
   }
 }
 
+TEST_CASE("--optimizer lamb: trains, resumes bit-identical; its checkpoint is not AdamW's") {
+  Data d("optimizer_lamb");
+  auto lamb = [&](const std::string& ckpt) {
+    return plus(d.pos("single", ckpt), {"--optimizer", "lamb"});
+  };
+  check_resume(lamb("l"));
+  JobResult adamw = run_job(d.pos("single", "a"));
+  REQUIRE_MESSAGE(adamw.code == 0, adamw.out);
+  JobResult l = run_job(lamb("l2"));
+  REQUIRE_MESSAGE(l.code == 0, l.out);
+  CHECK(l.out.find("Lamb lr 0.01") != std::string::npos);
+  CHECK(adamw.out.find("AdamW lr 0.01") != std::string::npos);
+  CHECK(state_digest_of(l.out) != state_digest_of(adamw.out));  // another update rule
+  // an AdamW run does not resume from a Lamb checkpoint (nor the reverse): the configuration
+  // names the optimizer
+  JobResult e = run_job(plus(d.pos("single", "l2"), {"--resume", "1"}));
+  CHECK(e.code == 1);
+  CHECK_MESSAGE(e.out.find("was written with another configuration") != std::string::npos, e.out);
+  CHECK(e.out.find("\"optimizer\":\"Lamb\"") != std::string::npos);
+  JobResult e2 = run_job(plus(lamb("a"), {"--resume", "1"}));
+  CHECK(e2.code == 1);
+  CHECK_MESSAGE(e2.out.find("was written with another configuration") != std::string::npos, e2.out);
+  JobResult bad = run_job(plus(d.pos("single", "b"), {"--optimizer", "sgd"}));
+  CHECK(bad.code == 1);
+  CHECK_MESSAGE(bad.out.find("--optimizer must be adamw or lamb, got 'sgd'") != std::string::npos,
+                bad.out);
+}
+
 TEST_CASE("--checkpoint-every: a run stopped inside an epoch resumes there, bit for bit") {
   Data d("checkpoint_every");
   // 3 epochs of 3 steps; checkpoints after steps 2, 4 and 8 (inside epochs) and at each end.

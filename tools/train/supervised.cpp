@@ -159,6 +159,7 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   const int64_t batch = opt.batch_size > 0 ? opt.batch_size : job.default_batch_size;
   const double lr = opt.lr > 0 ? opt.lr : job.default_lr;
   const double weight_decay = opt.get_double("weight-decay", 0.01);
+  const std::string optimizer_name = opt.get_string("optimizer", "adamw");
   const std::string ckpt_dir = opt.get_string("checkpoint-dir", "checkpoints/" + name);
   const bool resume = opt.get_int("resume", 0) != 0;
   const int64_t stop_after = opt.get_int("stop-after-epochs", -1);
@@ -172,6 +173,8 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   const bool warmup_given = opt.extra.count("warmup-steps") > 0;      // else the job's default
   const int64_t warmup_flag = opt.get_int("warmup-steps", 0);
   opt.check_all_read(name);  // every flag is read by now: a misspelt one fails before any work
+  SL_CHECK(optimizer_name == "adamw" || optimizer_name == "lamb", name,
+           ": --optimizer must be adamw or lamb, got '", optimizer_name, "'");
   SL_CHECK(opt.epochs >= 1, name, ": --epochs must be >= 1, got ", opt.epochs);
   SL_CHECK(batch % world == 0, name, ": --batch-size ", batch, " must be divisible by the ", world,
            " ranks (each rank takes an equal share of every global batch)");
@@ -208,8 +211,17 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   auto [decay, no_decay] = optim::split_no_decay(model->named_parameters(), job.no_decay);
   // 16-bit parameters: the optimizer updates float32 master copies (and keeps float32 moments).
   const bool master = precision.params_16;
-  optim::AdamW adamw({{decay, {.lr = lr, .weight_decay = weight_decay, .master_weights = master}},
-                      {no_decay, {.lr = lr, .weight_decay = 0.0, .master_weights = master}}});
+  // The same two groups for either optimizer: weight decay on the weights, none on the rest.
+  std::unique_ptr<optim::Optimizer> optimizer;
+  if (optimizer_name == "lamb") {
+    optimizer = std::make_unique<optim::Lamb>(std::vector<optim::ParamGroup<optim::LambOptions>>{
+        {decay, {.lr = lr, .weight_decay = weight_decay, .master_weights = master}},
+        {no_decay, {.lr = lr, .weight_decay = 0.0, .master_weights = master}}});
+  } else {
+    optimizer = std::make_unique<optim::AdamW>(std::vector<optim::ParamGroup<optim::AdamWOptions>>{
+        {decay, {.lr = lr, .weight_decay = weight_decay, .master_weights = master}},
+        {no_decay, {.lr = lr, .weight_decay = 0.0, .master_weights = master}}});
+  }
   // CUDA parameters: the strategy makes its NCCL group over the world itself.
   dist::StrategyOptions so{.group = device.is_cuda() ? nullptr : group};
   so.dp_replicas = dp_replicas;
@@ -231,7 +243,8 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
       return m;
     };
   }
-  std::unique_ptr<dist::Strategy> strategy = dist::make_strategy(opt.strategy, model, adamw, so);
+  std::unique_ptr<dist::Strategy> strategy =
+      dist::make_strategy(opt.strategy, model, *optimizer, so);
 
   dist::DistributedLoader loader(train_set, rank, world,
                                  {.global_batch_size = batch, .shuffle = true, .seed = opt.seed});
@@ -245,23 +258,25 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
            total_steps, "] (the run's steps), got ", warmup);
   std::unique_ptr<optim::LRScheduler> sched;
   if (warmup > 0) {
-    sched = std::make_unique<optim::LinearWarmupLR>(adamw, warmup, total_steps);
+    sched = std::make_unique<optim::LinearWarmupLR>(*optimizer, warmup, total_steps);
   } else {
-    sched = std::make_unique<optim::CosineAnnealingLR>(adamw, total_steps);
+    sched = std::make_unique<optim::CosineAnnealingLR>(*optimizer, total_steps);
   }
   serialize::Json model_config = job.config;
   if (warmup > 0) model_config.set("warmup_steps", static_cast<long long>(warmup));
   // The checkpoint's tensors are in the parameters' dtype, so that part of the precision must
   // agree on resume; autocast and --accumulate may change between runs.
   if (precision.params_16) model_config.set("param_dtype", dtype_name(precision.dtype));
+  model_config.set("optimizer", optimizer->name());  // its state does not load into another
   const serialize::Json config = run_config(model_config, batch, opt.seed, opt.epochs);
   const std::string schedule =
       warmup > 0 ? "linear warmup (" + std::to_string(warmup) + " steps) and decay" : "cosine";
-  say("model: %s, %lld parameters; AdamW lr %g wd %g, %s over %lld "
+  say("model: %s, %lld parameters; %s lr %g wd %g, %s over %lld "
       "steps; global batch %lld; strategy %s on %d rank(s), %d thread(s) each, on %s\n",
-      job.description.c_str(), static_cast<long long>(model->num_parameters()), lr, weight_decay,
-      schedule.c_str(), static_cast<long long>(total_steps), static_cast<long long>(batch),
-      strategy->name(), world, get_num_threads(), device.str().c_str());
+      job.description.c_str(), static_cast<long long>(model->num_parameters()), optimizer->name(),
+      lr, weight_decay, schedule.c_str(), static_cast<long long>(total_steps),
+      static_cast<long long>(batch), strategy->name(), world, get_num_threads(),
+      device.str().c_str());
   if (accumulate > 1 || precision.name != "32") {
     say("precision %s%s; %lld micro-batch(es) of %lld per rank per step\n", precision.name.c_str(),
         precision.loss_scaling ? " with dynamic loss scaling" : "",

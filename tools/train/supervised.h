@@ -1,16 +1,20 @@
 // The supervised training loop behind the trainer's jobs (cnn, resnet, bert): the job's model
-// trained on the job's data with AdamW and a cosine learning-rate schedule through
-// dist::Strategy, so one flag picks the parallel mode and nothing else changes. A sharded
-// checkpoint (dist/checkpoint.h) is written after every epoch; `--resume 1` continues from it,
-// with any world size and mode.
+// trained on the job's data with AdamW (or --optimizer lamb: optim/lamb.h) and a cosine
+// learning-rate schedule through dist::Strategy, so one flag picks the parallel mode and nothing
+// else changes. A sharded checkpoint (dist/checkpoint.h) is written after every epoch;
+// `--resume 1` continues from it, with any world size and mode.
 //
 //   sl_train --model JOB [--strategy single|dp|ddp|zero1|zero2] [--epochs 2] [--batch-size B]
 //            [--lr LR] [--seed 0] [--data-dir DIR] [--checkpoint-dir checkpoints/JOB]
 //            [--resume 0|1] [--weight-decay 0.01] [--stop-after-epochs K] [--dp-replicas 2]
 //            [--log-every 100] [--device cpu|cuda|cuda:N] [--max-grad-norm 0] [--warmup-steps W]
 //            [--accumulate K] [--precision 32|bf16-mixed|f16-mixed|bf16-true]
-//            [--checkpoint-every N] [--stop-after-steps S]
+//            [--checkpoint-every N] [--stop-after-steps S] [--optimizer adamw|lamb]
 //            (plus the job's own flags)
+//
+// --optimizer lamb trains with LAMB instead of AdamW (the same --lr, --weight-decay and groups:
+// no decay on biases and norms); the optimizer is part of the run's configuration, so a
+// checkpoint resumes only with the optimizer that wrote it.
 //
 // --checkpoint-every N also writes the checkpoint every N steps of the run inside an epoch (a
 // long epoch is not lost to a crash); --resume 1 then continues from that step of the epoch, bit

@@ -1,5 +1,6 @@
 // Checkpoint scenarios, launched one at a time by tests/dist/test_dist_launch.cpp with
-// SL_TEST_CKPT_DIR (a fresh directory), SL_TEST_CKPT_MODE (the strategy) and, for resume,
+// SL_TEST_CKPT_DIR (a fresh directory), SL_TEST_CKPT_MODE (the strategy), SL_TEST_CKPT_OPT
+// ("lamb" for Lamb, else Adam) and, for resume,
 // SL_TEST_CKPT_EXACT=1 when the continuation must be bit-identical:
 //   "scenario: save"   trains 5 steps, saves DIR/ck, records the full optimizer state and the
 //                      uninterrupted run's next 5 global losses and final parameters (rank 0
@@ -22,12 +23,16 @@ using sl::testing::TrainConfig;
 
 namespace {
 
-const TrainConfig kConfig{.opt = OptKind::adam, .clip = 0.5};
 constexpr int kSaveAt = 5, kSteps = 10;
 
 const char* env(const char* name) {
   const char* v = std::getenv(name);
   return v ? v : "";
+}
+
+TrainConfig config() {
+  const bool lamb = std::string(env("SL_TEST_CKPT_OPT")) == "lamb";
+  return {.opt = lamb ? OptKind::lamb : OptKind::adam, .clip = 0.5};
 }
 
 /// Global-batch losses: the mean over ranks of each rank's mean loss (equal shares).
@@ -42,7 +47,7 @@ Tensor global_losses(const std::vector<double>& mine) {
 TEST_CASE("scenario: save") {
   std::string dir = env("SL_TEST_CKPT_DIR"), mode = env("SL_TEST_CKPT_MODE");
   REQUIRE(!dir.empty());
-  TinyTrainer t(mode, kConfig, world());
+  TinyTrainer t(mode, config(), world());
   t.run(0, kSaveAt);
   save_sharded_checkpoint(dir + "/ck", *t.strategy, t.extra());
   serialize::StateDict ref = full_optimizer_state(*t.strategy);
@@ -58,7 +63,7 @@ TEST_CASE("scenario: resume") {
   bool exact = std::string(env("SL_TEST_CKPT_EXACT")) == "1";
   REQUIRE(!dir.empty());
   serialize::StateDict ref = serialize::load_safetensors(dir + "/ref.safetensors");
-  TinyTrainer t(mode, kConfig, world());
+  TinyTrainer t(mode, config(), world());
   t.restore(load_sharded_checkpoint(dir + "/ck", *t.strategy));
   CHECK(t.strategy->steps_taken() == kSaveAt);
   // optimizer state after resharding: bit for bit

@@ -20,7 +20,17 @@ std::shared_ptr<TinyNet> make_tiny_net(uint64_t seed) {
 }
 
 const char* opt_name(OptKind k) {
-  return k == OptKind::sgd ? "sgd" : (k == OptKind::adam ? "adam" : "adamw");
+  switch (k) {
+    case OptKind::sgd:
+      return "sgd";
+    case OptKind::adam:
+      return "adam";
+    case OptKind::adamw:
+      return "adamw";
+    case OptKind::lamb:
+      return "lamb";
+  }
+  return "?";
 }
 
 std::string TrainConfig::str() const {
@@ -41,6 +51,10 @@ std::unique_ptr<optim::Optimizer> make_optimizer(OptKind k, nn::Module& m) {
           {decay, {.lr = 0.02, .weight_decay = 0.01}}, {no_decay, {.lr = 0.02}}});
     case OptKind::adamw:
       return std::make_unique<optim::AdamW>(std::vector<optim::ParamGroup<optim::AdamWOptions>>{
+          {decay, {.lr = 0.02, .weight_decay = 0.05}},
+          {no_decay, {.lr = 0.02, .weight_decay = 0}}});
+    case OptKind::lamb:
+      return std::make_unique<optim::Lamb>(std::vector<optim::ParamGroup<optim::LambOptions>>{
           {decay, {.lr = 0.02, .weight_decay = 0.05}},
           {no_decay, {.lr = 0.02, .weight_decay = 0}}});
   }
