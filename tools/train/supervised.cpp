@@ -267,7 +267,9 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   // The checkpoint's tensors are in the parameters' dtype, so that part of the precision must
   // agree on resume; autocast and --accumulate may change between runs.
   if (precision.params_16) model_config.set("param_dtype", dtype_name(precision.dtype));
-  model_config.set("optimizer", optimizer->name());  // its state does not load into another
+  // Its state does not load into another optimizer's. AdamW, the default, adds no key, so that
+  // checkpoints written before --optimizer existed still resume.
+  if (optimizer_name != "adamw") model_config.set("optimizer", optimizer->name());
   const serialize::Json config = run_config(model_config, batch, opt.seed, opt.epochs);
   const std::string schedule =
       warmup > 0 ? "linear warmup (" + std::to_string(warmup) + " steps) and decay" : "cosine";
@@ -424,7 +426,8 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
 
 const FlagDocs& loop_flags() {
   static const FlagDocs flags = {
-      {"weight-decay", "0.01", "AdamW's decoupled weight decay (not on biases and norms)"},
+      {"optimizer", "adamw", "adamw or lamb (LAMB: per-tensor trust ratios; same --lr, groups)"},
+      {"weight-decay", "0.01", "decoupled weight decay (not on biases and norms)"},
       {"warmup-steps", "(the job's)",
        "W > 0: linear warmup over W steps, then linear decay "
        "(BERT's); 0: cosine annealing"},
