@@ -1,6 +1,5 @@
 // CPU GEMM: OpenBLAS (cblas) for f32/f64 when available, Eigen otherwise and for other dtypes.
 // 16-bit floats are widened to f32, multiplied, and rounded back.
-#include <Eigen/Core>
 #include <algorithm>
 #include <cstring>
 #include <thread>
@@ -8,6 +7,7 @@
 
 #include "sl_config.h"  // SL_HAVE_CBLAS: without it the BLAS path silently compiles out
 
+#include "core/cpu/eigen.h"  // Note [Eigen's fast math]
 #include "core/cpu/loops.h"
 #include "core/ops/copy.h"
 #include "core/ops/matmul.h"

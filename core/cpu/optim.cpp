@@ -6,11 +6,11 @@
 // operation, no reassociation, no FMA contraction without -mfma) and vectorises sqrt, which a
 // plain loop with std::sqrt does not under GCC's default -fmath-errno. 16-bit operands are
 // converted to float in a per-chunk buffer and written back after the chunk.
-#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
 
+#include "core/cpu/eigen.h"  // Note [Eigen's fast math]
 #include "core/cpu/loops.h"
 #include "core/ops/optim.h"
 
@@ -200,12 +200,9 @@ void lamb_moments_typed(const Tensor& param, const Tensor& grad, const Tensor& e
     for (int64_t i = 0; i < n; ++i) g_local[i] = static_cast<C>(g[s + i]);
     M.arr() = M.arr() * beta1 + Gr * one_minus_beta1;         // m = b1 m + (1 - b1) g
     V.arr() = V.arr() * beta2 + (Gr * one_minus_beta2) * Gr;  // v = b2 v + (1 - b2) g g
-    // u = (m / bc1) / (sqrt(v / bc2) + eps) [+ wd w]. The square root is a correctly rounded
-    // std::sqrt per element: Eigen's float packet sqrt (under EIGEN_FAST_MATH, its default) is
-    // an rsqrt estimate off by 1-2 bits, which would make an element's result depend on whether
-    // it falls in a packet or in the scalar head or tail of a chunk: on its offset in the span.
-    Den = V.arr() / bc2;
-    for (int64_t k = 0; k < n; ++k) den_local[k] = std::sqrt(den_local[k]);
+    // u = (m / bc1) / (sqrt(v / bc2) + eps) [+ wd w], the root correctly rounded in packets and
+    // tails alike (Note [Eigen's fast math])
+    Den = (V.arr() / bc2).sqrt();
     U.arr() = (M.arr() / bc1) / (Den + eps);
     if (h.weight_decay != 0.0) U.arr() = U.arr() + P.arr() * wd;
     U.store();

@@ -91,6 +91,27 @@ TEST_CASE("optimizer kernels on views into one flat buffer equal per-tensor upda
   CHECK(fv.narrow(0, 1200, 3800).to_vector<float>() == bv.to_vector<float>());
 }
 
+// Note [Eigen's fast math]: with Eigen's default approximate packet sqrt, an element's update
+// depended on whether it fell in a vector packet or in a chunk's scalar tail. Each element updated
+// alone (a span of one: always the scalar path) must give the bits of the whole-span update.
+// The second moments spread over many magnitudes, so that an approximate root misses the
+// correctly rounded one somewhere. (Lamb's kernel: its span case in test_lamb.cpp.)
+TEST_CASE("optimizer kernels: an element's update does not depend on its place in the span") {
+  manual_seed(31);
+  const int64_t n = 20000;
+  const Tensor p0 = randn({n}), g = randn({n}) * exp(randn({n}) * 3.0);
+  const Tensor m0 = randn({n}) * 0.1, v0 = exp(randn({n}) * 4.0);
+  const AdamHyper h{.lr = 0.01, .weight_decay = 0.1, .decoupled_weight_decay = true};
+  Tensor p = p0.clone(), m = m0.clone(), v = v0.clone();
+  ops::adam_step(p, g, m, v, Tensor(), 3, h);
+  Tensor q = p0.clone(), qm = m0.clone(), qv = v0.clone();
+  for (int64_t i = 0; i < n; ++i) {
+    ops::adam_step(q.narrow(0, i, 1), g.narrow(0, i, 1), qm.narrow(0, i, 1), qv.narrow(0, i, 1),
+                   Tensor(), 3, h);
+  }
+  SL_CHECK_CLOSE(q, p, 0, 0);
+}
+
 TEST_CASE("optimizer kernels give the same bits with 1 and 2 threads") {
   int saved = get_num_threads();
   auto run = [](int threads) {
