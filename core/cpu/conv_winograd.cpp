@@ -36,7 +36,7 @@
 #include "core/parallel.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define SL_WINO_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define SL_WINO_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define SL_WINO_CLONES
 #endif
