@@ -117,7 +117,7 @@ template <class T, class I>
 }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define SL_POOL_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define SL_POOL_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define SL_POOL_CLONES
 #endif
