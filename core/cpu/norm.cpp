@@ -210,9 +210,9 @@ void layer_norm_bwd(const Tensor& grad_input, const Tensor& grad_weight, const T
   }
 }
 
-// ---- batch norm: per-plane sums in double (omp simd lanes; float ones also get AVX2 and
-// AVX-512 clones). Each channel's sums run over its planes in order on one thread, so no
-// result depends on the thread count.
+// ---- batch norm: per-plane sums in double (omp simd lanes; float ones also get an AVX2
+// clone, as fast here as an AVX-512 one). Each channel's sums run over its planes in order on one
+// thread, so no result depends on the thread count.
 
 /// sum of p[0, S) in double.
 template <class T>
@@ -250,20 +250,14 @@ template <class T>
   sdyx += b;
 }
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define SL_BN_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define SL_BN_CLONES
-#endif
-
-SL_BN_CLONES double bn_sum_f32(const float* p, int64_t S) {
+SL_NORM_CLONES double bn_sum_f32(const float* p, int64_t S) {
   return bn_sum(p, S);
 }
-SL_BN_CLONES double bn_sum_sq_dev_f32(const float* p, int64_t S, double mu) {
+SL_NORM_CLONES double bn_sum_sq_dev_f32(const float* p, int64_t S, double mu) {
   return bn_sum_sq_dev(p, S, mu);
 }
-SL_BN_CLONES void bn_grad_sums_f32(const float* g, const float* p, int64_t S, double mu,
-                                   double& sdy, double& sdyx) {
+SL_NORM_CLONES void bn_grad_sums_f32(const float* g, const float* p, int64_t S, double mu,
+                                     double& sdy, double& sdyx) {
   bn_grad_sums(g, p, S, mu, sdy, sdyx);
 }
 

@@ -122,7 +122,8 @@ template <class T, class I>
 #define SL_POOL_CLONES
 #endif
 
-// The row kernels with AVX2 / AVX-512 clones; indices within the plane in 32 bits where they fit.
+// The row kernels with an AVX2 clone (an AVX-512 one is slower on the short rows of small
+// images); indices within the plane in 32 bits where they fit.
 SL_POOL_CLONES void max_row_f32(const float* xp, int64_t h0, int64_t dh, int64_t ilo, int64_t ihi,
                                 const MaxCols& c, float* y, int64_t* ind, float* best,
                                 int32_t* bi) {
