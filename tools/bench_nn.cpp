@@ -8,10 +8,10 @@
 // Each case (tools/bench_cases.h): one warm-up iteration, then the median of R timed iterations of
 // forward -> backward(ones) with the gradients cleared first (set to none, as PyTorch's
 // zero_grad). The layers are the functional ops with PyTorch's default parameter init:
-// conv2d; gru / lstm; the nn::MultiheadAttention and nn::TransformerEncoderLayer modules
-// (self-attention); scaled_dot_product_attention at a long sequence on the fused and unfused
-// paths (PyTorch 1.13 has no such function: its side is the same math written out); and one
-// AdamW step over 10M parameters.
+// conv2d; max_pool2d and batch_norm (training); gru / lstm; the nn::MultiheadAttention and
+// nn::TransformerEncoderLayer modules (self-attention); scaled_dot_product_attention at a long
+// sequence on the fused and unfused paths (PyTorch 1.13 has no such function: its side is the same
+// math written out); and one AdamW step over 10M parameters.
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -74,6 +74,37 @@ std::vector<Case> cases() {
            Tensor x = randn({8, s.c_in, s.hw, s.hw}).requires_grad_();
            return fwd_bwd({x, w}, [x, w, s] { return conv2d(x, w, Tensor(), s.stride, 1); });
          }});
+  }
+  // Max pooling and training-mode batch norm at the zoo's shapes: ResNet's stem pool (k3 s2 p1
+  // on 64x112x112) and a ResNet stage-1 batch norm, batch 8; the FashionCNN's first pool (k2)
+  // and batch norm, batch 128. Batch norm with PyTorch's default init (weight 1, bias 0).
+  struct PoolShape {
+    int64_t b, c, hw, k, stride, pad;
+  };
+  for (PoolShape s : {PoolShape{8, 64, 112, 3, 2, 1}, PoolShape{128, 32, 28, 2, 2, 0}}) {
+    std::string name = "max_pool2d b" + std::to_string(s.b) + " " + std::to_string(s.c) + "x" +
+                       std::to_string(s.hw) + "x" + std::to_string(s.hw) + " k" +
+                       std::to_string(s.k) + " s" + std::to_string(s.stride) + " p" +
+                       std::to_string(s.pad);
+    cs.push_back({name, 10, [s] {
+                    Tensor x = randn({s.b, s.c, s.hw, s.hw}).requires_grad_();
+                    return fwd_bwd({x}, [x, s] { return max_pool2d(x, s.k, s.stride, s.pad); });
+                  }});
+  }
+  struct BnShape {
+    int64_t b, c, hw;
+  };
+  for (BnShape s : {BnShape{8, 64, 56}, BnShape{128, 32, 28}}) {
+    std::string name = "batch_norm2d train b" + std::to_string(s.b) + " " + std::to_string(s.c) +
+                       "x" + std::to_string(s.hw) + "x" + std::to_string(s.hw);
+    cs.push_back({name, 10, [s] {
+                    Tensor x = randn({s.b, s.c, s.hw, s.hw}).requires_grad_();
+                    Tensor w = ones({s.c}).requires_grad_(), b = zeros({s.c}).requires_grad_();
+                    Tensor rm = zeros({s.c}), rv = ones({s.c});
+                    return fwd_bwd({x, w, b}, [x, w, b, rm, rv] {
+                      return batch_norm(x, rm, rv, w, b, true, 0.1, 1e-5);
+                    });
+                  }});
   }
   // DeepSpeech2-like bidirectional RNNs: batch 8, 200 steps, input size = hidden, biases.
   for (const char* kind : {"gru", "lstm"}) {

@@ -6,7 +6,8 @@ to none first).
     /usr/bin/python3 tools/bench_nn.py [--threads N] [--filter SUBSTR | --case NAME] [--reps R]
 
 The layers are PyTorch's modules (nn.Conv2d, nn.GRU / nn.LSTM, nn.MultiheadAttention with
-need_weights=False, nn.TransformerEncoderLayer in training mode with dropout 0; attention at a
+need_weights=False, nn.TransformerEncoderLayer in training mode with dropout 0; nn.MaxPool2d and
+nn.BatchNorm2d in training mode; attention at a
 long sequence written out, as 1.13 has no scaled_dot_product_attention); AdamW is timed with both implementations of 1.13 (single-tensor, the
 default, and foreach) and the faster one is reported.
 """
@@ -36,6 +37,19 @@ def cases():
             x = torch.randn(8, c_in, hw, hw, requires_grad=True)
             return module_iteration(m, lambda: m(x), x)
         cs.append((f"conv2d b8 {c_in}->{c_out} {hw}x{hw} k3 s{stride}", 5, setup))
+    for b, c, hw, k, stride, pad in [(8, 64, 112, 3, 2, 1), (128, 32, 28, 2, 2, 0)]:
+        def setup(b=b, c=c, hw=hw, k=k, stride=stride, pad=pad):
+            m = nn.MaxPool2d(k, stride, pad)
+            x = torch.randn(b, c, hw, hw, requires_grad=True)
+            return module_iteration(m, lambda: m(x), x)
+        cs.append((f"max_pool2d b{b} {c}x{hw}x{hw} k{k} s{stride} p{pad}", 10, setup))
+    for b, c, hw in [(8, 64, 56), (128, 32, 28)]:
+        def setup(b=b, c=c, hw=hw):
+            m = nn.BatchNorm2d(c)
+            m.train()
+            x = torch.randn(b, c, hw, hw, requires_grad=True)
+            return module_iteration(m, lambda: m(x), x)
+        cs.append((f"batch_norm2d train b{b} {c}x{hw}x{hw}", 10, setup))
     for kind in ["gru", "lstm"]:
         for h in [256, 512, 1024]:
             def setup(kind=kind, h=h):

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "core/cpu/loops.h"
@@ -24,6 +25,120 @@ inline void tap_range(int64_t start, int64_t k, int64_t dil, int64_t size, int64
   lo = std::min(lo, hi);
 }
 
+// Note [Vectorised max pooling]
+// max_pool_fwd runs tap by tap over a whole output row: for each kernel tap (i, j) in the
+// window's order (rows, then columns), every output column whose tap lies inside the input
+// compares that tap against its running maximum, a loop over contiguous output columns (input
+// columns `stride` apart) that the compiler vectorises. Each output still visits its valid taps
+// in PyTorch's order with PyTorch's rule (in max_row), so values and indices are those of the
+// window-at-a-time loop (kept in tests/ops/test_pool.cpp as the reference).
+
+/// Output columns [lo, hi) whose input column ow * stride + off lies in [0, W).
+inline void column_range(int64_t off, int64_t stride, int64_t W, int64_t Wo, int64_t& lo,
+                         int64_t& hi) {
+  lo = off >= 0 ? 0 : (-off + stride - 1) / stride;
+  hi = W - 1 - off < 0 ? 0 : std::min(Wo, (W - 1 - off) / stride + 1);
+  lo = std::min(lo, hi);
+}
+
+/// One tap over output columns [lo, hi): xp[at + ow * stride] against best[ow]; a strictly
+/// greater value or a NaN takes over, and bi[ow] becomes at + ow * stride.
+template <class T, class I>
+[[gnu::always_inline]] inline void max_tap(const T* __restrict xp, int64_t stride, int64_t at,
+                                           int64_t lo, int64_t hi, T* __restrict best,
+                                           I* __restrict bi) {
+  if (stride == 1) {
+#pragma omp simd
+    for (int64_t ow = lo; ow < hi; ++ow) {
+      const T v = xp[at + ow];
+      const bool take = v > best[ow] || v != v;
+      best[ow] = take ? v : best[ow];
+      bi[ow] = take ? static_cast<I>(at + ow) : bi[ow];
+    }
+  } else if (stride == 2) {
+#pragma omp simd
+    for (int64_t ow = lo; ow < hi; ++ow) {
+      const T v = xp[at + 2 * ow];
+      const bool take = v > best[ow] || v != v;
+      best[ow] = take ? v : best[ow];
+      bi[ow] = take ? static_cast<I>(at + 2 * ow) : bi[ow];
+    }
+  } else {
+#pragma omp simd
+    for (int64_t ow = lo; ow < hi; ++ow) {
+      const T v = xp[at + ow * stride];
+      const bool take = v > best[ow] || v != v;
+      best[ow] = take ? v : best[ow];
+      bi[ow] = take ? static_cast<I>(at + ow * stride) : bi[ow];
+    }
+  }
+}
+
+/// Column geometry of max pooling, the same for every row and plane.
+struct MaxCols {
+  int64_t W, Wo, kw, sw, dw, pw;
+  const int64_t* jlo;     // first valid column tap of each output column (kw: none)
+  const int64_t* tap_lo;  // output columns [tap_lo[j], tap_hi[j]) have column tap j inside
+  const int64_t* tap_hi;
+};
+
+/// One output row of one plane: y[Wo] and ind[Wo] for the window rows [ilo, ihi) starting at
+/// input row h0. best / bi hold Wo elements each.
+template <class T, class I>
+[[gnu::always_inline]] inline void max_row(const T* __restrict xp, int64_t h0, int64_t dh,
+                                           int64_t ilo, int64_t ihi, const MaxCols& c,
+                                           T* __restrict y, int64_t* __restrict ind,
+                                           T* __restrict best, I* __restrict bi) {
+  const int64_t W = c.W, Wo = c.Wo;
+  // PyTorch's rule: the first valid position starts, a strictly greater value or a NaN takes
+  // over (so ties keep the first maximum, an all -inf window its first slot, and of several
+  // NaNs the last wins); an empty window, all taps in the padding, keeps index -1 and -inf: its
+  // gradient goes nowhere, where PyTorch reports an index past the plane
+  for (int64_t ow = 0; ow < Wo; ++ow) {
+    best[ow] = -std::numeric_limits<T>::infinity();
+    const int64_t lo = c.jlo[ow];
+    const bool any = ilo < ihi && lo < c.kw;
+    bi[ow] = any ? static_cast<I>((h0 + ilo * dh) * W + ow * c.sw - c.pw + lo * c.dw) : I(-1);
+  }
+  for (int64_t i = ilo; i < ihi; ++i) {
+    const int64_t row = (h0 + i * dh) * W - c.pw;
+    for (int64_t j = 0; j < c.kw; ++j) {
+      const int64_t lo = c.tap_lo[j], hi = c.tap_hi[j];
+      if (lo >= hi) continue;
+      const int64_t at = row + j * c.dw;  // input index of output column 0's tap
+      max_tap<T, I>(xp, c.sw, at, lo, hi, best, bi);
+    }
+  }
+#pragma omp simd
+  for (int64_t ow = 0; ow < Wo; ++ow) {
+    y[ow] = best[ow];
+    ind[ow] = static_cast<int64_t>(bi[ow]);
+  }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define SL_POOL_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define SL_POOL_CLONES
+#endif
+
+// The row kernels with an AVX2 clone (an AVX-512 one is slower on the short rows of small
+// images); indices within the plane in 32 bits where they fit.
+SL_POOL_CLONES void max_row_f32(const float* xp, int64_t h0, int64_t dh, int64_t ilo, int64_t ihi,
+                                const MaxCols& c, float* y, int64_t* ind, float* best,
+                                int32_t* bi) {
+  max_row<float, int32_t>(xp, h0, dh, ilo, ihi, c, y, ind, best, bi);
+}
+SL_POOL_CLONES void max_row_f64(const double* xp, int64_t h0, int64_t dh, int64_t ilo, int64_t ihi,
+                                const MaxCols& c, double* y, int64_t* ind, double* best,
+                                int64_t* bi) {
+  max_row<double, int64_t>(xp, h0, dh, ilo, ihi, c, y, ind, best, bi);
+}
+void max_row_f32_wide(const float* xp, int64_t h0, int64_t dh, int64_t ilo, int64_t ihi,
+                      const MaxCols& c, float* y, int64_t* ind, float* best, int64_t* bi) {
+  max_row<float, int64_t>(xp, h0, dh, ilo, ihi, c, y, ind, best, bi);
+}
+
 template <class T>
 void max_pool_fwd(const Tensor& out, const Tensor& indices, const Tensor& input,
                   const Pool2dGeometry& g) {
@@ -33,43 +148,41 @@ void max_pool_fwd(const Tensor& out, const Tensor& indices, const Tensor& input,
   T* y = out.data_ptr<T>();
   int64_t* ind = indices.data_ptr<int64_t>();
   // column tap ranges are the same for every row and plane
-  std::vector<int64_t> jlo(static_cast<size_t>(Wo)), jhi(static_cast<size_t>(Wo));
+  std::vector<int64_t> jlo(static_cast<size_t>(Wo)), tap_lo(static_cast<size_t>(g.kw)),
+      tap_hi(static_cast<size_t>(g.kw));
   for (int64_t ow = 0; ow < Wo; ++ow) {
-    tap_range(ow * g.stride_w - g.pad_w, g.kw, g.dilation_w, W, jlo[static_cast<size_t>(ow)],
-              jhi[static_cast<size_t>(ow)]);
+    int64_t hi;
+    tap_range(ow * g.stride_w - g.pad_w, g.kw, g.dilation_w, W, jlo[static_cast<size_t>(ow)], hi);
+    if (jlo[static_cast<size_t>(ow)] >= hi) jlo[static_cast<size_t>(ow)] = g.kw;  // no valid tap
   }
+  for (int64_t j = 0; j < g.kw; ++j) {
+    column_range(j * g.dilation_w - g.pad_w, g.stride_w, W, Wo, tap_lo[static_cast<size_t>(j)],
+                 tap_hi[static_cast<size_t>(j)]);
+  }
+  const MaxCols cols{W,       Wo,         g.kw,          g.stride_w,   g.dilation_w,
+                     g.pad_w, jlo.data(), tap_lo.data(), tap_hi.data()};
+  const bool narrow = H * W <= std::numeric_limits<int32_t>::max();
   parallel_for(0, P, plane_grain(Ho * Wo * g.kh * g.kw), [&](int64_t p0, int64_t p1) {
+    std::vector<T> best(static_cast<size_t>(Wo));
+    std::vector<int64_t> bi64(static_cast<size_t>(Wo));
+    std::vector<int32_t> bi32(static_cast<size_t>(Wo));
     for (int64_t p = p0; p < p1; ++p) {
       const T* xp = x + p * H * W;
-      T* yp = y + p * Ho * Wo;
-      int64_t* ip = ind + p * Ho * Wo;
       for (int64_t oh = 0; oh < Ho; ++oh) {
         const int64_t h0 = oh * g.stride_h - g.pad_h;
         int64_t ilo, ihi;
         tap_range(h0, g.kh, g.dilation_h, H, ilo, ihi);
-        for (int64_t ow = 0; ow < Wo; ++ow) {
-          const int64_t w0 = ow * g.stride_w - g.pad_w;
-          const int64_t lo = jlo[static_cast<size_t>(ow)], hi = jhi[static_cast<size_t>(ow)];
-          // PyTorch's rule: the first valid position starts, a strictly greater value or a NaN
-          // takes over (so ties keep the first maximum and an all -inf window its first slot)
-          // (an empty window, all taps in the padding, keeps index -1 and -inf: its gradient
-          // goes nowhere, where PyTorch reports an index past the plane)
-          int64_t best_i =
-              ilo < ihi && lo < hi ? (h0 + ilo * g.dilation_h) * W + w0 + lo * g.dilation_w : -1;
-          T best = -std::numeric_limits<T>::infinity();
-          for (int64_t i = ilo; i < ihi; ++i) {
-            const int64_t row = (h0 + i * g.dilation_h) * W + w0;
-            for (int64_t j = lo; j < hi; ++j) {
-              const int64_t idx = row + j * g.dilation_w;
-              const T v = xp[idx];
-              if (v > best || v != v) {
-                best = v;
-                best_i = idx;
-              }
-            }
+        T* yr = y + (p * Ho + oh) * Wo;
+        int64_t* ir = ind + (p * Ho + oh) * Wo;
+        if constexpr (std::is_same_v<T, float>) {
+          if (narrow) {
+            max_row_f32(xp, h0, g.dilation_h, ilo, ihi, cols, yr, ir, best.data(), bi32.data());
+          } else {
+            max_row_f32_wide(xp, h0, g.dilation_h, ilo, ihi, cols, yr, ir, best.data(),
+                             bi64.data());
           }
-          yp[oh * Wo + ow] = best;
-          ip[oh * Wo + ow] = best_i;
+        } else {
+          max_row_f64(xp, h0, g.dilation_h, ilo, ihi, cols, yr, ir, best.data(), bi64.data());
         }
       }
     }

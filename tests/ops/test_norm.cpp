@@ -121,6 +121,98 @@ TEST_CASE("batch_norm: PyTorch parity of outputs, running stats and gradients (f
   }
 }
 
+TEST_CASE("batch_norm: f32 vectorised plane sums match an f64 reference, train and eval") {
+  // Plane sizes S = 1, 37 and 69 leave tails after the vectorised per-plane sums (4, 8 or 16
+  // lanes); N planes per channel are summed in order. Reference: the formulas in double.
+  manual_seed(25);
+  struct Sh {
+    int64_t N, C, S;
+  };
+  for (Sh sh : {Sh{5, 3, 1}, Sh{3, 4, 37}, Sh{2, 3, 69}}) {
+    for (bool training : {true, false}) {
+      CAPTURE(sh.S);
+      CAPTURE(training);
+      const int64_t N = sh.N, C = sh.C, S = sh.S;
+      Tensor x = (randn({N, C, S}) * 2.0 + 0.5).requires_grad_();
+      Tensor w = randn({C}).requires_grad_(), b = randn({C}).requires_grad_();
+      Tensor rm = randn({C}) * 0.1, rv = rand({C}) + 0.5;
+      Tensor gy = randn({N, C, S});
+      const auto xv = x.detach().to(DType::f64).to_vector<double>();
+      const auto wv = w.detach().to(DType::f64).to_vector<double>();
+      const auto bv = b.detach().to(DType::f64).to_vector<double>();
+      const auto gv = gy.to(DType::f64).to_vector<double>();
+      const auto rmv = rm.to(DType::f64).to_vector<double>();
+      const auto rvv = rv.to(DType::f64).to_vector<double>();
+      std::vector<double> ry(xv.size()), rdx(xv.size()), rgw(static_cast<size_t>(C)),
+          rgb(static_cast<size_t>(C)), rrm(rgw), rrv(rgw);
+      const double cnt = static_cast<double>(N * S);
+      for (int64_t c = 0; c < C; ++c) {
+        const auto k = static_cast<size_t>(c);
+        const auto at = [&](int64_t n, int64_t i) {
+          return static_cast<size_t>((n * C + c) * S + i);
+        };
+        double mu = 0, var = 0;
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t i = 0; i < S; ++i) mu += xv[at(n, i)] / cnt;
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t i = 0; i < S; ++i) var += (xv[at(n, i)] - mu) * (xv[at(n, i)] - mu) / cnt;
+        rrm[k] = 0.9 * rmv[k] + 0.1 * mu;
+        rrv[k] = 0.9 * rvv[k] + 0.1 * var * cnt / (cnt - 1);
+        if (!training) {
+          mu = rmv[k];
+          var = rvv[k];
+        }
+        const double r = 1.0 / std::sqrt(var + 1e-5);
+        double sg = 0, sgx = 0;
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t i = 0; i < S; ++i) {
+            const double xh = (xv[at(n, i)] - mu) * r;
+            ry[at(n, i)] = xh * wv[k] + bv[k];
+            sg += gv[at(n, i)];
+            sgx += gv[at(n, i)] * xh;
+          }
+        rgw[k] = sgx;
+        rgb[k] = sg;
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t i = 0; i < S; ++i) {
+            const double xh = (xv[at(n, i)] - mu) * r;
+            rdx[at(n, i)] = training ? wv[k] * r * (gv[at(n, i)] - sg / cnt - xh * sgx / cnt)
+                                     : wv[k] * r * gv[at(n, i)];
+          }
+      }
+      Tensor rm2 = rm.clone(), rv2 = rv.clone();
+      Tensor y = batch_norm(x, rm2, rv2, w, b, training, 0.1, 1e-5);
+      y.backward(gy);
+      // statistics summed in double, then rounded to f32; the f32 arithmetic after them rounds a
+      // few times terms up to ~|xhat * w| + |b| <= ~20 (2^-24 each): atol 2e-5. The parameter
+      // gradients are sums of at most 138 terms of |gy * xhat| <= ~20 rounded once from double
+      // (rtol 1e-5 covers the f32 xhat's error of a few ulp per term, atol the cancellation).
+      SL_CHECK_CLOSE(y, from_vector(ry, y.sizes()).to(DType::f32), 1e-5, 2e-5);
+      SL_CHECK_CLOSE(x.grad(), from_vector(rdx, x.sizes()).to(DType::f32), 1e-5, 2e-5);
+      SL_CHECK_CLOSE(w.grad(), from_vector(rgw, {C}).to(DType::f32), 1e-5, 2e-5);
+      SL_CHECK_CLOSE(b.grad(), from_vector(rgb, {C}).to(DType::f32), 1e-5, 2e-5);
+      if (training) {
+        SL_CHECK_CLOSE(rm2, from_vector(rrm, {C}).to(DType::f32), 1e-6, 1e-7);
+        SL_CHECK_CLOSE(rv2, from_vector(rrv, {C}).to(DType::f32), 1e-6, 1e-7);
+      }
+      // channels are whole tasks: 1 and 2 threads give the same bits
+      const int threads = get_num_threads();
+      std::vector<Tensor> runs[2];
+      for (int t = 1; t <= 2; ++t) {
+        set_num_threads(t);
+        Tensor xt = x.detach().clone().requires_grad_(), wt = w.detach().clone().requires_grad_();
+        Tensor bt = b.detach().clone().requires_grad_();
+        Tensor m = rm.clone(), v = rv.clone();
+        Tensor yt = batch_norm(xt, m, v, wt, bt, training, 0.1, 1e-5);
+        yt.backward(gy);
+        runs[t - 1] = {yt.detach(), xt.grad(), wt.grad(), bt.grad(), m, v};
+      }
+      set_num_threads(threads);
+      for (size_t i = 0; i < 6; ++i) SL_CHECK_CLOSE(runs[0][i], runs[1][i], 0, 0);
+    }
+  }
+}
+
 TEST_CASE("norm: gradcheck (f64)") {
   manual_seed(21);
   auto f64 = TensorOptions{.dtype = DType::f64};

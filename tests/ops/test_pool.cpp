@@ -137,6 +137,94 @@ TEST_CASE("max_pool2d: clipped windows match the definition (padding, dilation, 
   }
 }
 
+namespace {
+
+/// The window-at-a-time max pooling that the row-vectorised kernel replaced (Note [Vectorised
+/// max pooling]), kept as the reference: per output, its valid taps in order (rows, then
+/// columns); the first valid tap starts, a strictly greater value or a NaN takes over; an empty
+/// window gives -inf and index -1.
+template <class T>
+void reference_max_pool(const std::vector<T>& x, int64_t P, int64_t H, int64_t W, int64_t Ho,
+                        int64_t Wo, int64_t k, int64_t s, int64_t pad, int64_t d, std::vector<T>& y,
+                        std::vector<int64_t>& ind) {
+  y.assign(static_cast<size_t>(P * Ho * Wo), T(0));
+  ind.assign(y.size(), -1);
+  for (int64_t p = 0; p < P; ++p)
+    for (int64_t oh = 0; oh < Ho; ++oh)
+      for (int64_t ow = 0; ow < Wo; ++ow) {
+        T best = -std::numeric_limits<T>::infinity();
+        int64_t best_i = -1;
+        for (int64_t i = 0; i < k; ++i)
+          for (int64_t j = 0; j < k; ++j) {
+            const int64_t h = oh * s - pad + i * d, w = ow * s - pad + j * d;
+            if (h < 0 || h >= H || w < 0 || w >= W) continue;
+            const T v = x[static_cast<size_t>(p * H * W + h * W + w)];
+            if (best_i < 0 || v > best || v != v) {
+              best = v;
+              best_i = h * W + w;
+            }
+          }
+        y[static_cast<size_t>((p * Ho + oh) * Wo + ow)] = best;
+        ind[static_cast<size_t>((p * Ho + oh) * Wo + ow)] = best_i;
+      }
+}
+
+template <class T>
+void check_max_pool_rows(DType dt) {
+  // Widths around the vector lengths (4, 8, 16 lanes) so that vector bodies and scalar tails
+  // both run, every stride branch (1, 2, other), dilation, padding and ceil_mode. Values are
+  // small integers (many ties) with NaNs and -infs sprinkled in, so ties, NaN takeover and
+  // all -inf windows are exercised; values and indices must match the reference exactly.
+  struct G {
+    int64_t k, s, p, d;
+    bool ceil;
+  };
+  const G geos[] = {{3, 2, 1, 1, false}, {3, 1, 1, 1, false}, {2, 2, 0, 1, false},
+                    {3, 2, 1, 1, true},  {3, 3, 1, 2, true},  {2, 1, 1, 3, false},
+                    {4, 3, 2, 1, true},  {5, 2, 2, 1, false}, {2, 4, 1, 2, true}};
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  manual_seed(31);
+  for (int64_t W : {1, 3, 7, 8, 9, 15, 17, 31, 33, 37, 64}) {
+    for (const G& q : geos) {
+      const int64_t H = 9, P = 3;
+      if (W + 2 * q.p < q.d * (q.k - 1) + 1) continue;  // too small for the window
+      CAPTURE(W);
+      CAPTURE(q.k);
+      CAPTURE(q.s);
+      CAPTURE(q.p);
+      CAPTURE(q.d);
+      CAPTURE(q.ceil);
+      std::vector<double> xv = randn({P * H * W}, {.dtype = DType::f64}).to_vector<double>();
+      const std::vector<double> u = rand({P * H * W}, {.dtype = DType::f64}).to_vector<double>();
+      for (size_t i = 0; i < xv.size(); ++i) {
+        xv[i] = u[i] < 0.04 ? nan : u[i] < 0.12 ? -inf : std::round(2.0 * xv[i]);
+      }
+      Tensor x = from_vector(xv, {1, P, H, W}).to(dt);
+      const auto res = max_pool2d_with_indices(x, q.k, q.s, q.p, q.d, q.ceil);
+      const Tensor y = std::get<0>(res), idx = std::get<1>(res);
+      const int64_t Ho = y.size(2), Wo = y.size(3);
+      std::vector<T> ry;
+      std::vector<int64_t> ri;
+      reference_max_pool<T>(x.to_vector<T>(), P, H, W, Ho, Wo, q.k, q.s, q.p, q.d, ry, ri);
+      CHECK(idx.to_vector<int64_t>() == ri);
+      const std::vector<T> yv = y.to_vector<T>();
+      bool same = yv.size() == ry.size();
+      for (size_t i = 0; same && i < yv.size(); ++i) {
+        same = std::isnan(ry[i]) ? std::isnan(yv[i]) : yv[i] == ry[i];
+      }
+      CHECK(same);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("max_pool2d: row-vectorised kernel matches the window-at-a-time reference exactly") {
+  check_max_pool_rows<float>(DType::f32);
+  check_max_pool_rows<double>(DType::f64);
+}
+
 TEST_CASE("max_pool2d: a window entirely in the padding gives -inf, index -1, no gradient") {
   // kernel 2, dilation 4, padding 1 on a 3 x 3 input: the one window's taps are at -1 and 3 in
   // both dims. PyTorch 1.13 gives -inf and the out-of-plane index 12; its gradient is all zero.
