@@ -73,6 +73,18 @@ void check_finite_nonneg(const char* op, const char* name, double v) {
            " (expected a finite value >= 0)");
 }
 
+// Adam's and Lamb's common checks, with PyTorch's messages.
+void check_moment_hyper(const char* op, double lr, double eps, double weight_decay, double beta1,
+                        double beta2) {
+  check_finite_nonneg(op, "learning rate", lr);
+  check_finite_nonneg(op, "epsilon value", eps);
+  check_finite_nonneg(op, "weight_decay value", weight_decay);
+  SL_CHECK(beta1 >= 0.0 && beta1 < 1.0, op, ": invalid beta parameter at index 0: ", beta1,
+           " (expected 0 <= beta1 < 1)");
+  SL_CHECK(beta2 >= 0.0 && beta2 < 1.0, op, ": invalid beta parameter at index 1: ", beta2,
+           " (expected 0 <= beta2 < 1)");
+}
+
 /// Checks LAMB's segments and sums (Note [LAMB over flat spans]).
 void check_segments(const char* op, const Tensor& param, const std::vector<int64_t>& bounds,
                     const std::vector<int64_t>& rows, const Tensor& sums) {
@@ -108,23 +120,11 @@ void check_sgd_hyper(const SgdHyper& h, const char* op) {
 }
 
 void check_adam_hyper(const AdamHyper& h, const char* op) {
-  check_finite_nonneg(op, "learning rate", h.lr);
-  check_finite_nonneg(op, "epsilon value", h.eps);
-  check_finite_nonneg(op, "weight_decay value", h.weight_decay);
-  SL_CHECK(h.beta1 >= 0.0 && h.beta1 < 1.0, op, ": invalid beta parameter at index 0: ", h.beta1,
-           " (expected 0 <= beta1 < 1)");
-  SL_CHECK(h.beta2 >= 0.0 && h.beta2 < 1.0, op, ": invalid beta parameter at index 1: ", h.beta2,
-           " (expected 0 <= beta2 < 1)");
+  check_moment_hyper(op, h.lr, h.eps, h.weight_decay, h.beta1, h.beta2);
 }
 
 void check_lamb_hyper(const LambHyper& h, const char* op) {
-  check_finite_nonneg(op, "learning rate", h.lr);
-  check_finite_nonneg(op, "epsilon value", h.eps);
-  check_finite_nonneg(op, "weight_decay value", h.weight_decay);
-  SL_CHECK(h.beta1 >= 0.0 && h.beta1 < 1.0, op, ": invalid beta parameter at index 0: ", h.beta1,
-           " (expected 0 <= beta1 < 1)");
-  SL_CHECK(h.beta2 >= 0.0 && h.beta2 < 1.0, op, ": invalid beta parameter at index 1: ", h.beta2,
-           " (expected 0 <= beta2 < 1)");
+  check_moment_hyper(op, h.lr, h.eps, h.weight_decay, h.beta1, h.beta2);
 }
 
 void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& momentum_buf,

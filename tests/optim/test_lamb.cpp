@@ -6,17 +6,12 @@
 #include "support/testing.h"
 
 using namespace sl;
+using sl::testing::bits_equal;
 using namespace sl::optim;
 using serialize::Json;
 using serialize::Section;
 
 namespace {
-
-bool bits_equal(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != b.dtype() || a.sizes() != b.sizes()) return false;
-  Tensor x = a.detach().contiguous(), y = b.detach().contiguous();
-  return std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()) == 0;
-}
 
 /// Deterministic gradients for step s.
 void set_grads(const TensorList& ps, int s) {

@@ -8,6 +8,7 @@
 #include "support/testing.h"
 
 using namespace sl;
+using sl::testing::bits_equal;
 using namespace sl::serialize;
 namespace fs = std::filesystem;
 
@@ -29,12 +30,6 @@ struct TempDir {
 };
 
 struct SimulatedCrash {};
-
-bool bits_equal(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != b.dtype() || a.sizes() != b.sizes()) return false;
-  Tensor x = a.contiguous(), y = b.contiguous();
-  return x.numel() == 0 || std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()) == 0;
-}
 
 /// A checkpoint whose every value depends on `v`.
 Checkpoint make_checkpoint(float v) {

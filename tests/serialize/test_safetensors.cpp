@@ -11,6 +11,7 @@
 #include "support/testing.h"
 
 using namespace sl;
+using sl::testing::bits_equal;
 using namespace sl::serialize;
 
 namespace {
@@ -67,11 +68,6 @@ StateDict all_dtypes_expected() {
 }
 
 /// Same dtype, shape and bytes.
-bool bits_equal(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != b.dtype() || a.sizes() != b.sizes()) return false;
-  Tensor x = a.cpu().contiguous(), y = b.cpu().contiguous();
-  return x.numel() == 0 || std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()) == 0;
-}
 
 void check_same(const StateDict& a, const StateDict& b) {
   REQUIRE(a.size() == b.size());

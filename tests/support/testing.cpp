@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -68,6 +69,12 @@ std::string compare(const Tensor& a, const Tensor& b, double rtol, double atol) 
   head << bad << " of " << x.size() << " elements differ beyond rtol " << rtol << ", atol "
        << atol << ":\n";
   return head.str() + os.str();
+}
+
+bool bits_equal(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype() || a.sizes() != b.sizes()) return false;
+  Tensor x = a.detach().cpu().contiguous(), y = b.detach().cpu().contiguous();
+  return x.numel() == 0 || std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()) == 0;
 }
 
 }  // namespace sl::testing

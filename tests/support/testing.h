@@ -24,6 +24,10 @@ doctest::skip skip_when(bool skip, const std::string& what, const std::string& w
 /// mismatches.
 std::string compare(const Tensor& a, const Tensor& b, double rtol, double atol);
 
+/// Whether a and b have the same dtype, shape and bytes (compared on the CPU, as contiguous
+/// copies; NaNs equal when their bits are).
+bool bits_equal(const Tensor& a, const Tensor& b);
+
 /// Whether the CPU allocator keeps freed blocks for reuse: it does not under AddressSanitizer
 /// (Note [CPU large-block cache] in core/allocator.cpp), so that ASan sees every use after free.
 #if defined(__SANITIZE_ADDRESS__)
