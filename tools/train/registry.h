@@ -68,7 +68,8 @@ struct Job {
   std::string name;
   std::string help;  ///< one line for --list
   JobFn run = nullptr;
-  /// The job's own flags for --help (called when needed; null: none).
+  /// The job's own flags for --help (called when needed; null: the job reads none, and
+  /// check_all_read holds it to that).
   FlagDocs (*flags)() = nullptr;
 };
 
