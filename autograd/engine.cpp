@@ -12,6 +12,7 @@
 #include "core/amp.h"
 #include "core/ops/copy.h"
 #include "core/ops/elementwise.h"
+#include "core/profiler.h"
 
 namespace sl {
 
@@ -129,6 +130,7 @@ void execute(GraphTask& task, const std::vector<std::pair<Edge, Tensor>>& roots,
             ops::fill_(grads[i], 0);
           }
         }
+        profiler::Scope scope(node->name(), profiler::Category::autograd);
         results = node->apply(std::move(grads));
         if (!retain_graph) node->release_saved();
         SL_CHECK_AUTOGRAD(results.empty() || results.size() == node->next_edges.size(),

@@ -270,11 +270,12 @@ Allocator& get_allocator(Device d) {
   SL_CHECK_DEVICE(d.index >= 0 && d.index < kMaxDevicesPerKind, "get_allocator: device index ",
                   d.index, " out of range for ", d);
   if (d.kind != DeviceKind::cpu) {
-    int n = device_count_kernel.has(d.kind) ? device_count_kernel(d.kind) : 0;
+    int n = device_count_kernel.has(d.kind) ? device_count_kernel.get(d.kind)() : 0;
     SL_CHECK_DEVICE(d.index < n, "get_allocator: device ", d, " is not available (", n, " ",
                     device_kind_name(d.kind), " device(s) visible)");
   }
-  return *allocator_kernel(d.kind, d.index);
+  // .get(): a lookup, not work, so not an event when the profiler records (Note [Profiler])
+  return *allocator_kernel.get(d.kind)(d.index);
 }
 
 SL_DEFINE_KERNEL(pinned_allocator_kernel, Allocator*());
@@ -297,7 +298,7 @@ Allocator& pinned_host_allocator(const char* op) {
   const int n = device_count_kernel.has(*k) ? device_count_kernel(*k) : 0;
   SL_CHECK_DEVICE(n > 0, op, ": pinned memory needs a GPU, and none is visible (",
                   device_kind_name(*k), " backend built in, 0 devices)");
-  return *pinned_allocator_kernel(*k);
+  return *pinned_allocator_kernel.get(*k)();
 }
 
 MemoryStats pinned_memory_stats() {

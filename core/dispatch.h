@@ -17,6 +17,7 @@
 
 #include "core/device.h"
 #include "core/error.h"
+#include "core/profiler.h"
 
 namespace sl {
 
@@ -76,7 +77,15 @@ class KernelSlot<R(Args...)> : public detail::KernelSlotBase {
     }
     return f;
   }
-  R operator()(DeviceKind k, Args... args) const { return get(k)(static_cast<Args>(args)...); }
+  /// Calls the implementation for `k`; while the profiler records, as an event named after the
+  /// slot (Note [Profiler]).
+  R operator()(DeviceKind k, Args... args) const {
+    if (profiler::is_recording()) [[unlikely]] {
+      profiler::Scope scope(name(), profiler::Category::kernel);
+      return get(k)(static_cast<Args>(args)...);
+    }
+    return get(k)(static_cast<Args>(args)...);
+  }
 
  private:
   static bool mirror(KernelSlotBase* base, DeviceKind from, DeviceKind to) {

@@ -10,9 +10,11 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "core/error.h"
+#include "core/profiler.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -97,7 +99,12 @@ class ThreadPool {
  public:
   explicit ThreadPool(int workers) {
     threads_.reserve(static_cast<size_t>(workers));
-    for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { worker_loop(); });
+    for (int i = 0; i < workers; ++i) {
+      threads_.emplace_back([this, i] {
+        profiler::set_thread_name("pool worker " + std::to_string(i + 1));
+        worker_loop();
+      });
+    }
   }
   ~ThreadPool() {
     stop_.store(true);

@@ -10,6 +10,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/parallel.h"
+#include "core/profiler.h"
 #include "core/random.h"
 #include "core/scalar.h"
 #include "core/shape.h"

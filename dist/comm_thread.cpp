@@ -4,6 +4,7 @@
 #include <future>
 
 #include "core/error.h"
+#include "core/profiler.h"
 
 namespace sl::dist {
 
@@ -52,6 +53,7 @@ void CommThread::stop() {
 }
 
 void CommThread::loop() {
+  profiler::set_thread_name("communication");
   for (;;) {
     std::function<void()> task;
     {

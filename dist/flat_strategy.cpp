@@ -9,6 +9,7 @@
 #include "core/ops/copy.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/view.h"
+#include "core/profiler.h"
 #include "dist/strategy_impl.h"
 
 namespace sl::dist {
@@ -288,7 +289,11 @@ void FlatStrategy::update_parameters() {
     opt_.step();  // every rank holds the averaged full gradient
     return;
   }
-  sharded_->step(grad_shards_);
+  {
+    profiler::Scope scope("optimizer (own shard)", profiler::Category::phase);
+    sharded_->step(grad_shards_);
+  }
+  profiler::Scope scope("allgather parameters", profiler::Category::phase);
   // Rebuild the full parameters: each bucket from every rank's updated slice (in place).
   std::vector<WorkPtr> works;
   for (size_t b = 0; b < flat_->layout().buckets().size(); ++b) {

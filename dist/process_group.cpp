@@ -8,6 +8,7 @@
 
 #include "core/ops/copy.h"
 #include "core/ops/view.h"
+#include "core/profiler.h"
 #include "dist/debug.h"
 #include "sl_config.h"
 
@@ -171,35 +172,72 @@ WorkPtr ProcessGroup::barrier() {
                Tensor());
 }
 
+namespace {
+
+// "wait allreduce", ...: what Work::wait records under (static, as the profiler needs).
+const char* wait_name(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::allreduce:
+      return "wait allreduce";
+    case CollectiveKind::reduce_scatter:
+      return "wait reduce_scatter";
+    case CollectiveKind::allgather:
+      return "wait allgather";
+    case CollectiveKind::broadcast:
+      return "wait broadcast";
+    case CollectiveKind::barrier:
+      return "wait barrier";
+  }
+  return "wait";
+}
+
+}  // namespace
+
 WorkPtr ProcessGroup::issue(Collective c, const Tensor& out, const Tensor& in) {
+  const int64_t esz = static_cast<int64_t>(dtype_size(c.dtype));
+  const int64_t n = size_;
+  int64_t payload = 0;  // CommCounter's payload_bytes of this call
+  int64_t sent = 0;
+  switch (c.kind) {
+    case CollectiveKind::allreduce:
+      payload = c.count * esz;
+      sent = 2 * (n - 1) * c.count * esz / n;
+      break;
+    case CollectiveKind::reduce_scatter:
+    case CollectiveKind::allgather:
+      payload = n * c.count * esz;
+      sent = (n - 1) * c.count * esz;
+      break;
+    case CollectiveKind::broadcast:
+      payload = c.count * esz;
+      if (rank_ == c.root && n > 1) sent = c.count * esz;
+      break;
+    case CollectiveKind::barrier:
+      break;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     c.seq = seq_++;
     CommCounter& k = stats_.by_kind[static_cast<size_t>(c.kind)];
-    int64_t esz = static_cast<int64_t>(dtype_size(c.dtype));
-    int64_t n = size_;
     k.calls += 1;
-    switch (c.kind) {
-      case CollectiveKind::allreduce:
-        k.payload_bytes += c.count * esz;
-        k.sent_bytes += 2 * (n - 1) * c.count * esz / n;
-        break;
-      case CollectiveKind::reduce_scatter:
-      case CollectiveKind::allgather:
-        k.payload_bytes += n * c.count * esz;
-        k.sent_bytes += (n - 1) * c.count * esz;
-        break;
-      case CollectiveKind::broadcast:
-        k.payload_bytes += c.count * esz;
-        if (rank_ == c.root && n > 1) k.sent_bytes += c.count * esz;
-        break;
-      case CollectiveKind::barrier:
-        break;
-    }
+    k.payload_bytes += payload;
+    k.sent_bytes += sent;
   }
   if (opts_.debug) log_collective(rank_, size_, backend(), c);
   if (out.defined()) out.bump_version();
-  return start(c, out, in);
+  const bool profiling = profiler::is_recording();
+  const int64_t issued = profiling ? profiler::now_ns() : 0;
+  WorkPtr work = start(c, out, in);
+  work->set_wait_name(wait_name(c.kind));
+  if (profiling) {
+    // The time in flight, recorded by whichever thread completes the work (Note [Profiler]).
+    work->on_complete([gen = profiler::generation(), name = collective_name(c.kind), issued,
+                       payload, id = profiler::next_async_id()] {
+      profiler::record(gen, name, profiler::Category::comm, issued, profiler::now_ns(), payload,
+                       /*async=*/true, id);
+    });
+  }
+  return work;
 }
 
 CommStats ProcessGroup::stats() const {

@@ -10,6 +10,7 @@
 #include "core/allocator.h"
 #include "core/creation.h"
 #include "core/ops/optim.h"
+#include "core/profiler.h"
 #include "dist/flat_buffers.h"
 #include "dist/strategy_impl.h"
 #include "optim/clip_grad.h"
@@ -117,7 +118,10 @@ void Strategy::zero_grad() {
 StepResult Strategy::step() {
   StepResult r;
   r.loss_scale = scale_;
-  sync_gradients();
+  {
+    profiler::Scope scope("gradient sync", profiler::Category::phase);
+    sync_gradients();
+  }
   NoGradGuard no_grad;
   TensorList grads = owned_gradients();
   const bool scaling = opts_.loss_scaling.has_value();
@@ -132,6 +136,7 @@ StepResult Strategy::step() {
   }
   bool skip = r.found_nonfinite && (scaling || opts_.skip_nonfinite);
   if (opts_.max_grad_norm > 0 && !skip) {
+    profiler::Scope scope("clip gradients", profiler::Category::phase);
     double partial = optim::grad_norm_partial(grads, opts_.norm_type);
     if (share) {
       Tensor t = full({1}, partial, {.dtype = DType::f64, .device = dev});
@@ -142,6 +147,7 @@ StepResult Strategy::step() {
     optim::clip_grads_with_norm_(grads, opts_.max_grad_norm, r.grad_norm);
   }
   if (!skip) {
+    profiler::Scope scope("update parameters", profiler::Category::phase);
     update_parameters();
     steps_taken_ += 1;
     r.taken = true;

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/profiler.h"
 
 namespace sl::dist {
 
@@ -20,6 +21,7 @@ bool Work::is_success() const {
 }
 
 void Work::wait(std::chrono::milliseconds timeout) {
+  profiler::Scope scope(wait_name_, profiler::Category::wait);
   std::unique_lock<std::mutex> lock(mu_);
   if (!cv_.wait_for(lock, timeout, [&] { return done_; })) {
     double secs = static_cast<double>(timeout.count()) / 1000.0;

@@ -35,6 +35,9 @@ class Work {
   void wait() { wait(default_timeout_); }
   void wait(std::chrono::milliseconds timeout);
   const std::string& what() const { return what_; }
+  /// The name wait() records under while the profiler is on (Note [Profiler]): a string that
+  /// lives until the process ends, e.g. "wait allreduce". Default "wait".
+  void set_wait_name(const char* name) { wait_name_ = name; }
 
   /// Backend side: marks the collective done; `error` null on success. First runs the callbacks
   /// added with on_complete (outside the lock), then wakes the waiters. Idempotent: only the
@@ -50,6 +53,7 @@ class Work {
  private:
   std::string what_;
   std::chrono::milliseconds default_timeout_;
+  const char* wait_name_ = "wait";
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/half.h"
+#include "core/profiler.h"
 #include "dist/comm_thread.h"
 #include "dist/debug.h"
 
@@ -297,6 +298,7 @@ class ProcessGroupMPI final : public ProcessGroup {
         return;
       }
       try {
+        profiler::Scope scope(collective_name(c.kind), profiler::Category::comm);
         execute(g, c, out, in, what);
         work->complete();
       } catch (const MismatchError&) {

@@ -111,6 +111,7 @@ int main(int argc, char** argv) {
 #ifdef SL_TRAIN_FAKE_GPU
   sl::testing::install_fake_gpu();
 #endif
+  sl::profiler::set_thread_name("main");
   try {
     sl::train::Options opt;
     bool help = false;

@@ -16,6 +16,7 @@
 #include "dist/strategy.h"
 #include "models/classifier.h"
 #include "nn/loss.h"
+#include "step_profile.h"
 
 namespace sl::train {
 namespace {
@@ -172,6 +173,7 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   const double max_grad_norm = opt.get_double("max-grad-norm", 0.0);  // > 0: clip the 2-norm
   const bool warmup_given = opt.extra.count("warmup-steps") > 0;      // else the job's default
   const int64_t warmup_flag = opt.get_int("warmup-steps", 0);
+  StepProfile profile(opt, name, rank, world);
   opt.check_all_read(name);  // every flag is read by now: a misspelt one fails before any work
   SL_CHECK(optimizer_name == "adamw" || optimizer_name == "lamb", name,
            ": --optimizer must be adamw or lamb, got '", optimizer_name, "'");
@@ -314,6 +316,11 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
         static_cast<long long>(strategy->steps_taken()));
   }
 
+  {
+    const nn::DataPosition at = loader.position();
+    profile.check_window(total_steps - (at.epoch * per_epoch + at.batch));
+  }
+
   double accuracy = -1;
   // The run's state as a sharded checkpoint: at each epoch's end, and every --checkpoint-every
   // steps inside an epoch, where the data position is mid-epoch and a resume continues there.
@@ -335,7 +342,13 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
         extra.set(key, value);
       }
     }
+    profiler::Scope scope("checkpoint", profiler::Category::phase);
     dist::save_sharded_checkpoint(ckpt_dir, *strategy, extra);
+  };
+  int64_t run_step = 0;  // steps taken by this process (--profile counts these)
+  auto next_batch = [&loader] {
+    profiler::Scope scope("data", profiler::Category::phase);
+    return loader.next();
   };
   bool stopped = false;  // by --stop-after-steps
   model->train();
@@ -344,7 +357,8 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
     auto t_epoch = std::chrono::steady_clock::now();
     double loss_sum = 0;
     int64_t steps = 0, skipped = 0;
-    while (auto b = loader.next()) {
+    while (auto b = next_batch()) {
+      profile.before_step(run_step);
       strategy->zero_grad();
       // The rank's share of the batch in `accumulate` equal micro-batches, each loss weighted
       // 1/accumulate, so the gradient is the whole share's (exactly so for a per-example mean).
@@ -354,15 +368,23 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
         auto sync = strategy->no_sync(m + 1 < accumulate);
         Tensor loss;
         {
-          auto scope = autocast();
+          profiler::Scope scope("forward", profiler::Category::phase);
+          auto cast_scope = autocast();
           loss = job.loss(*strategy, micro_batch(*b, m, accumulate), device, epoch);
         }
         if (accumulate > 1) loss = loss / static_cast<double>(accumulate);
-        strategy->backward(loss);
+        {
+          profiler::Scope scope("backward", profiler::Category::phase);
+          strategy->backward(loss);
+        }
         step_loss += loss.item<double>();
       }
-      if (!strategy->step().taken) ++skipped;
-      sched->step();
+      {
+        profiler::Scope scope("optimizer step", profiler::Category::phase);
+        if (!strategy->step().taken) ++skipped;
+        sched->step();
+      }
+      profile.after_step(run_step++);
       loss_sum += step_loss;
       ++steps;
       if (log_every > 0 && steps % log_every == 0) {
@@ -392,6 +414,7 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
     const int64_t n = test_set->size();
     std::pair<int64_t, int64_t> counts;
     {
+      profiler::Scope eval_scope("evaluate", profiler::Category::phase);
       NoGradGuard ng;
       model->eval();
       auto scope = autocast();
@@ -415,6 +438,7 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
         static_cast<double>(steps * batch) / epoch_seconds, scaling.c_str(),
         ckpt_dir.empty() ? "" : "  checkpoint: ", ckpt_dir.c_str());
   }
+  profile.finish();
   say("%s\n", strategy->memory_report().str().c_str());
   if (accuracy >= 0) {
     say("final %s %.2f%% after %lld epoch(s), %.1f s in all\n", job.metric.c_str(),
@@ -442,7 +466,8 @@ const FlagDocs& loop_flags() {
       {"stop-after-epochs", "-1", "stop after this epoch as if interrupted (-1: never)"},
       {"stop-after-steps", "-1", "stop after this step as if interrupted (-1: never)"},
   };
-  return flags;
+  static const FlagDocs with_profile = join_flags(flags, profile_flags());
+  return with_profile;
 }
 
 }  // namespace sl::train

@@ -1,0 +1,254 @@
+// What a Profile says: the self-time table, the collectives, the text summary and Chrome traces.
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "core/error.h"
+#include "core/profiler.h"
+
+namespace sl::profiler {
+
+namespace {
+
+// Self time: per thread, each event loses the time of the events directly inside it. Events are
+// sorted by start, enclosing ones first, so a stack of the open ones finds each event's parent.
+std::vector<int64_t> self_times(const std::vector<Event>& events) {
+  std::vector<int64_t> self(events.size(), 0);
+  std::map<uint32_t, std::vector<size_t>> open;  // thread -> stack of event indices
+  for (size_t i = 0; i < events.size(); ++i) {
+    const Event& e = events[i];
+    if (e.async) continue;
+    self[i] = e.duration_ns;
+    std::vector<size_t>& stack = open[e.thread];
+    while (!stack.empty()) {
+      const Event& top = events[stack.back()];
+      if (top.start_ns + top.duration_ns > e.start_ns) break;
+      stack.pop_back();
+    }
+    if (!stack.empty()) self[stack.back()] -= e.duration_ns;
+    stack.push_back(i);
+  }
+  return self;
+}
+
+std::string ms(int64_t ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(ns) / 1e6);
+  return buf;
+}
+
+std::string megabytes(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f MB", static_cast<double>(bytes) / 1e6);
+  return buf;
+}
+
+// A JSON string literal: quotes, backslashes and control characters escaped; other bytes as they
+// are (names are UTF-8).
+void append_json_string(std::string& out, std::string_view s) {
+  out += '"';
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  out += '"';
+}
+
+// Microseconds with the nanoseconds kept: 1234567 ns -> "1234.567".
+std::string micros(int64_t ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%" PRId64 ".%03" PRId64, ns / 1000, ns % 1000);
+  return buf;
+}
+
+}  // namespace
+
+std::vector<Profile::Row> Profile::table() const {
+  const std::vector<int64_t> self = self_times(events);
+  std::map<std::pair<Category, std::string_view>, Row> rows;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const Event& e = events[i];
+    if (e.async) continue;
+    Row& r = rows[{e.category, e.name}];
+    r.category = e.category;
+    r.name = e.name;
+    r.calls += 1;
+    r.total_ns += e.duration_ns;
+    r.self_ns += self[i];
+  }
+  std::vector<Row> out;
+  out.reserve(rows.size());
+  for (auto& [key, r] : rows) out.push_back(std::move(r));
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Row& a, const Row& b) { return a.self_ns > b.self_ns; });
+  return out;
+}
+
+std::vector<Profile::CommRow> Profile::comm_table() const {
+  std::map<std::string, CommRow> rows;
+  for (const Event& e : events) {
+    if (!e.async || e.category != Category::comm) continue;
+    CommRow& r = rows[e.name];
+    r.name = e.name;
+    r.calls += 1;
+    r.bytes += e.bytes;
+    r.in_flight_ns += e.duration_ns;
+  }
+  for (const Event& e : events) {
+    if (e.async || e.category != Category::wait) continue;
+    std::string_view n = e.name;
+    if (!n.starts_with("wait ")) continue;
+    auto it = rows.find(std::string(n.substr(5)));
+    if (it != rows.end()) it->second.waited_ns += e.duration_ns;
+  }
+  std::vector<CommRow> out;
+  for (auto& [name, r] : rows) out.push_back(std::move(r));
+  return out;
+}
+
+std::string Profile::summary(size_t rows) const {
+  std::set<uint32_t> active;
+  for (const Event& e : events) active.insert(e.thread);
+  char line[256];
+  std::snprintf(line, sizeof line, "profile: %s ms, %zu event(s) on %zu thread(s)", 
+                ms(duration_ns).c_str(), events.size(), active.size());
+  std::string out = line;
+  if (dropped > 0) {
+    out += ", " + std::to_string(dropped) + " dropped (past max_events)";
+  }
+  out += "\n";
+  const std::vector<Row> t = table();
+  std::snprintf(line, sizeof line, "%12s %7s %12s %9s  %-9s %s\n", "self ms", "self %",
+                "total ms", "calls", "category", "name");
+  out += line;
+  const double wall = static_cast<double>(std::max<int64_t>(duration_ns, 1));
+  for (size_t i = 0; i < t.size() && i < rows; ++i) {
+    const Row& r = t[i];
+    std::snprintf(line, sizeof line, "%12s %6.1f%% %12s %9" PRId64 "  %-9s %s\n",
+                  ms(r.self_ns).c_str(), 100.0 * static_cast<double>(r.self_ns) / wall,
+                  ms(r.total_ns).c_str(), r.calls, category_name(r.category), r.name.c_str());
+    out += line;
+  }
+  if (t.size() > rows) out += "(" + std::to_string(t.size() - rows) + " more rows)\n";
+  const std::vector<CommRow> c = comm_table();
+  if (!c.empty()) {
+    out += "collectives (in flight: issue to completion; waited: callers blocked in wait()):\n";
+    for (const CommRow& r : c) {
+      std::snprintf(line, sizeof line,
+                    "  %-15s %6" PRId64 " call(s) %12s  in flight %10s ms  waited %10s ms\n",
+                    r.name.c_str(), r.calls, megabytes(r.bytes).c_str(),
+                    ms(r.in_flight_ns).c_str(), ms(r.waited_ns).c_str());
+      out += line;
+    }
+  }
+  return out;
+}
+
+std::string Profile::chrome_trace(int pid, const std::string& process_name) const {
+  std::string out = "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"dropped\":" +
+                    std::to_string(dropped) + "},\"traceEvents\":[";
+  const std::string pid_s = std::to_string(pid);
+  bool first = true;
+  auto open = [&](const char* ph) {
+    if (!first) out += ",\n";
+    first = false;
+    out += "{\"ph\":\"";
+    out += ph;
+    out += "\",\"pid\":" + pid_s + ",";
+  };
+  if (!process_name.empty()) {
+    open("M");
+    out += "\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":";
+    append_json_string(out, process_name);
+    out += "}}";
+  }
+  for (size_t t = 0; t < threads.size(); ++t) {
+    open("M");
+    out += "\"tid\":" + std::to_string(t) + ",\"name\":\"thread_name\",\"args\":{\"name\":";
+    append_json_string(out, threads[t]);
+    out += "}}";
+  }
+  for (const Event& e : events) {
+    auto head = [&](const char* ph, int64_t ts) {
+      open(ph);
+      out += "\"tid\":" + std::to_string(e.thread) + ",\"ts\":" + micros(ts) + ",\"name\":";
+      append_json_string(out, e.name);
+      out += ",\"cat\":\"";
+      out += category_name(e.category);
+      out += "\"";
+    };
+    if (e.async) {
+      head("b", e.start_ns);
+      out += ",\"id\":" + std::to_string(e.id) + ",\"args\":{\"bytes\":" +
+             std::to_string(e.bytes) + "}}";
+      head("e", e.start_ns + e.duration_ns);
+      out += ",\"id\":" + std::to_string(e.id) + "}";
+    } else {
+      head("X", e.start_ns);
+      out += ",\"dur\":" + micros(e.duration_ns);
+      if (e.bytes != 0) out += ",\"args\":{\"bytes\":" + std::to_string(e.bytes) + "}";
+      out += "}";
+    }
+  }
+  out += "]}\n";
+  return out;
+}
+
+void Profile::write_chrome_trace(const std::string& path, int pid,
+                                 const std::string& process_name) const {
+  const std::string text = chrome_trace(pid, process_name);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    SL_CHECK_IO(f.is_open(), "profiler: cannot write the trace to '", path, "': cannot create '",
+                tmp, "' (", std::strerror(errno), ")");
+    f.write(text.data(), static_cast<std::streamsize>(text.size()));
+    f.close();
+    if (!f) {
+      std::error_code ec;
+      std::filesystem::remove(tmp, ec);
+      sl::detail::throw_error<IOError>("profiler: cannot write the trace to '", path,
+                                   "': writing '", tmp, "' failed (", std::strerror(errno), ")");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    sl::detail::throw_error<IOError>("profiler: cannot write the trace to '", path, "': ",
+                                 ec.message());
+  }
+}
+
+}  // namespace sl::profiler
