@@ -298,8 +298,10 @@ class ProcessGroupMPI final : public ProcessGroup {
         return;
       }
       try {
-        profiler::Scope scope(collective_name(c.kind), profiler::Category::comm);
-        execute(g, c, out, in, what);
+        {  // recorded before complete() wakes the waiters
+          profiler::Scope scope(collective_name(c.kind), profiler::Category::comm);
+          execute(g, c, out, in, what);
+        }
         work->complete();
       } catch (const MismatchError&) {
         work->complete(std::current_exception());
