@@ -1,13 +1,15 @@
 // bench_core: Shardlight's core CPU speed beside the references it should approach, in one run.
 //
 //   build/tools/bench_core [--threads N] [--quick]
+//   valgrind --tool=callgrind build/tools/bench_core --chain 200000   (instruction counts)
 //
 // - matmul f32 (sl::matmul, output allocated per call) vs cblas_sgemm called directly into a
 //   preallocated output;
 // - add / mul / gelu on 16M floats vs memcpy of the same bytes: the kernel writing a preallocated
 //   output (what the kernel costs) and the public op (a new output per call, as users call it);
 // - sum of 16M floats;
-// - autograd: the extra cost of recording one op on tiny tensors, and of its backward.
+// - autograd: the extra cost of recording one op on tiny tensors, and of its backward; and the
+//   profiler's cost per op while it records (core/profiler.h).
 //
 // Each reference and candidate are timed in alternation (so machine load hits both alike) and
 // the median is reported. --quick shrinks every size so the program runs in about a second (the
@@ -199,7 +201,17 @@ void bench_autograd(bool quick) {
     y.backward();
     x.set_grad(sl::Tensor());
   };
-  auto t = time_interleaved({no_grad, record, record_backward}, reps);
+  // The same chain with the profiler recording it (Note [Profiler]): start, the ops, stop
+  // (which gathers and sorts the events) all inside the timed call.
+  auto profiled = [&] {
+    sl::profiler::start();
+    {
+      sl::NoGradGuard g;
+      (void)chain();
+    }
+    (void)sl::profiler::stop();
+  };
+  auto t = time_interleaved({no_grad, record, record_backward, profiled}, reps);
   const double us = 1e6 / ops;
   std::printf("\n%-28s %14s\n", "autograd, 4-element tensors", "us per op");
   rule();
@@ -207,6 +219,8 @@ void bench_autograd(bool quick) {
   std::printf("%-28s %14.2f\n", "mul, recorded", t[1] * us);
   std::printf("%-28s %14.2f\n", "recording overhead", (t[1] - t[0]) * us);
   std::printf("%-28s %14.2f\n", "backward of one mul", (t[2] - t[1]) * us);
+  std::printf("%-28s %14.2f\n", "mul, profiler recording", t[3] * us);
+  std::printf("%-28s %14.2f\n", "profiler overhead", (t[3] - t[0]) * us);
 }
 
 }  // namespace
@@ -217,10 +231,19 @@ int main(int argc, char** argv) {
     std::string arg = argv[i];
     if (arg == "--quick") {
       quick = true;
+    } else if (arg == "--chain" && i + 1 < argc) {
+      // Only N muls of 4-element tensors with grad mode off, then exit: a fixed workload for
+      // instruction counts (valgrind --tool=callgrind), e.g. the profiler's cost while off.
+      const int n = std::atoi(argv[++i]);
+      sl::set_num_threads(1);
+      sl::Tensor y = sl::randn({4}), w = sl::randn({4});
+      sl::NoGradGuard g;
+      for (int k = 0; k < n; ++k) y = y * w;
+      return y.numel() == 4 ? 0 : 1;
     } else if (arg == "--threads" && i + 1 < argc) {
       sl::set_num_threads(std::atoi(argv[++i]));
     } else {
-      std::fprintf(stderr, "usage: bench_core [--threads N] [--quick]\n");
+      std::fprintf(stderr, "usage: bench_core [--threads N] [--quick] | --chain N\n");
       return 2;
     }
   }
