@@ -136,13 +136,13 @@ void Scope::end() noexcept {
 }
 
 void start(Options opts) {
-  SL_CHECK(opts.max_events >= 1, "profiler::start: max_events must be >= 1, got ",
-           opts.max_events);
+  SL_CHECK(opts.max_events >= 1, "profiler::start: max_events must be >= 1, got ", opts.max_events);
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   SL_CHECK(!is_recording(), "profiler::start: a recording is already on (call stop() first)");
   // Forget the buffers of threads that have ended; empty the others.
-  std::erase_if(r.buffers, [](const std::shared_ptr<ThreadBuffer>& b) { return b.use_count() == 1; });
+  std::erase_if(r.buffers,
+                [](const std::shared_ptr<ThreadBuffer>& b) { return b.use_count() == 1; });
   for (auto& b : r.buffers) {
     std::lock_guard<std::mutex> bl(b->mu);
     b->events.clear();

@@ -98,8 +98,8 @@ namespace detail {
 extern std::atomic<bool> g_recording;
 extern std::atomic<uint64_t> g_generation;
 /// Appends an event with absolute steady-clock times, if recording `generation` is still on.
-void record_abs(uint64_t generation, const char* name, Category c, int64_t begin_ns,
-                int64_t end_ns, int64_t bytes, bool async, uint64_t id) noexcept;
+void record_abs(uint64_t generation, const char* name, Category c, int64_t begin_ns, int64_t end_ns,
+                int64_t bytes, bool async, uint64_t id) noexcept;
 }  // namespace detail
 
 /// True between start() and stop().
@@ -136,10 +136,12 @@ inline void record(uint64_t generation, const char* name, Category c, int64_t be
 class Scope {
  public:
   explicit Scope(const char* name, Category c = Category::user, int64_t bytes = 0) noexcept {
-    if (is_recording()) [[unlikely]] begin(name, c, bytes);
+    if (is_recording()) [[unlikely]]
+      begin(name, c, bytes);
   }
   ~Scope() {
-    if (name_ != nullptr) [[unlikely]] end();
+    if (name_ != nullptr) [[unlikely]]
+      end();
   }
   Scope(const Scope&) = delete;
   Scope& operator=(const Scope&) = delete;

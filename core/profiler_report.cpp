@@ -8,7 +8,6 @@
 #include <fstream>
 #include <map>
 #include <set>
-#include <tuple>
 
 #include "core/error.h"
 #include "core/profiler.h"
@@ -140,7 +139,7 @@ std::string Profile::summary(size_t rows) const {
   std::set<uint32_t> active;
   for (const Event& e : events) active.insert(e.thread);
   char line[256];
-  std::snprintf(line, sizeof line, "profile: %s ms, %zu event(s) on %zu thread(s)", 
+  std::snprintf(line, sizeof line, "profile: %s ms, %zu event(s) on %zu thread(s)",
                 ms(duration_ns).c_str(), events.size(), active.size());
   std::string out = line;
   if (dropped > 0) {
@@ -148,8 +147,8 @@ std::string Profile::summary(size_t rows) const {
   }
   out += "\n";
   const std::vector<Row> t = table();
-  std::snprintf(line, sizeof line, "%12s %7s %12s %9s  %-9s %s\n", "self ms", "self %",
-                "total ms", "calls", "category", "name");
+  std::snprintf(line, sizeof line, "%12s %7s %12s %9s  %-9s %s\n", "self ms", "self %", "total ms",
+                "calls", "category", "name");
   out += line;
   const double wall = static_cast<double>(std::max<int64_t>(duration_ns, 1));
   for (size_t i = 0; i < t.size() && i < rows; ++i) {
@@ -166,8 +165,8 @@ std::string Profile::summary(size_t rows) const {
     for (const CommRow& r : c) {
       std::snprintf(line, sizeof line,
                     "  %-15s %6" PRId64 " call(s) %12s  in flight %10s ms  waited %10s ms\n",
-                    r.name.c_str(), r.calls, megabytes(r.bytes).c_str(),
-                    ms(r.in_flight_ns).c_str(), ms(r.waited_ns).c_str());
+                    r.name.c_str(), r.calls, megabytes(r.bytes).c_str(), ms(r.in_flight_ns).c_str(),
+                    ms(r.waited_ns).c_str());
       out += line;
     }
   }
@@ -175,8 +174,9 @@ std::string Profile::summary(size_t rows) const {
 }
 
 std::string Profile::chrome_trace(int pid, const std::string& process_name) const {
-  std::string out = "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"dropped\":" +
-                    std::to_string(dropped) + "},\"traceEvents\":[";
+  std::string out =
+      "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"dropped\":" + std::to_string(dropped) +
+      "},\"traceEvents\":[";
   const std::string pid_s = std::to_string(pid);
   bool first = true;
   auto open = [&](const char* ph) {
@@ -209,8 +209,8 @@ std::string Profile::chrome_trace(int pid, const std::string& process_name) cons
     };
     if (e.async) {
       head("b", e.start_ns);
-      out += ",\"id\":" + std::to_string(e.id) + ",\"args\":{\"bytes\":" +
-             std::to_string(e.bytes) + "}}";
+      out += ",\"id\":" + std::to_string(e.id) + ",\"args\":{\"bytes\":" + std::to_string(e.bytes) +
+             "}}";
       head("e", e.start_ns + e.duration_ns);
       out += ",\"id\":" + std::to_string(e.id) + "}";
     } else {
@@ -238,7 +238,8 @@ void Profile::write_chrome_trace(const std::string& path, int pid,
       std::error_code ec;
       std::filesystem::remove(tmp, ec);
       sl::detail::throw_error<IOError>("profiler: cannot write the trace to '", path,
-                                   "': writing '", tmp, "' failed (", std::strerror(errno), ")");
+                                       "': writing '", tmp, "' failed (", std::strerror(errno),
+                                       ")");
     }
   }
   std::error_code ec;
@@ -246,8 +247,8 @@ void Profile::write_chrome_trace(const std::string& path, int pid,
   if (ec) {
     std::error_code ignored;
     std::filesystem::remove(tmp, ignored);
-    sl::detail::throw_error<IOError>("profiler: cannot write the trace to '", path, "': ",
-                                 ec.message());
+    sl::detail::throw_error<IOError>("profiler: cannot write the trace to '", path,
+                                     "': ", ec.message());
   }
 }
 

@@ -43,8 +43,7 @@ std::string read_file(const std::filesystem::path& p) {
 TEST_CASE("profiler: start and stop misuse is a ValueError; nothing is recorded when off") {
   REQUIRE_FALSE(profiler::is_recording());
   SL_CHECK_THROWS(profiler::stop(), ValueError, "profiler::stop: no recording is on");
-  SL_CHECK_THROWS(profiler::start({.max_events = 0}), ValueError,
-                  "max_events must be >= 1, got 0");
+  SL_CHECK_THROWS(profiler::start({.max_events = 0}), ValueError, "max_events must be >= 1, got 0");
   REQUIRE_FALSE(profiler::is_recording());
   { profiler::Scope s("before start"); }
   Tensor a = ones({4, 4});
@@ -114,9 +113,9 @@ TEST_CASE("profiler: self time subtracts directly nested events of the same thre
     const char* name;
     int64_t total, self;
   };
-  for (Expected want : {Expected{"outer", 1000, 300}, Expected{"one", 200, 200},
-                        Expected{"two", 500, 400}, Expected{"three", 100, 100},
-                        Expected{"four", 100, 100}, Expected{"elsewhere", 980, 980}}) {
+  for (Expected want :
+       {Expected{"outer", 1000, 300}, Expected{"one", 200, 200}, Expected{"two", 500, 400},
+        Expected{"three", 100, 100}, Expected{"four", 100, 100}, Expected{"elsewhere", 980, 980}}) {
     CAPTURE(want.name);
     const Profile::Row* r = find_row(rows, want.name);
     REQUIRE(r != nullptr);
@@ -250,8 +249,8 @@ TEST_CASE("profiler: write_chrome_trace replaces a file whole or throws an IOErr
   profiler::start();
   { profiler::Scope s("written"); }
   Profile p = profiler::stop();
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("sl_profiler_test_" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("sl_profiler_test_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const auto file = dir / "trace.json";

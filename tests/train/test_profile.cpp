@@ -78,8 +78,8 @@ TEST_CASE("profile: --profile records its window of steps and leaves the trainin
   const std::string trace = env.dir.root + "/trace.json";
   JobResult plain = run_job(env.args());
   REQUIRE_MESSAGE(plain.code == 0, plain.out);
-  JobResult r = run_job(plus(env.args(), {"--profile", trace, "--profile-from", "1",
-                                          "--profile-steps", "2"}));
+  JobResult r = run_job(
+      plus(env.args(), {"--profile", trace, "--profile-from", "1", "--profile-steps", "2"}));
   REQUIRE_MESSAGE(r.code == 0, r.out);
   CHECK_MESSAGE(r.out.find("cnn: profile of steps 1..2 (rank 0's below), traces in " + trace) !=
                     std::string::npos,
@@ -107,16 +107,16 @@ TEST_CASE("profile: --profile records its window of steps and leaves the trainin
 TEST_CASE("profile: a window over an epoch's end holds the evaluation and the checkpoint") {
   Env env;
   const std::string trace = env.dir.root + "/t.json";
-  JobResult r = run_job(plus(env.args(), {"--profile", trace, "--profile-from", "2",
-                                          "--profile-steps", "2"}));
+  JobResult r = run_job(
+      plus(env.args(), {"--profile", trace, "--profile-from", "2", "--profile-steps", "2"}));
   REQUIRE_MESSAGE(r.code == 0, r.out);
   const Trace t = read_trace(trace);
   CHECK(t.complete.at("forward") == 2);
   CHECK(t.complete.at("evaluate") == 1);
   CHECK(t.complete.at("checkpoint") == 1);
   // A window past the run's end stops with the run: steps 7 and 8 of 0..8.
-  r = run_job(plus(env.args(), {"--profile", trace, "--profile-from", "7", "--profile-steps",
-                                "5", "--checkpoint-dir", env.dir.root + "/ckpt2"}));
+  r = run_job(plus(env.args(), {"--profile", trace, "--profile-from", "7", "--profile-steps", "5",
+                                "--checkpoint-dir", env.dir.root + "/ckpt2"}));
   REQUIRE_MESSAGE(r.code == 0, r.out);
   CHECK_MESSAGE(r.out.find("profile of steps from 7 to the run's end") != std::string::npos, r.out);
   CHECK(read_trace(trace).complete.at("forward") == 2);
@@ -151,7 +151,8 @@ TEST_CASE("profile: under mpirun each rank writes its own trace, with its collec
   Env env;
   const std::string trace = env.dir.root + "/trace.json";
   auto run = sl::testing::run_ranks(
-      2, sl_train_bin(), plus(env.args("zero2"), {"--profile", trace, "--profile-steps", "2"}), 120);
+      2, sl_train_bin(), plus(env.args("zero2"), {"--profile", trace, "--profile-steps", "2"}),
+      120);
   REQUIRE_MESSAGE(run.exit_code == 0, run.report());
   CHECK(run.rank_stdout[0].find("traces in " + env.dir.root + "/trace.rank0.json .. " +
                                 env.dir.root + "/trace.rank1.json") != std::string::npos);
@@ -160,8 +161,7 @@ TEST_CASE("profile: under mpirun each rank writes its own trace, with its collec
   CHECK_FALSE(std::filesystem::exists(trace));
   for (int rank = 0; rank < 2; ++rank) {
     CAPTURE(rank);
-    const Trace t =
-        read_trace(env.dir.root + "/trace.rank" + std::to_string(rank) + ".json");
+    const Trace t = read_trace(env.dir.root + "/trace.rank" + std::to_string(rank) + ".json");
     CHECK(t.process == "rank " + std::to_string(rank));
     CHECK(t.complete.at("forward") == 2);
     // zero2: gradients reduce-scattered, parameters all-gathered, each step

@@ -75,14 +75,14 @@ void StepProfile::write(int64_t last_step) {
   const std::string file = rank_trace_path(path_, rank_, world_);
   p.write_chrome_trace(file, rank_, world_ > 1 ? "rank " + std::to_string(rank_) : job_);
   if (rank_ != 0) return;
-  std::string steps = last_step < 0 ? "steps from " + std::to_string(from_) + " to the run's end"
-                                    : "steps " + std::to_string(from_) + ".." +
-                                          std::to_string(last_step);
+  std::string steps = last_step < 0
+                          ? "steps from " + std::to_string(from_) + " to the run's end"
+                          : "steps " + std::to_string(from_) + ".." + std::to_string(last_step);
   std::string where = world_ > 1 ? rank_trace_path(path_, 0, world_) + " .. " +
                                        rank_trace_path(path_, world_ - 1, world_)
                                  : file;
-  std::printf("%s: profile of %s (rank 0's below), traces in %s\n%s", job_.c_str(),
-              steps.c_str(), where.c_str(), p.summary().c_str());
+  std::printf("%s: profile of %s (rank 0's below), traces in %s\n%s", job_.c_str(), steps.c_str(),
+              where.c_str(), p.summary().c_str());
   std::fflush(stdout);
 }
 

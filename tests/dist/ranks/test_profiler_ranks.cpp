@@ -55,7 +55,7 @@ TEST_CASE("profiler: a step's collectives are events with the group's counted by
       const Seen s = seen[name];
       CHECK(s.in_flight == c.calls);
       CHECK(s.bytes == c.payload_bytes);
-      CHECK(s.run == c.calls);  // the MPI backend runs each on its thread
+      CHECK(s.run == c.calls);     // the MPI backend runs each on its thread
       CHECK(s.waited == c.calls);  // the strategies wait for every collective exactly once
     }
     // Two steps, each with its phases; zero1/zero2 update their shard, then gather.
