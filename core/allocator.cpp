@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/profiler.h"
 
 namespace sl {
 
@@ -22,11 +23,14 @@ void AllocStats::on_alloc(size_t nbytes) {
   while (live > peak && !peak_.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
   }
   allocs_.fetch_add(1, std::memory_order_relaxed);
+  if (profile_name_ != nullptr) profiler::record_memory(profile_name_, live);
 }
 
 void AllocStats::on_free(size_t nbytes) {
-  live_.fetch_sub(static_cast<int64_t>(nbytes), std::memory_order_relaxed);
+  const auto n = static_cast<int64_t>(nbytes);
+  const int64_t live = live_.fetch_sub(n, std::memory_order_relaxed) - n;
   frees_.fetch_add(1, std::memory_order_relaxed);
+  if (profile_name_ != nullptr) profiler::record_memory(profile_name_, live);
 }
 
 MemoryStats AllocStats::snapshot(bool reserved_equals_live) const {
@@ -100,6 +104,7 @@ size_t large_block_size(size_t nbytes) {
 /// above); counters per logical device.
 class CpuAllocator final : public Allocator {
  public:
+  void set_profile_name(const char* name) { stats_.set_profile_name(name); }
   void* allocate(size_t nbytes) override {
     void* p;
     if (nbytes <= kMaxCachedBlock) {
@@ -254,7 +259,14 @@ class CpuAllocator final : public Allocator {
 Allocator* cpu_allocator(int index) {
   // Never destroyed: tensors held by static objects (a process group's buffers, a user's
   // globals) are freed after static destructors begin, and must still find the cache's lists.
-  static CpuAllocator* const allocators = new CpuAllocator[kMaxDevicesPerKind];
+  static CpuAllocator* const allocators = [] {
+    auto* a = new CpuAllocator[kMaxDevicesPerKind];
+    a[0].set_profile_name("cpu memory");
+    for (int i = 1; i < kMaxDevicesPerKind; ++i) {
+      a[i].set_profile_name(profiler::intern("cpu:" + std::to_string(i) + " memory"));
+    }
+    return a;
+  }();
   return &allocators[index];
 }
 int cpu_device_count() {

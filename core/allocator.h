@@ -29,12 +29,16 @@ class AllocStats {
  public:
   void on_alloc(size_t nbytes);
   void on_free(size_t nbytes);
+  /// While the profiler records, each allocation and free adds a memory event under `name` (a
+  /// string that lives until the process ends, e.g. "cpu memory") with the live bytes after it.
+  void set_profile_name(const char* name) { profile_name_ = name; }
   void set_reserved(int64_t bytes) { reserved_.store(bytes, std::memory_order_relaxed); }
   void reset_peak() { peak_.store(live_.load(std::memory_order_relaxed)); }
   MemoryStats snapshot(bool reserved_equals_live) const;
 
  private:
   std::atomic<int64_t> live_{0}, peak_{0}, reserved_{0}, allocs_{0}, frees_{0};
+  const char* profile_name_ = nullptr;
 };
 
 /// Interface implemented once per device kind (and instantiated per device index).

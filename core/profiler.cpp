@@ -74,6 +74,8 @@ const char* category_name(Category c) {
       return "phase";
     case Category::user:
       return "user";
+    case Category::memory:
+      return "memory";
   }
   return "?";
 }

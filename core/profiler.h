@@ -14,7 +14,10 @@
 //    run of each (comm); and each Work::wait() on the caller's thread ("wait allreduce", category
 //    wait): the communication a step did not hide behind computation;
 //  - the phases of a training step (dist::Strategy, the trainer's loop; category phase) and a
-//    program's own Scopes (category user).
+//    program's own Scopes (category user);
+//  - each allocation and free of a device's allocator (core/allocator.h AllocStats), as a
+//    sample of its live bytes named after the device ("cpu memory", "cuda:0 memory"; category
+//    memory), so a trace has a memory track and the summary names what ran at each peak.
 // While not recording, each of these costs one relaxed atomic load and a branch. Times are the
 // host's steady clock in nanoseconds, relative to start(). Names are not copied per event: they
 // point to static strings, or to intern()'s copies, which live until the process ends.
@@ -28,9 +31,11 @@
 
 namespace sl::profiler {
 
-enum class Category : uint8_t { kernel = 0, autograd, comm, wait, phase, user };
-inline constexpr int kNumCategories = 6;
-/// "kernel", "autograd", "comm", "wait", "phase", "user".
+/// memory: a sample, not an interval (duration 0, bytes = the allocator's live bytes after an
+/// allocation or free).
+enum class Category : uint8_t { kernel = 0, autograd, comm, wait, phase, user, memory };
+inline constexpr int kNumCategories = 7;
+/// "kernel", "autograd", "comm", "wait", "phase", "user", "memory".
 const char* category_name(Category c);
 
 /// One recorded interval.
@@ -43,7 +48,7 @@ struct Event {
   uint32_t thread = 0;      ///< index into Profile::threads
   int64_t start_ns = 0;     ///< since start()
   int64_t duration_ns = 0;  ///< >= 0
-  int64_t bytes = 0;        ///< payload of a collective; 0 otherwise
+  int64_t bytes = 0;        ///< payload of a collective; live bytes of a memory sample; 0 otherwise
   uint64_t id = 0;          ///< async events: pairs their begin and end in a trace
 };
 
@@ -81,12 +86,23 @@ struct Profile {
     int64_t waited_ns = 0;
   };
   std::vector<CommRow> comm_table() const;
+  /// Per memory name (a device's allocator): the live bytes at the window's first and last
+  /// sample, the highest, when it was first reached, and the names of the events open on the
+  /// allocating thread then, outermost first ("backward", "Conv2dBackward", ...).
+  struct MemoryPeak {
+    std::string name;
+    int64_t first_bytes = 0, last_bytes = 0, peak_bytes = 0;
+    int64_t peak_at_ns = 0;
+    std::vector<std::string> open;
+  };
+  std::vector<MemoryPeak> memory_peaks() const;
   /// A text report: the duration, thread and event counts, the `rows` rows of table() with the
-  /// most self time, then comm_table() when there were collectives.
+  /// most self time, comm_table() when there were collectives, and memory_peaks().
   std::string summary(size_t rows = 20) const;
   /// The events in the Chrome trace-event JSON format (chrome://tracing, ui.perfetto.dev): one
-  /// process `pid` named `process_name` (none when empty), a track per thread, "X" events and
-  /// "b"/"e" pairs for async ones, timestamps in microseconds.
+  /// process `pid` named `process_name` (none when empty), a track per thread, "X" events,
+  /// "b"/"e" pairs for async ones and "C" (counter) events for memory samples, timestamps in
+  /// microseconds.
   std::string chrome_trace(int pid = 0, const std::string& process_name = "") const;
   /// Writes chrome_trace() to `path` through a temporary file renamed into place, so an existing
   /// file is replaced whole or not at all. Throws IOError naming the path when it cannot.
@@ -128,6 +144,15 @@ uint64_t next_async_id();
 inline void record(uint64_t generation, const char* name, Category c, int64_t begin_ns,
                    int64_t end_ns, int64_t bytes = 0, bool async = false, uint64_t id = 0) {
   if (is_recording()) detail::record_abs(generation, name, c, begin_ns, end_ns, bytes, async, id);
+}
+
+/// While recording: a memory sample of `live_bytes` under `name` (static or intern()'s), now, on
+/// the calling thread.
+inline void record_memory(const char* name, int64_t live_bytes) {
+  if (is_recording()) [[unlikely]] {
+    const int64_t t = now_ns();
+    detail::record_abs(generation(), name, Category::memory, t, t, live_bytes, false, 0);
+  }
 }
 
 /// Records the interval of its own lifetime on the calling thread, if a recording was on when it

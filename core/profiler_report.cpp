@@ -16,6 +16,11 @@ namespace sl::profiler {
 
 namespace {
 
+// Intervals that nest on their thread: not async events, not memory samples.
+bool is_span(const Event& e) {
+  return !e.async && e.category != Category::memory;
+}
+
 // Self time: per thread, each event loses the time of the events directly inside it. Events are
 // sorted by start, enclosing ones first, so a stack of the open ones finds each event's parent.
 std::vector<int64_t> self_times(const std::vector<Event>& events) {
@@ -23,7 +28,7 @@ std::vector<int64_t> self_times(const std::vector<Event>& events) {
   std::map<uint32_t, std::vector<size_t>> open;  // thread -> stack of event indices
   for (size_t i = 0; i < events.size(); ++i) {
     const Event& e = events[i];
-    if (e.async) continue;
+    if (!is_span(e)) continue;
     self[i] = e.duration_ns;
     std::vector<size_t>& stack = open[e.thread];
     while (!stack.empty()) {
@@ -40,6 +45,12 @@ std::vector<int64_t> self_times(const std::vector<Event>& events) {
 std::string ms(int64_t ns) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(ns) / 1e6);
+  return buf;
+}
+
+std::string mebibytes(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
   return buf;
 }
 
@@ -97,7 +108,7 @@ std::vector<Profile::Row> Profile::table() const {
   std::map<std::pair<Category, std::string_view>, Row> rows;
   for (size_t i = 0; i < events.size(); ++i) {
     const Event& e = events[i];
-    if (e.async) continue;
+    if (!is_span(e)) continue;
     Row& r = rows[{e.category, e.name}];
     r.category = e.category;
     r.name = e.name;
@@ -132,6 +143,41 @@ std::vector<Profile::CommRow> Profile::comm_table() const {
   }
   std::vector<CommRow> out;
   for (auto& [name, r] : rows) out.push_back(std::move(r));
+  return out;
+}
+
+std::vector<Profile::MemoryPeak> Profile::memory_peaks() const {
+  std::map<std::string, MemoryPeak> peaks;
+  std::map<std::string, uint32_t> peak_thread;
+  for (const Event& e : events) {
+    if (e.category != Category::memory) continue;
+    auto [it, fresh] = peaks.try_emplace(e.name);
+    MemoryPeak& m = it->second;
+    if (fresh) {
+      m.name = e.name;
+      m.first_bytes = m.peak_bytes = e.bytes;
+      m.peak_at_ns = e.start_ns;
+      peak_thread[e.name] = e.thread;
+    } else if (e.bytes > m.peak_bytes) {
+      m.peak_bytes = e.bytes;
+      m.peak_at_ns = e.start_ns;
+      peak_thread[e.name] = e.thread;
+    }
+    m.last_bytes = e.bytes;
+  }
+  std::vector<MemoryPeak> out;
+  for (auto& [name, m] : peaks) {
+    // What was open on the allocating thread at the peak, outermost first (events are sorted by
+    // start, enclosing ones first).
+    const uint32_t thread = peak_thread[name];
+    for (const Event& e : events) {
+      if (e.start_ns > m.peak_at_ns) break;
+      if (is_span(e) && e.thread == thread && e.start_ns + e.duration_ns >= m.peak_at_ns) {
+        m.open.emplace_back(e.name);
+      }
+    }
+    out.push_back(std::move(m));
+  }
   return out;
 }
 
@@ -170,6 +216,15 @@ std::string Profile::summary(size_t rows) const {
       out += line;
     }
   }
+  for (const MemoryPeak& m : memory_peaks()) {
+    std::string where;
+    for (const std::string& n : m.open) where += (where.empty() ? "" : " > ") + n;
+    std::snprintf(line, sizeof line, "%s: peak %s at %s ms (first %s, last %s)", m.name.c_str(),
+                  mebibytes(m.peak_bytes).c_str(), ms(m.peak_at_ns).c_str(),
+                  mebibytes(m.first_bytes).c_str(), mebibytes(m.last_bytes).c_str());
+    out += line;
+    out += where.empty() ? "\n" : ", in " + where + "\n";
+  }
   return out;
 }
 
@@ -207,7 +262,10 @@ std::string Profile::chrome_trace(int pid, const std::string& process_name) cons
       out += category_name(e.category);
       out += "\"";
     };
-    if (e.async) {
+    if (e.category == Category::memory) {
+      head("C", e.start_ns);
+      out += ",\"args\":{\"bytes\":" + std::to_string(e.bytes) + "}}";
+    } else if (e.async) {
       head("b", e.start_ns);
       out += ",\"id\":" + std::to_string(e.id) + ",\"args\":{\"bytes\":" + std::to_string(e.bytes) +
              "}}";

@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "core/error.h"
+#include "core/profiler.h"
 
 namespace sl::cuda {
 
@@ -27,7 +28,9 @@ bool CachingAllocator::BlockLess::operator()(const Block* a, const Block* b) con
 }
 
 CachingAllocator::CachingAllocator(std::unique_ptr<DeviceMemoryBackend> backend)
-    : backend_(std::move(backend)) {}
+    : backend_(std::move(backend)) {
+  stats_.set_profile_name(profiler::intern(backend_->name() + " memory"));
+}
 
 CachingAllocator::~CachingAllocator() {
   // Used by tests with a host backend; the process-wide CUDA allocators are never destroyed

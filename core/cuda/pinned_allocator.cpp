@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/cuda/runtime.h"
+#include "core/profiler.h"
 
 namespace sl::cuda {
 namespace {
@@ -34,6 +35,7 @@ bool event_done(cudaEvent_t e) {
 
 class PinnedHostAllocator final : public Allocator {
  public:
+  void set_profile_name(const char* name) { stats_.set_profile_name(name); }
   void* allocate(size_t nbytes) override {
     const size_t size = round_size(nbytes);
     std::lock_guard<std::mutex> lock(mu_);
@@ -163,6 +165,7 @@ PinnedHostAllocator& instance() {
   static PinnedHostAllocator* a = [] {
     (void)raw_device_count();  // initialise the runtime first
     auto* p = new PinnedHostAllocator();
+    p->set_profile_name("pinned host memory");
     std::atexit([] { instance().shut_down(); });
     return p;
   }();

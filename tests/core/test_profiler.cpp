@@ -304,3 +304,51 @@ TEST_CASE("profiler: the summary lists rows by self time and the collectives") {
   CHECK(comm[0].waited_ns == 500'000);
   CHECK(comm[0].in_flight_ns == 2'000'000);
 }
+
+TEST_CASE("profiler: allocations and frees are memory samples; the peak names what was open") {
+  const int64_t base = memory_stats().live_bytes;
+  profiler::start();
+  {
+    profiler::Scope outer("outer phase", Category::phase);
+    Tensor small = empty({10});  // 40 bytes
+    {
+      profiler::Scope inner("inner phase", Category::phase);
+      Tensor big = empty({1 << 20});  // 4 MiB, freed when inner ends
+    }
+  }
+  Profile p = profiler::stop();
+  // The live bytes after each allocation and free, above what was live before.
+  std::vector<int64_t> seen;
+  for (const Event& e : p.events) {
+    if (e.category != Category::memory) continue;
+    CHECK(std::string_view(e.name) == "cpu memory");
+    CHECK(e.duration_ns == 0);
+    seen.push_back(e.bytes - base);
+  }
+  CHECK(seen == std::vector<int64_t>{40, 40 + (4 << 20), 40, 0});
+  const auto peaks = p.memory_peaks();
+  REQUIRE(peaks.size() == 1);
+  CHECK(peaks[0].name == "cpu memory");
+  CHECK(peaks[0].first_bytes == base + 40);
+  CHECK(peaks[0].peak_bytes == base + 40 + (4 << 20));
+  CHECK(peaks[0].last_bytes == base);
+  CHECK(peaks[0].open == std::vector<std::string>{"outer phase", "inner phase"});
+  // Samples are not intervals: no table rows, and they take no self time from the phases.
+  const auto rows = p.table();
+  CHECK(rows.size() == 2);
+  for (const auto& r : rows) CHECK(r.category == Category::phase);
+  const Profile::Row* inner = find_row(rows, "inner phase");
+  REQUIRE(inner != nullptr);
+  CHECK(inner->self_ns == inner->total_ns);
+  CHECK(p.summary().find("cpu memory: peak ") != std::string::npos);
+  CHECK(p.summary().find(", in outer phase > inner phase") != std::string::npos);
+  // In the trace they are counter ("C") events with the live bytes.
+  const serialize::Json doc = serialize::Json::parse(p.chrome_trace());
+  std::vector<int64_t> counters;
+  for (const serialize::Json& e : doc.at("traceEvents").items()) {
+    if (e.at("ph").as_string() != "C") continue;
+    CHECK(e.at("name").as_string() == "cpu memory");
+    counters.push_back(e.at("args").at("bytes").as_int() - base);
+  }
+  CHECK(counters == seen);
+}

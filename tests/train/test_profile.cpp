@@ -44,6 +44,7 @@ struct Trace {
   std::map<std::string, int> complete;  ///< "X" events by name
   std::map<std::string, int> async;     ///< "b" events by name
   std::map<std::string, int> category;  ///< "X" events by category
+  std::map<std::string, int> counters;  ///< "C" events (memory samples) by name
   std::string process;
   std::vector<std::string> threads;
 };
@@ -66,6 +67,8 @@ Trace read_trace(const std::string& path) {
       t.category[e.at("cat").as_string()] += 1;
     } else if (ph == "b") {
       t.async[name] += 1;
+    } else if (ph == "C") {
+      t.counters[name] += 1;
     }
   }
   return t;
@@ -86,6 +89,7 @@ TEST_CASE("profile: --profile records its window of steps and leaves the trainin
                 r.out);
   CHECK(r.out.find("self ms") != std::string::npos);
   CHECK(r.out.find("conv2d_forward_kernel") != std::string::npos);
+  CHECK(r.out.find("cpu memory: peak ") != std::string::npos);
   // Recording changes no bit of the run.
   CHECK(state_digest_of(r.out) == state_digest_of(plain.out));
   const Trace t = read_trace(trace);
@@ -102,6 +106,7 @@ TEST_CASE("profile: --profile records its window of steps and leaves the trainin
   CHECK(t.complete.at("Conv2dBackward") == 2 * 2);
   CHECK(t.category.at("kernel") > 0);
   CHECK(t.async.empty());  // one rank: no collectives
+  CHECK(t.counters.at("cpu memory") > 0);
 }
 
 TEST_CASE("profile: a window over an epoch's end holds the evaluation and the checkpoint") {
