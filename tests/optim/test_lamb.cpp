@@ -7,19 +7,12 @@
 
 using namespace sl;
 using sl::testing::bits_equal;
+using sl::testing::set_seeded_grads;
 using namespace sl::optim;
 using serialize::Json;
 using serialize::Section;
 
 namespace {
-
-/// Deterministic gradients for step s.
-void set_grads(const TensorList& ps, int s) {
-  for (size_t k = 0; k < ps.size(); ++k) {
-    Generator g(static_cast<uint64_t>(100 * s + static_cast<int>(k)));
-    ps[k].set_grad(randn(ps[k].sizes(), {.dtype = ps[k].dtype()}, &g));
-  }
-}
 
 double max_abs(const Tensor& t) {
   return t.numel() ? t.abs().max().item<double>() : 0.0;
@@ -183,7 +176,7 @@ TEST_CASE("Lamb with bf16 parameters and master weights runs the f32 math on the
   LambOptions o{.lr = 0.01, .weight_decay = 0.05, .master_weights = true};
   Lamb a(p16, o), b(p32, o);
   for (int s = 1; s <= 4; ++s) {
-    set_grads(p16, s);
+    set_seeded_grads(p16, s);
     for (size_t k = 0; k < p16.size(); ++k) p32[k].set_grad(p16[k].grad().to(DType::f32));
     a.step();
     b.step();
@@ -205,7 +198,7 @@ TEST_CASE("Lamb state_dict: keys, resume bit-identical, type checked on load") {
       .lr = 0.02, .beta1 = 0.85, .eps = 1e-5, .weight_decay = 0.1, .bias_correction = false};
   Lamb a(pa, o);
   for (int s = 1; s <= 2; ++s) {
-    set_grads(pa, s);
+    set_seeded_grads(pa, s);
     a.step();
   }
   Section sd = a.state_dict();
@@ -226,8 +219,8 @@ TEST_CASE("Lamb state_dict: keys, resume bit-identical, type checked on load") {
   CHECK(b.options(0).weight_decay == 0.1);
   CHECK(b.options(0).bias_correction == false);
   for (int s = 3; s <= 4; ++s) {
-    set_grads(pa, s);
-    set_grads(pb, s);
+    set_seeded_grads(pa, s);
+    set_seeded_grads(pb, s);
     a.step();
     b.step();
   }
@@ -249,7 +242,7 @@ TEST_CASE("Lamb error paths: hyperparameters and kernel operands") {
                   "invalid weight_decay value nan");
   Lamb opt(ps);
   opt.options(0).lr = -1;  // made invalid after construction: step() checks again
-  set_grads(ps, 1);
+  set_seeded_grads(ps, 1);
   SL_CHECK_THROWS(opt.step(), ValueError, "Lamb: invalid learning rate -1");
   SL_CHECK_THROWS(Lamb({zeros({2}, {.dtype = DType::i64})}), DTypeError, "floating");
 

@@ -6,19 +6,12 @@
 
 using namespace sl;
 using sl::testing::bits_equal;
+using sl::testing::set_seeded_grads;
 using namespace sl::optim;
 using serialize::Json;
 using serialize::Section;
 
 namespace {
-
-/// Sets deterministic gradients for step s.
-void set_grads(const TensorList& ps, int s) {
-  for (size_t k = 0; k < ps.size(); ++k) {
-    Generator g(static_cast<uint64_t>(100 * s + static_cast<int>(k)));
-    ps[k].set_grad(randn(ps[k].sizes(), {.dtype = ps[k].dtype()}, &g));
-  }
-}
 
 TensorList make_params(DType dt = DType::f32) {
   Generator g(1);
@@ -106,7 +99,7 @@ TEST_CASE("master weights: bf16 parameters follow an fp32 run exactly in their m
   AdamW o32(p32, {.lr = 0.01});
   AdamW o16(p16, {.lr = 0.01, .master_weights = true});
   for (int s = 1; s <= 3; ++s) {
-    set_grads(p16, s);  // bf16 gradients
+    set_seeded_grads(p16, s);  // bf16 gradients
     for (size_t k = 0; k < 2; ++k) p32[k].set_grad(p16[k].grad().to(DType::f32));
     o32.step();
     o16.step();
@@ -131,12 +124,12 @@ TEST_CASE("optimizer state_dict round trip continues bit for bit (SGD, Adam, Ada
     TensorList ref = make_params(), p = make_params();
     auto ref_opt = make_opt(ref);
     for (int s = 1; s <= 5; ++s) {
-      set_grads(ref, s);
+      set_seeded_grads(ref, s);
       ref_opt->step();
     }
     auto opt = make_opt(p);
     for (int s = 1; s <= 3; ++s) {
-      set_grads(p, s);
+      set_seeded_grads(p, s);
       opt->step();
     }
     Section saved = through_file(opt->state_dict());
@@ -145,7 +138,7 @@ TEST_CASE("optimizer state_dict round trip continues bit for bit (SGD, Adam, Ada
     auto resumed = make_opt(q);
     resumed->load_state_dict(saved);
     for (int s = 4; s <= 5; ++s) {
-      set_grads(q, s);
+      set_seeded_grads(q, s);
       resumed->step();
     }
     CHECK(bits_equal(q[0], ref[0]));
@@ -167,7 +160,7 @@ TEST_CASE("optimizer state_dict round trip continues bit for bit (SGD, Adam, Ada
 TEST_CASE("optimizer state_dict: layout and hyperparameters restored") {
   TensorList ps = make_params();
   AdamW opt(ps, {.lr = 0.01, .beta1 = 0.8, .amsgrad = true});
-  set_grads(ps, 1);
+  set_seeded_grads(ps, 1);
   opt.step();
   Section s = opt.state_dict();
   CHECK(s.meta.at("optimizer").as_string() == "AdamW");
@@ -188,7 +181,7 @@ TEST_CASE("optimizer state_dict: layout and hyperparameters restored") {
 TEST_CASE("optimizer load_state_dict refuses state that does not fit") {
   TensorList ps = make_params();
   AdamW opt(ps);
-  set_grads(ps, 1);
+  set_seeded_grads(ps, 1);
   opt.step();
   Section s = opt.state_dict();
 

@@ -77,4 +77,11 @@ bool bits_equal(const Tensor& a, const Tensor& b) {
   return x.numel() == 0 || std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()) == 0;
 }
 
+void set_seeded_grads(const TensorList& params, int step) {
+  for (size_t k = 0; k < params.size(); ++k) {
+    Generator g(static_cast<uint64_t>(100 * step + static_cast<int>(k)));
+    params[k].set_grad(randn(params[k].sizes(), {.dtype = params[k].dtype()}, &g));
+  }
+}
+
 }  // namespace sl::testing

@@ -28,6 +28,11 @@ std::string compare(const Tensor& a, const Tensor& b, double rtol, double atol);
 /// copies; NaNs equal when their bits are).
 bool bits_equal(const Tensor& a, const Tensor& b);
 
+/// Gives parameter k of `params` a standard-normal gradient of its shape and dtype, drawn from a
+/// generator seeded 100 * step + k: each step of an optimizer test gets its own reproducible
+/// gradients.
+void set_seeded_grads(const TensorList& params, int step);
+
 /// Whether the CPU allocator keeps freed blocks for reuse: it does not under AddressSanitizer
 /// (Note [CPU large-block cache] in core/allocator.cpp), so that ASan sees every use after free.
 #if defined(__SANITIZE_ADDRESS__)
