@@ -8,8 +8,12 @@
 //     norm in training mode, global average pool, a 10-way head, cross-entropy, SGD momentum 0.9.
 // Cross-entropy is logsumexp(logits) - <logits, one_hot(target)>, averaged (the same value as
 // torch's cross_entropy; the one-hot matrix is built once, outside the timed step).
+// With SL_BENCH_GPU_TRACE=PATH, one more encoder step runs under the profiler (core/profiler.h)
+// and its Chrome trace goes to PATH, its summary after the table (host times: a CUDA kernel's
+// event is its launch; the step ends with a synchronize, so the window holds the GPU's work).
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <utility>
@@ -27,6 +31,8 @@ double time_ms(const std::function<void()>& f);  // bench_gpu.cpp
 namespace {
 
 const Device kGPU{DeviceKind::cuda, 0};
+
+std::string g_profile_summary;  // of the traced encoder step, printed after the table
 
 /// A parameter initialised like PyTorch's Linear / Conv (uniform +-1/sqrt(fan_in)).
 Tensor param(const Shape& s, int64_t fan_in, TensorList& all) {
@@ -103,6 +109,18 @@ void bench_encoder(bool quick) {
   };
   std::printf("| transformer encoder (4 x 256, seq %lld) | %lld | float32 | %.2f ms |\n",
               static_cast<long long>(S), static_cast<long long>(B), time_ms(step));
+  if (const char* path = std::getenv("SL_BENCH_GPU_TRACE")) {
+    profiler::start();
+    {
+      profiler::Scope scope("encoder step", profiler::Category::phase);
+      step();
+      cuda::synchronize();
+    }
+    const profiler::Profile p = profiler::stop();
+    p.write_chrome_trace(path, 0, "bench_gpu encoder step");
+    g_profile_summary = "\nOne encoder step under the profiler (trace: " + std::string(path) +
+                        "):\n\n```\n" + p.summary(25) + "```\n";
+  }
 }
 
 // ---- ResNet-18 layout ---------------------------------------------------------------------
@@ -177,10 +195,12 @@ void bench_training(bool quick) {
     try {
       fn(quick);
     } catch (const std::exception& e) {
+      if (profiler::is_recording()) (void)profiler::stop();
       std::printf("| %s | - | float32 | failed: %s |\n", name, e.what());
     }
     std::fflush(stdout);
   }
+  std::printf("%s", g_profile_summary.c_str());
 }
 
 }  // namespace sl::bench

@@ -478,7 +478,8 @@ if [ $build_ok = 1 ] && [ "${SL_GPU_CHECK_NO_BENCH:-0}" != 1 ]; then
   # the full sizes take about a minute per side; with less time left, the quick ones
   [ "$(left 20)" -lt 120 ] && bench_args=(--quick)
   if [ -x "$BUILD/tools/bench_gpu" ]; then
-    timeout "$(left 40)" "$BUILD/tools/bench_gpu" "${bench_args[@]}" >"$OUTDIR/bench.log" 2>&1
+    SL_BENCH_GPU_TRACE="$OUTDIR/trace_encoder_step.json" \
+      timeout "$(left 40)" "$BUILD/tools/bench_gpu" "${bench_args[@]}" >"$OUTDIR/bench.log" 2>&1
     log "bench_gpu ${bench_args[*]:-}: exit $? (124: out of time)"
   else
     log "bench_gpu: not built"
