@@ -10,6 +10,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/json_string.h"
 #include "core/profiler.h"
 
 namespace sl::profiler {
@@ -58,40 +59,6 @@ std::string megabytes(int64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f MB", static_cast<double>(bytes) / 1e6);
   return buf;
-}
-
-// A JSON string literal: quotes, backslashes and control characters escaped; other bytes as they
-// are (names are UTF-8).
-void append_json_string(std::string& out, std::string_view s) {
-  out += '"';
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  out += '"';
 }
 
 // Microseconds with the nanoseconds kept: 1234567 ns -> "1234.567".
@@ -244,20 +211,20 @@ std::string Profile::chrome_trace(int pid, const std::string& process_name) cons
   if (!process_name.empty()) {
     open("M");
     out += "\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":";
-    append_json_string(out, process_name);
+    json_escape_string(process_name, out);
     out += "}}";
   }
   for (size_t t = 0; t < threads.size(); ++t) {
     open("M");
     out += "\"tid\":" + std::to_string(t) + ",\"name\":\"thread_name\",\"args\":{\"name\":";
-    append_json_string(out, threads[t]);
+    json_escape_string(threads[t], out);
     out += "}}";
   }
   for (const Event& e : events) {
     auto head = [&](const char* ph, int64_t ts) {
       open(ph);
       out += "\"tid\":" + std::to_string(e.thread) + ",\"ts\":" + micros(ts) + ",\"name\":";
-      append_json_string(out, e.name);
+      json_escape_string(e.name, out);
       out += ",\"cat\":\"";
       out += category_name(e.category);
       out += "\"";

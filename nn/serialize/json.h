@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/json_string.h"
+
 namespace sl::serialize {
 
 class Json {
@@ -98,8 +100,8 @@ class Json {
   std::vector<Member> obj_;
 };
 
-/// Appends s to out as a JSON string literal (quotes included), escaped as serde_json does.
-void json_escape_string(std::string_view s, std::string& out);
+/// Appends s to out as a JSON string literal (core/json_string.h).
+using ::sl::json_escape_string;
 /// True when s is well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF).
 bool is_valid_utf8(std::string_view s);
 

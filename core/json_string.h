@@ -1,0 +1,15 @@
+// JSON string literals, for every layer that writes JSON (nn/serialize's Json, the profiler's
+// traces).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace sl {
+
+/// Appends s to out as a JSON string literal (quotes included), escaped as serde_json does:
+/// quote, backslash and the control characters \b \f \n \r \t by name, the other control
+/// characters as \u00XX, every other byte (UTF-8 included) as it is.
+void json_escape_string(std::string_view s, std::string& out);
+
+}  // namespace sl
