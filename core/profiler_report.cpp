@@ -43,22 +43,20 @@ std::vector<int64_t> self_times(const std::vector<Event>& events) {
   return self;
 }
 
+// `value / unit` printed with `fmt` ("%.3f", "%.2f MiB").
+std::string scaled(const char* fmt, int64_t value, double unit) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, fmt, static_cast<double>(value) / unit);
+  return buf;
+}
 std::string ms(int64_t ns) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(ns) / 1e6);
-  return buf;
+  return scaled("%.3f", ns, 1e6);
 }
-
 std::string mebibytes(int64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
-  return buf;
+  return scaled("%.2f MiB", bytes, 1024.0 * 1024.0);
 }
-
 std::string megabytes(int64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f MB", static_cast<double>(bytes) / 1e6);
-  return buf;
+  return scaled("%.2f MB", bytes, 1e6);
 }
 
 // Microseconds with the nanoseconds kept: 1234567 ns -> "1234.567".
