@@ -23,14 +23,19 @@ void AllocStats::on_alloc(size_t nbytes) {
   while (live > peak && !peak_.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
   }
   allocs_.fetch_add(1, std::memory_order_relaxed);
-  if (profile_name_ != nullptr) profiler::record_memory(profile_name_, live);
+  if (profile_name_ != nullptr && profiler::is_recording()) [[unlikely]] {
+    profiler::detail::record_memory_now(profile_name_, live);
+  }
 }
 
 void AllocStats::on_free(size_t nbytes) {
   const auto n = static_cast<int64_t>(nbytes);
   const int64_t live = live_.fetch_sub(n, std::memory_order_relaxed) - n;
   frees_.fetch_add(1, std::memory_order_relaxed);
-  if (profile_name_ != nullptr) profiler::record_memory(profile_name_, live);
+  // Last, so that the compiler can make the rare call a tail call and keep the common path short.
+  if (profile_name_ != nullptr && profiler::is_recording()) [[unlikely]] {
+    profiler::detail::record_memory_now(profile_name_, live);
+  }
 }
 
 MemoryStats AllocStats::snapshot(bool reserved_equals_live) const {

@@ -125,6 +125,11 @@ void detail::record_abs(uint64_t generation, const char* name, Category c, int64
   }
 }
 
+void detail::record_memory_now(const char* name, int64_t live_bytes) noexcept {
+  const int64_t t = now_ns();
+  record_abs(profiler::generation(), name, Category::memory, t, t, live_bytes, false, 0);
+}
+
 void Scope::begin(const char* name, Category c, int64_t bytes) noexcept {
   name_ = name;
   category_ = c;

@@ -116,6 +116,8 @@ extern std::atomic<uint64_t> g_generation;
 /// Appends an event with absolute steady-clock times, if recording `generation` is still on.
 void record_abs(uint64_t generation, const char* name, Category c, int64_t begin_ns, int64_t end_ns,
                 int64_t bytes, bool async, uint64_t id) noexcept;
+/// record_memory's work, out of line so that callers' fast path stays a load and a branch.
+void record_memory_now(const char* name, int64_t live_bytes) noexcept;
 }  // namespace detail
 
 /// True between start() and stop().
@@ -149,10 +151,8 @@ inline void record(uint64_t generation, const char* name, Category c, int64_t be
 /// While recording: a memory sample of `live_bytes` under `name` (static or intern()'s), now, on
 /// the calling thread.
 inline void record_memory(const char* name, int64_t live_bytes) {
-  if (is_recording()) [[unlikely]] {
-    const int64_t t = now_ns();
-    detail::record_abs(generation(), name, Category::memory, t, t, live_bytes, false, 0);
-  }
+  if (is_recording()) [[unlikely]]
+    detail::record_memory_now(name, live_bytes);
 }
 
 /// Records the interval of its own lifetime on the calling thread, if a recording was on when it
