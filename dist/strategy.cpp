@@ -12,6 +12,7 @@
 #include "core/ops/optim.h"
 #include "core/profiler.h"
 #include "dist/flat_buffers.h"
+#include "dist/stats_sync.h"
 #include "dist/strategy_impl.h"
 #include "optim/clip_grad.h"
 
@@ -90,9 +91,18 @@ Strategy::Strategy(StrategyKind kind, std::shared_ptr<nn::Module> model, optim::
     scale_ = opts_.loss_scaling->enabled ? opts_.loss_scaling->init_scale : 1.0;
     if (!opts_.loss_scaling->enabled) opts_.loss_scaling.reset();
   }
+  if (opts_.sync_batchnorm) {
+    SL_CHECK(kind_ != StrategyKind::dp,
+             "make_strategy: sync_batchnorm needs one process per rank (ddp, zero1, zero2); dp's "
+             "replicas are threads of one process");
+    if (group_->size() > 1)
+      synced_batchnorms_ = nn::convert_sync_batchnorm(*model_, make_stats_sync(group_));
+  }
 }
 
-Strategy::~Strategy() = default;
+Strategy::~Strategy() {
+  if (synced_batchnorms_ > 0) nn::convert_sync_batchnorm(*model_, nullptr);
+}
 
 Tensor Strategy::forward(const Tensor& x) {
   return forward(TensorList{x},

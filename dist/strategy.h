@@ -67,6 +67,11 @@ struct StrategyOptions {
   /// Dynamic loss scaling (GradScaler semantics): backward() multiplies the loss by the scale,
   /// step() divides the gradients by it, skips non-finite steps and adapts the scale.
   std::optional<optim::GradScalerOptions> loss_scaling;
+  /// ddp/zero1/zero2: BatchNorm layers normalise with the statistics of every rank's batch
+  /// (nn::convert_sync_batchnorm, Note [SyncBatchNorm]) while the strategy lives: one allgather
+  /// per layer in each training forward, one allreduce in its backward. single: no effect (one
+  /// rank); dp: ValueError (its replicas are threads of one process).
+  bool sync_batchnorm = false;
   /// dp: devices of the replicas, the model's device first (default: cpu:0..cpu:dp_replicas-1
   /// on CPU, cuda:0..cuda:dp_replicas-1 on CUDA).
   std::vector<Device> dp_devices;
@@ -149,6 +154,8 @@ class Strategy {
 
   /// Per-rank bytes by category.
   virtual MemoryReport memory_report() const;
+  /// BatchNorm layers that sync_batchnorm made synchronise (0 when off or on one rank).
+  int64_t synced_batchnorms() const { return synced_batchnorms_; }
   /// Steps taken (not counting skipped ones).
   int64_t steps_taken() const { return steps_taken_; }
   double loss_scale() const { return scale_; }
@@ -193,6 +200,7 @@ class Strategy {
   double scale_ = 1.0;
   int64_t growth_tracker_ = 0;
   int64_t steps_taken_ = 0;
+  int64_t synced_batchnorms_ = 0;  // layers sync_batchnorm converted; reverted by ~Strategy
 };
 
 /// Builds the strategy named `kind` (parse_strategy) around `model` and `opt` (which must hold

@@ -3,6 +3,7 @@
 #include "autograd/grad_mode.h"
 #include "autograd/ops/norm.h"
 #include "core/creation.h"
+#include "nn/sync_batch_norm.h"
 
 namespace sl::nn {
 
@@ -60,6 +61,10 @@ Tensor BatchNormBase::run(const Tensor& x) {
       num_batches_tracked.add_(1);
     }
     if (!options.momentum) factor = 1.0 / num_batches_tracked.item<double>();
+  }
+  if (is_training() && stats_sync && stats_sync->world_size() > 1) {
+    return sync_batch_norm(x, running_mean, running_var, weight, bias, factor, options.eps,
+                           stats_sync);
   }
   // Batch statistics in training, and in eval when no running statistics are tracked.
   bool use_batch_stats = is_training() || !options.track_running_stats;

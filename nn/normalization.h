@@ -8,6 +8,8 @@
 
 namespace sl::nn {
 
+class StatsSync;
+
 /// Normalises over the trailing `normalized_shape` dims; weight (ones) and bias (zeros) of that
 /// shape when elementwise_affine. Errors as sl::layer_norm (ShapeError when the input does not
 /// end with normalized_shape).
@@ -43,6 +45,9 @@ class BatchNormBase : public Module {
   const int64_t num_features;
   const BatchNormOptions options;
   Tensor weight, bias, running_mean, running_var, num_batches_tracked;
+  /// When set (and its world size > 1), training uses the statistics of every rank's batch
+  /// (Note [SyncBatchNorm] in nn/sync_batch_norm.h; set by convert_sync_batchnorm).
+  std::shared_ptr<StatsSync> stats_sync;
 
  protected:
   Tensor run(const Tensor& x);

@@ -165,6 +165,25 @@ TEST_CASE("strategy errors") {
       ValueError, "make_strategy: max_grad_norm must be >= 0, got -1");
 }
 
+TEST_CASE("sync_batchnorm: dp refuses it; on one rank BatchNorm stays local") {
+  manual_seed(5);
+  auto bn = std::make_shared<nn::BatchNorm1d>(3);
+  auto net = std::make_shared<nn::Sequential>(
+      std::initializer_list<std::shared_ptr<nn::Module>>{std::make_shared<nn::Linear>(4, 3), bn});
+  optim::SGD opt(net->parameters(), {.lr = 0.1});
+  SL_CHECK_THROWS(
+      make_strategy("dp", net, opt,
+                    {.sync_batchnorm = true,
+                     .replica_factory = [] { return std::make_shared<nn::Sequential>(); }}),
+      ValueError, "make_strategy: sync_batchnorm needs one process per rank");
+  for (const std::string kind : {"single", "ddp", "zero2"}) {
+    CAPTURE(kind);
+    auto s = make_strategy(kind, net, opt, {.group = make_single_group(), .sync_batchnorm = true});
+    CHECK(s->synced_batchnorms() == 0);  // nothing to combine on one rank
+    CHECK(bn->stats_sync == nullptr);
+  }
+}
+
 TEST_CASE("buckets are launched from the gradient hooks while backward still runs") {
   for (const char* kind : {"ddp", "zero1", "zero2"}) {
     CAPTURE(kind);

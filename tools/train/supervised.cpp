@@ -171,6 +171,7 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   const Precision precision = parse_precision(name, opt.get_string("precision", "32"));
   const int dp_replicas = static_cast<int>(opt.get_int("dp-replicas", 2));
   const double max_grad_norm = opt.get_double("max-grad-norm", 0.0);  // > 0: clip the 2-norm
+  const int64_t sync_batchnorm = opt.get_int("sync-batchnorm", 0);
   const bool warmup_given = opt.extra.count("warmup-steps") > 0;      // else the job's default
   const int64_t warmup_flag = opt.get_int("warmup-steps", 0);
   StepProfile profile(opt, name, rank, world);
@@ -181,6 +182,11 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   SL_CHECK(batch % world == 0, name, ": --batch-size ", batch, " must be divisible by the ", world,
            " ranks (each rank takes an equal share of every global batch)");
   SL_CHECK(!resume || !ckpt_dir.empty(), name, ": --resume 1 needs a --checkpoint-dir");
+  SL_CHECK(sync_batchnorm == 0 || sync_batchnorm == 1, name,
+           ": --sync-batchnorm must be 0 or 1, got ", sync_batchnorm);
+  SL_CHECK(
+      sync_batchnorm == 0 || kind != dist::StrategyKind::dp, name,
+      ": --sync-batchnorm 1 needs one process per rank (--strategy ddp, zero1 or zero2), not dp");
   SL_CHECK(checkpoint_every >= 0, name,
            ": --checkpoint-every must be >= 0 (0: at epoch ends "
            "only), got ",
@@ -228,6 +234,7 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   dist::StrategyOptions so{.group = device.is_cuda() ? nullptr : group};
   so.dp_replicas = dp_replicas;
   so.max_grad_norm = max_grad_norm;
+  so.sync_batchnorm = sync_batchnorm != 0;
   SL_CHECK(so.max_grad_norm >= 0, name, ": --max-grad-norm must be >= 0 (0: no clipping), got ",
            so.max_grad_norm);
   if (kind == dist::StrategyKind::dp && device.is_cuda()) {
@@ -247,6 +254,10 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   }
   std::unique_ptr<dist::Strategy> strategy =
       dist::make_strategy(opt.strategy, model, *optimizer, so);
+  if (so.sync_batchnorm) {
+    say("sync batchnorm: %lld BatchNorm layer(s) use the statistics of all %d rank(s)\n",
+        static_cast<long long>(strategy->synced_batchnorms()), world);
+  }
 
   dist::DistributedLoader loader(train_set, rank, world,
                                  {.global_batch_size = batch, .shuffle = true, .seed = opt.seed});
@@ -459,6 +470,8 @@ const FlagDocs& loop_flags() {
       {"precision", "32", "32, bf16-mixed, f16-mixed (with loss scaling) or bf16-true"},
       {"accumulate", "1", "split each rank's share of a batch into K micro-batches"},
       {"dp-replicas", "2", "--strategy dp: model replicas (threads, or GPUs from --device's)"},
+      {"sync-batchnorm", "0",
+       "1: BatchNorm normalises with every rank's batch (ddp, zero1, zero2; SyncBatchNorm)"},
       {"checkpoint-dir", "(checkpoints/<job>)", "sharded checkpoints go here"},
       {"checkpoint-every", "0", "N > 0: also save every N steps (0: at epoch ends only)"},
       {"resume", "0", "1: continue from the checkpoint, at any world size and strategy"},

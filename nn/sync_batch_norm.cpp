@@ -1,0 +1,191 @@
+#include "nn/sync_batch_norm.h"
+
+#include <cmath>
+#include <vector>
+
+#include "autograd/function.h"
+#include "autograd/ops/reduce.h"
+#include "autograd/ops/shape.h"
+#include "core/amp.h"
+#include "core/creation.h"
+#include "core/error.h"
+#include "core/ops/view.h"
+#include "nn/module.h"
+#include "nn/normalization.h"
+
+namespace sl::nn {
+
+StatsSync::~StatsSync() = default;
+
+namespace {
+
+const char* const kOp = "sync_batch_norm";
+
+void check_channel_param(const char* name, const Tensor& p, int64_t C) {
+  if (!p.defined()) return;
+  SL_CHECK_DTYPE(is_floating(p.dtype()), kOp, ": ", name, " must be floating, got ",
+                 dtype_name(p.dtype()));
+  SL_CHECK_SHAPE(p.dim() == 1 && p.size(0) == C, kOp, ": ", name, " must have shape [", C,
+                 "], got ", shape_str(p.sizes()));
+}
+
+/// [C] -> [1, C, 1], to broadcast against the [N, C, S] view of the input.
+Tensor per_channel(const Tensor& t) {
+  return ops::view(t, {1, t.numel(), 1});
+}
+
+/// The global statistics of Note [SyncBatchNorm], combined in double from the gathered
+/// [world, 2C + 1] rows (count, C sums, C sums of squared deviations from the rank's mean).
+struct GlobalStats {
+  double count = 0;
+  std::vector<double> mean, m2;
+};
+
+GlobalStats combine(const Tensor& gathered, int64_t C) {
+  const Tensor host = gathered.cpu().contiguous();
+  const double* g = host.data_ptr<double>();
+  const int64_t world = host.size(0), row = 2 * C + 1;
+  GlobalStats s;
+  s.mean.assign(static_cast<size_t>(C), 0.0);
+  s.m2.assign(static_cast<size_t>(C), 0.0);
+  for (int64_t r = 0; r < world; ++r) s.count += g[r * row];
+  SL_CHECK(s.count > 1, kOp, ": expected more than 1 value per channel over all ", world,
+           " ranks when training, got ", s.count);
+  for (int64_t c = 0; c < C; ++c) {
+    double sum = 0;
+    for (int64_t r = 0; r < world; ++r) sum += g[r * row + 1 + c];
+    const double mean = sum / s.count;
+    double m2 = 0;
+    for (int64_t r = 0; r < world; ++r) {
+      const double n = g[r * row];
+      if (n <= 0) continue;
+      const double d = g[r * row + 1 + c] / n - mean;
+      m2 += g[r * row + 1 + C + c] + n * d * d;
+    }
+    s.mean[static_cast<size_t>(c)] = mean;
+    s.m2[static_cast<size_t>(c)] = m2;
+  }
+  return s;
+}
+
+}  // namespace
+
+Tensor sync_batch_norm(const Tensor& input_in, const Tensor& running_mean,
+                       const Tensor& running_var, const Tensor& weight_in, const Tensor& bias_in,
+                       double momentum, double eps, const StatsSyncPtr& sync) {
+  // Every check runs before the first collective, so a bad call fails on its own rank at once.
+  SL_CHECK(sync != nullptr, kOp, ": no StatsSync given");
+  SL_CHECK(input_in.defined(), kOp, ": the input is undefined");
+  const Tensor input = autocast(input_in, AmpPolicy::fp32);
+  const Tensor weight = autocast(weight_in, AmpPolicy::fp32);
+  const Tensor bias = autocast(bias_in, AmpPolicy::fp32);
+  SL_CHECK_DTYPE(is_floating(input.dtype()), kOp, ": expected a floating input, got ",
+                 dtype_name(input.dtype()));
+  SL_CHECK_SHAPE(input.dim() >= 2, kOp, ": expected an input [N, C, *] with at least 2 dims, got ",
+                 shape_str(input.sizes()));
+  SL_CHECK(eps >= 0, kOp, ": eps must be non-negative, got ", eps);
+  SL_CHECK(momentum >= 0 && momentum <= 1, kOp, ": momentum must be in [0, 1], got ", momentum);
+  SL_CHECK(running_mean.defined() == running_var.defined(), kOp,
+           ": running_mean and running_var must both be given or both be undefined");
+  const int64_t N = input.size(0), C = input.size(1);
+  const int64_t S = N == 0 || C == 0 ? 0 : input.numel() / (N * C);
+  for (auto [name, p] :
+       {std::pair{"weight", &weight}, std::pair{"bias", &bias},
+        std::pair{"running_mean", &running_mean}, std::pair{"running_var", &running_var}}) {
+    check_channel_param(name, *p, C);
+    SL_CHECK_DEVICE(!p->defined() || p->device() == input.device(), kOp, ": ", name, " is on ",
+                    p->device(), " but the input is on ", input.device());
+  }
+
+  // 1. local statistics in the compute dtype, combined across ranks in double
+  const bool grad = needs_grad(input, weight, bias);
+  NoGradGuard no_grad;
+  const DType ct = input.dtype() == DType::f64 ? DType::f64 : DType::f32;
+  const TensorOptions on_dev{.dtype = ct, .device = input.device()};
+  const Tensor x = ops::view(input.to(ct).contiguous(), {N, C, S});
+  const double n_local = static_cast<double>(N * S);
+  Tensor sum_l = zeros({C}, on_dev), m2_l = zeros({C}, on_dev);
+  if (N * S > 0) {
+    sum_l = sum(x, {0, 2});
+    Tensor dev = x - per_channel(sum_l / n_local);
+    m2_l = sum(dev * dev, {0, 2});
+  }
+  const TensorOptions f64_dev{.dtype = DType::f64, .device = input.device()};
+  Tensor local = cat({full({1}, n_local, f64_dev), sum_l.to(DType::f64), m2_l.to(DType::f64)});
+  Tensor gathered = sync->all_gather(local);
+  SL_CHECK_SHAPE(gathered.dim() == 2 && gathered.size(1) == 2 * C + 1, kOp,
+                 ": the StatsSync returned shape ", shape_str(gathered.sizes()), ", expected [",
+                 sync->world_size(), ", ", 2 * C + 1, "]");
+  const GlobalStats g = combine(gathered, C);
+
+  // 2. the running statistics, as BatchNorm on the concatenated batch updates them
+  std::vector<double> invstd(static_cast<size_t>(C));
+  for (size_t c = 0; c < invstd.size(); ++c) invstd[c] = 1.0 / std::sqrt(g.m2[c] / g.count + eps);
+  if (running_mean.defined()) {
+    std::vector<double> unbiased(invstd.size());
+    for (size_t c = 0; c < unbiased.size(); ++c) unbiased[c] = g.m2[c] / (g.count - 1);
+    const TensorOptions rs{.dtype = running_mean.dtype(), .device = input.device()};
+    Tensor rm = running_mean, rv = running_var;
+    rm.mul_(1.0 - momentum).add_(from_vector(g.mean, {C}, rs), momentum);
+    rv.mul_(1.0 - momentum).add_(from_vector(unbiased, {C}, rs), momentum);
+  }
+
+  // 3. y = x * scale + shift per channel: scale = w * invstd, shift = b - mean * scale
+  const Tensor mean_t = from_vector(g.mean, {C}, on_dev);
+  const Tensor invstd_t = from_vector(invstd, {C}, on_dev);
+  const Tensor scale = weight.defined() ? weight.to(ct) * invstd_t : invstd_t;
+  const Tensor shift = (bias.defined() ? bias.to(ct) : zeros({C}, on_dev)) - mean_t * scale;
+  Tensor out = ops::view(x * per_channel(scale) + per_channel(shift), input.sizes());
+  out = out.to(input.dtype());
+  if (!grad) return out;
+
+  // 4. backward: local sums of dy and dy * (x - mean); the input's gradient needs their
+  // global sums (one all-reduce of 2C values), the parameters' gradients stay local.
+  record(
+      "SyncBatchNormBackward", {input, weight, bias}, {&out},
+      [sx = SavedTensor(input), sw = SavedTensor(weight), mean_t, invstd_t, sync, ct,
+       count = g.count, wdt = weight.defined() ? weight.dtype() : input.dtype(),
+       bdt = bias.defined() ? bias.dtype() : input.dtype()](const BackwardCtx& c) -> variable_list {
+        const char* name = "SyncBatchNormBackward";
+        NoGradGuard ng;
+        const Tensor in = sx.unpack(name);
+        const Tensor w = sw.unpack(name);
+        const int64_t n = in.size(0), ch = in.size(1);
+        const int64_t s = n == 0 || ch == 0 ? 0 : in.numel() / (n * ch);
+        const Tensor x3 = ops::view(in.to(ct).contiguous(), {n, ch, s});
+        const Tensor dy = ops::view(c.grad().to(ct).contiguous(), {n, ch, s});
+        const Tensor xmu = x3 - per_channel(mean_t);
+        const Tensor sums = cat({sum(dy, {0, 2}), sum(dy * xmu, {0, 2})});  // [sdy, sdyx]
+        Tensor sdy = ops::narrow(sums, 0, 0, ch), sdyx = ops::narrow(sums, 0, ch, ch);
+        variable_list r(3);
+        if (c.needs(1)) r[1] = (sdyx * invstd_t).to(wdt);
+        if (c.needs(2)) r[2] = sdy.to(bdt);
+        if (c.needs(0)) {
+          const Tensor global = sums.clone();  // r[2] may be a view of sums
+          sync->all_reduce_sum(global);
+          sdy = ops::narrow(global, 0, 0, ch);
+          sdyx = ops::narrow(global, 0, ch, ch);
+          // dx = k (dy - sdy / count - (x - mean) invstd^2 sdyx / count), k = w invstd
+          const Tensor k = w.defined() ? w.to(ct) * invstd_t : invstd_t;
+          const Tensor a = k * invstd_t * invstd_t * sdyx / count;
+          const Tensor b = k * sdy / count;
+          Tensor dx = dy * per_channel(k) - xmu * per_channel(a) - per_channel(b);
+          r[0] = ops::view(dx, in.sizes()).to(in.dtype());
+        }
+        return r;
+      });
+  return out;
+}
+
+int64_t convert_sync_batchnorm(Module& module, StatsSyncPtr sync) {
+  int64_t n = 0;
+  module.apply([&](Module& m) {
+    if (auto* bn = dynamic_cast<BatchNormBase*>(&m)) {
+      bn->stats_sync = sync;
+      ++n;
+    }
+  });
+  return n;
+}
+
+}  // namespace sl::nn
