@@ -4,11 +4,11 @@
 #include <vector>
 
 #include "autograd/function.h"
-#include "autograd/ops/reduce.h"
 #include "autograd/ops/shape.h"
 #include "core/amp.h"
 #include "core/creation.h"
 #include "core/error.h"
+#include "core/ops/norm.h"
 #include "core/ops/view.h"
 #include "nn/module.h"
 #include "nn/normalization.h"
@@ -29,9 +29,33 @@ void check_channel_param(const char* name, const Tensor& p, int64_t C) {
                  "], got ", shape_str(p.sizes()));
 }
 
-/// [C] -> [1, C, 1], to broadcast against the [N, C, S] view of the input.
-Tensor per_channel(const Tensor& t) {
-  return ops::view(t, {1, t.numel(), 1});
+/// x * scale[c] + shift[c] over [N, C, *] in one fused pass (batch_norm's evaluation kernel
+/// with mean 0, variance 1 and eps 0, whose invstd is exactly 1); scale and shift are [C] in the
+/// compute dtype, the result is in x's.
+Tensor affine_per_channel(const Tensor& x, const Tensor& scale, const Tensor& shift) {
+  const TensorOptions o{.dtype = scale.dtype(), .device = x.device()};
+  const int64_t C = scale.numel();
+  return ops::batch_norm_forward(x, zeros({C}, o), ones({C}, o), scale, shift, false, 0.0, 0.0).out;
+}
+
+/// This rank's count, per-channel sums and sums of squared deviations from its own mean, as one
+/// float64 row [n, s_0..s_{C-1}, m2_0..m2_{C-1}] for the all_gather.
+Tensor local_stats(const Tensor& x, int64_t N, int64_t C, int64_t S, DType ct) {
+  const TensorOptions on_dev{.dtype = ct, .device = x.device()};
+  const double n = static_cast<double>(N * S);
+  Tensor sum = zeros({C}, on_dev), m2 = zeros({C}, on_dev);
+  if (N * S > 1) {
+    // batch_norm's fused training kernel with eps 0 gives the mean and 1 / sqrt(m2 / n) in one
+    // pass (its output is not needed); a constant channel has invstd inf and m2 0.
+    ops::NormForward f =
+        ops::batch_norm_forward(x, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.0, 0.0);
+    sum = f.mean.to(ct) * n;
+    m2 = n / (f.rstd.to(ct) * f.rstd.to(ct));
+  } else if (N * S == 1) {
+    sum = ops::view(x.to(ct).contiguous(), {C});
+  }
+  const TensorOptions f64{.dtype = DType::f64, .device = x.device()};
+  return cat({full({1}, n, f64), sum.to(DType::f64), m2.to(DType::f64)});
 }
 
 /// The global statistics of Note [SyncBatchNorm], combined in double from the gathered
@@ -97,22 +121,12 @@ Tensor sync_batch_norm(const Tensor& input_in, const Tensor& running_mean,
                     p->device(), " but the input is on ", input.device());
   }
 
-  // 1. local statistics in the compute dtype, combined across ranks in double
+  // 1. local statistics, combined across ranks in double
   const bool grad = needs_grad(input, weight, bias);
   NoGradGuard no_grad;
   const DType ct = input.dtype() == DType::f64 ? DType::f64 : DType::f32;
   const TensorOptions on_dev{.dtype = ct, .device = input.device()};
-  const Tensor x = ops::view(input.to(ct).contiguous(), {N, C, S});
-  const double n_local = static_cast<double>(N * S);
-  Tensor sum_l = zeros({C}, on_dev), m2_l = zeros({C}, on_dev);
-  if (N * S > 0) {
-    sum_l = sum(x, {0, 2});
-    Tensor dev = x - per_channel(sum_l / n_local);
-    m2_l = sum(dev * dev, {0, 2});
-  }
-  const TensorOptions f64_dev{.dtype = DType::f64, .device = input.device()};
-  Tensor local = cat({full({1}, n_local, f64_dev), sum_l.to(DType::f64), m2_l.to(DType::f64)});
-  Tensor gathered = sync->all_gather(local);
+  Tensor gathered = sync->all_gather(local_stats(input, N, C, S, ct));
   SL_CHECK_SHAPE(gathered.dim() == 2 && gathered.size(1) == 2 * C + 1, kOp,
                  ": the StatsSync returned shape ", shape_str(gathered.sizes()), ", expected [",
                  sync->world_size(), ", ", 2 * C + 1, "]");
@@ -135,8 +149,7 @@ Tensor sync_batch_norm(const Tensor& input_in, const Tensor& running_mean,
   const Tensor invstd_t = from_vector(invstd, {C}, on_dev);
   const Tensor scale = weight.defined() ? weight.to(ct) * invstd_t : invstd_t;
   const Tensor shift = (bias.defined() ? bias.to(ct) : zeros({C}, on_dev)) - mean_t * scale;
-  Tensor out = ops::view(x * per_channel(scale) + per_channel(shift), input.sizes());
-  out = out.to(input.dtype());
+  Tensor out = affine_per_channel(input, scale, shift);
   if (!grad) return out;
 
   // 4. backward: local sums of dy and dy * (x - mean); the input's gradient needs their
@@ -150,27 +163,30 @@ Tensor sync_batch_norm(const Tensor& input_in, const Tensor& running_mean,
         NoGradGuard ng;
         const Tensor in = sx.unpack(name);
         const Tensor w = sw.unpack(name);
-        const int64_t n = in.size(0), ch = in.size(1);
-        const int64_t s = n == 0 || ch == 0 ? 0 : in.numel() / (n * ch);
-        const Tensor x3 = ops::view(in.to(ct).contiguous(), {n, ch, s});
-        const Tensor dy = ops::view(c.grad().to(ct).contiguous(), {n, ch, s});
-        const Tensor xmu = x3 - per_channel(mean_t);
-        const Tensor sums = cat({sum(dy, {0, 2}), sum(dy * xmu, {0, 2})});  // [sdy, sdyx]
-        Tensor sdy = ops::narrow(sums, 0, 0, ch), sdyx = ops::narrow(sums, 0, ch, ch);
+        const Tensor dy = c.grad();
+        const int64_t C = in.size(1);
+        // Local sums in one fused pass: batch_norm's evaluation-mode backward with the global
+        // mean and invstd gives sum(dy * (x - mean)) * invstd (weight's slot; ones when the
+        // layer has none) and sum(dy) (bias's slot).
+        const TensorOptions o{.dtype = ct, .device = in.device()};
+        auto local = ops::batch_norm_backward(dy, in, {Tensor(), mean_t, invstd_t}, ones({C}, o),
+                                              ct, false, {false, true, true});
+        const Tensor sums = cat({local[2].to(ct), local[1].to(ct)});  // [sdy, sdyx * invstd]
         variable_list r(3);
-        if (c.needs(1)) r[1] = (sdyx * invstd_t).to(wdt);
-        if (c.needs(2)) r[2] = sdy.to(bdt);
+        if (c.needs(1)) r[1] = local[1].to(wdt);
+        if (c.needs(2)) r[2] = local[2].to(bdt);
         if (c.needs(0)) {
-          const Tensor global = sums.clone();  // r[2] may be a view of sums
-          sync->all_reduce_sum(global);
-          sdy = ops::narrow(global, 0, 0, ch);
-          sdyx = ops::narrow(global, 0, ch, ch);
-          // dx = k (dy - sdy / count - (x - mean) invstd^2 sdyx / count), k = w invstd
+          sync->all_reduce_sum(sums);
+          const Tensor sdy = ops::narrow(sums, 0, 0, C);
+          const Tensor sdyx_invstd = ops::narrow(sums, 0, C, C);
+          // dx = k (dy - sdy / count - (x - mean) invstd^2 sdyx / count), k = w invstd,
+          //    = dy k + x a + (-a mean - k sdy / count),  a = -k invstd sdyx_invstd / count
           const Tensor k = w.defined() ? w.to(ct) * invstd_t : invstd_t;
-          const Tensor a = k * invstd_t * invstd_t * sdyx / count;
-          const Tensor b = k * sdy / count;
-          Tensor dx = dy * per_channel(k) - xmu * per_channel(a) - per_channel(b);
-          r[0] = ops::view(dx, in.sizes()).to(in.dtype());
+          const Tensor a = k * invstd_t * sdyx_invstd / (-count);
+          const Tensor b = (a * mean_t + k * sdy / count) * -1.0;
+          Tensor dx = affine_per_channel(in.to(ct), a, b);  // one rounding for 16-bit inputs
+          dx.add_(affine_per_channel(dy.to(ct), k, zeros({C}, o)));
+          r[0] = dx.to(in.dtype());
         }
         return r;
       });

@@ -7,7 +7,8 @@
 // statistics are noisy and the model trains worse than on the whole batch. SyncBatchNorm
 // computes them over the global batch:
 // - forward (training only): each rank computes per channel its count n_r, sum s_r and sum of
-//   squared deviations from its own mean m2_r, in float64; one all_gather of 2C + 1 doubles;
+//   squared deviations from its own mean m2_r (one pass of batch_norm's fused kernel); one
+//   all_gather of those 2C + 1 values as float64;
 //   every rank combines them alike (Chan et al.'s parallel variance: M2 = sum_r m2_r +
 //   n_r (s_r / n_r - mean)^2), normalises with the global mean and biased variance and updates
 //   the running statistics with the unbiased one, exactly as BatchNorm on the concatenated
@@ -18,6 +19,9 @@
 //   averages them with every other gradient), so ddp + SyncBatchNorm on N ranks computes the
 //   gradient of single-process training on the whole batch (tests/dist/ranks).
 // - evaluation (and a world of one) is plain BatchNorm: no communication.
+// Cost: besides the two collectives per layer (latency-bound: 2C + 1 and 2C values), two more
+// passes over the activation each way than BatchNorm's fused kernels (the statistics, then the
+// normalisation; backward: the local sums, then the input gradient).
 // nn never sees a process group: layers hold a StatsSync, which dist implements over one
 // (dist/stats_sync.h), and a Strategy with `sync_batchnorm` installs it in every BatchNorm of
 // the model, so model code does not change. Every rank must run the same BatchNorm layers in
