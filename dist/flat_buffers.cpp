@@ -38,10 +38,11 @@ int64_t tensor_bytes(const std::vector<Tensor>& ts) {
   return b;
 }
 
-FlatBuffers::FlatBuffers(TensorList params, int world_size, int64_t bucket_cap_bytes)
+FlatBuffers::FlatBuffers(TensorList params, int world_size, int64_t bucket_cap_bytes,
+                         std::optional<int64_t> first_bucket_cap_bytes)
     : params_(std::move(params)),
       device_(params_.empty() ? kCPU : params_.front().device()),
-      layout_(specs_of(params_), world_size, bucket_cap_bytes) {
+      layout_(specs_of(params_), world_size, bucket_cap_bytes, first_bucket_cap_bytes) {
   for (size_t i = 0; i < params_.size(); ++i) {
     SL_CHECK_DEVICE(params_[i].device() == device_, "FlatBuffers: parameter ", i, " is on ",
                     params_[i].device(), " but parameter 0 is on ", device_);

@@ -18,7 +18,9 @@ class FlatBuffers {
   /// view of a new zero-padded flat buffer (values and Tensor identity kept, via nn::set_data).
   /// Throws ValueError for an undefined or duplicated parameter, DeviceError when the
   /// parameters are not all on one device.
-  FlatBuffers(TensorList params, int world_size, int64_t bucket_cap_bytes = kDefaultBucketCapBytes);
+  /// The caps are FlatLayout's.
+  FlatBuffers(TensorList params, int world_size, int64_t bucket_cap_bytes = kDefaultBucketCapBytes,
+              std::optional<int64_t> first_bucket_cap_bytes = std::nullopt);
 
   const FlatLayout& layout() const { return layout_; }
   const TensorList& params() const { return params_; }

@@ -8,11 +8,17 @@
 namespace sl::dist {
 
 FlatLayout::FlatLayout(const std::vector<ParamSpec>& params, int world_size,
-                       int64_t bucket_cap_bytes)
-    : world_size_(world_size), bucket_cap_bytes_(bucket_cap_bytes), params_(params) {
+                       int64_t bucket_cap_bytes, std::optional<int64_t> first_bucket_cap_bytes)
+    : world_size_(world_size),
+      bucket_cap_bytes_(bucket_cap_bytes),
+      first_bucket_cap_bytes_(
+          std::min(first_bucket_cap_bytes.value_or(bucket_cap_bytes), bucket_cap_bytes)),
+      params_(params) {
   SL_CHECK(world_size >= 1, "FlatLayout: world size must be >= 1, got ", world_size);
   SL_CHECK(bucket_cap_bytes >= 1, "FlatLayout: bucket_cap_bytes must be >= 1, got ",
            bucket_cap_bytes);
+  SL_CHECK(first_bucket_cap_bytes.value_or(1) >= 1,
+           "FlatLayout: first_bucket_cap_bytes must be >= 1, got ", *first_bucket_cap_bytes);
   const int64_t n = world_size;
   slots_.resize(params.size());
   // 1. dtype groups in order of first appearance
@@ -55,7 +61,8 @@ FlatLayout::FlatLayout(const std::vector<ParamSpec>& params, int world_size,
       s.numel = params[static_cast<size_t>(p)].numel;
       cur.params.push_back(p);
       cur.numel += s.numel;
-      if (cur.numel * esize >= bucket_cap_bytes) close();
+      const int64_t cap = g.buckets.empty() ? first_bucket_cap_bytes_ : bucket_cap_bytes;
+      if (cur.numel * esize >= cap) close();
     }
     if (!cur.params.empty()) close();
     g.numel = offset;

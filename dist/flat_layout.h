@@ -12,7 +12,10 @@
 //    communicating) first.
 // 3. Buckets are runs of consecutive parameters: a bucket closes as soon as its payload reaches
 //    bucket_cap_bytes (the parameter that crosses the cap stays in it, so a parameter is never
-//    split across buckets and one larger than the cap gets a bucket of its own).
+//    split across buckets and one larger than the cap gets a bucket of its own). The first bucket
+//    of each group closes at first_bucket_cap_bytes instead, when smaller (strategies: 1 MiB, as
+//    PyTorch DDP): it holds the gradients backward produces first, so a small one starts the
+//    communication early instead of waiting for a whole bucket's worth of layers.
 // 4. Each bucket is padded with zeros to a multiple of the world size N, so it splits into N
 //    equal slices: rank r owns slice r of every bucket. A reduce-scatter of a bucket hands each
 //    rank exactly its slice; an allgather of the slices rebuilds the bucket.
@@ -28,6 +31,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +41,9 @@ namespace sl::dist {
 
 /// Default bucket size: 25 MB, as PyTorch DDP.
 inline constexpr int64_t kDefaultBucketCapBytes = 25 * 1024 * 1024;
+/// Default cap of the strategies' first bucket: 1 MiB, as PyTorch DDP's
+/// dist._DEFAULT_FIRST_BUCKET_BYTES.
+inline constexpr int64_t kDefaultFirstBucketCapBytes = 1024 * 1024;
 
 /// What the layout needs to know about a parameter.
 struct ParamSpec {
@@ -87,13 +94,17 @@ struct Piece {
 class FlatLayout {
  public:
   FlatLayout() = default;
-  /// Builds the layout of Note [Flat buffer layout]. Throws ValueError for world_size < 1,
-  /// bucket_cap_bytes < 1 or a negative numel.
+  /// Builds the layout of Note [Flat buffer layout]; each group's first bucket closes at
+  /// min(first_bucket_cap_bytes, bucket_cap_bytes) (no first cap: bucket_cap_bytes). Throws
+  /// ValueError for world_size < 1, a cap < 1 or a negative numel.
   FlatLayout(const std::vector<ParamSpec>& params, int world_size,
-             int64_t bucket_cap_bytes = kDefaultBucketCapBytes);
+             int64_t bucket_cap_bytes = kDefaultBucketCapBytes,
+             std::optional<int64_t> first_bucket_cap_bytes = std::nullopt);
 
   int world_size() const { return world_size_; }
   int64_t bucket_cap_bytes() const { return bucket_cap_bytes_; }
+  /// The cap each group's first bucket closed at.
+  int64_t first_bucket_cap_bytes() const { return first_bucket_cap_bytes_; }
   const std::vector<ParamSpec>& params() const { return params_; }
   const std::vector<ParamSlot>& slots() const { return slots_; }
   const std::vector<Bucket>& buckets() const { return buckets_; }
@@ -118,6 +129,7 @@ class FlatLayout {
 
   int world_size_ = 1;
   int64_t bucket_cap_bytes_ = kDefaultBucketCapBytes;
+  int64_t first_bucket_cap_bytes_ = kDefaultBucketCapBytes;
   std::vector<ParamSpec> params_;
   std::vector<ParamSlot> slots_;
   std::vector<Bucket> buckets_;

@@ -72,8 +72,8 @@ FlatStrategy::FlatStrategy(StrategyKind kind, std::shared_ptr<nn::Module> model,
                     "' is on ", p.device(), " but the ", group_->backend(), " group works on ",
                     device_kind_name(group_->device_kind()), " tensors");
   }
-  flat_ =
-      std::make_unique<FlatBuffers>(trainable(named_params_), world_size(), opts_.bucket_cap_bytes);
+  flat_ = std::make_unique<FlatBuffers>(trainable(named_params_), world_size(),
+                                        opts_.bucket_cap_bytes, opts_.first_bucket_cap_bytes);
   tracker_holder_ = std::make_unique<BucketTracker>(flat_->layout());
   tracker_ = tracker_holder_.get();
   broadcast_state();

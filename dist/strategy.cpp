@@ -68,6 +68,9 @@ Strategy::Strategy(StrategyKind kind, std::shared_ptr<nn::Module> model, optim::
   SL_CHECK(model_ != nullptr, "make_strategy: model is null");
   SL_CHECK(opts_.bucket_cap_bytes >= 1, "make_strategy: bucket_cap_bytes must be >= 1, got ",
            opts_.bucket_cap_bytes);
+  SL_CHECK(opts_.first_bucket_cap_bytes >= 1,
+           "make_strategy: first_bucket_cap_bytes must be >= 1, got ",
+           opts_.first_bucket_cap_bytes);
   SL_CHECK(opts_.max_grad_norm >= 0 && !std::isnan(opts_.max_grad_norm),
            "make_strategy: max_grad_norm must be >= 0, got ", opts_.max_grad_norm);
   for (auto& [name, p] : model_->named_parameters()) {

@@ -58,6 +58,10 @@ struct StrategyOptions {
   ProcessGroupPtr group;
   /// Bucket size for gradient communication (Note [Flat buffer layout]); 25 MB by default.
   int64_t bucket_cap_bytes = 25 * 1024 * 1024;
+  /// The first bucket (the gradients backward produces first) closes at min(this,
+  /// bucket_cap_bytes), so that its communication overlaps the rest of backward even in a model
+  /// smaller than one bucket; 1 MiB, as PyTorch DDP.
+  int64_t first_bucket_cap_bytes = 1024 * 1024;
   /// Clip the global gradient norm to this value when > 0 (clip_grad_norm_ semantics).
   double max_grad_norm = 0.0;
   double norm_type = 2.0;

@@ -5,7 +5,8 @@
 //   mpirun -np 2 --oversubscribe build/tools/bench_dist     # 2 ranks: ddp, zero1, zero2
 //   mpirun -np 4 --oversubscribe build/tools/bench_dist
 // Options: --d-model 512 --layers 4 --ffn 2048 --seq 32 --batch 8 (global) --steps 4
-//          --warmup 1 --bucket-mb 25 --strategies single,ddp,zero1,zero2 --threads N
+//          --warmup 1 --bucket-mb 25 --first-bucket-mb 1 --strategies single,ddp,zero1,zero2
+//          --threads N
 //          --optimizer adamw|lamb (Lamb's ZeRO step adds one all-reduce of 2 doubles a parameter)
 // Rank 0 prints one Markdown row per strategy. Step times on an oversubscribed machine (more
 // ranks than cores) measure contention, not the method; memory and bytes do not depend on it.
@@ -75,6 +76,7 @@ struct Args {
   int64_t d = 512, layers = 4, ffn = 2048, seq = 32, batch = 8;
   int steps = 4, warmup = 1;
   double bucket_mb = 25;
+  double first_bucket_mb = 1;
   std::string strategies;
   int threads = 0;
   std::string optimizer = "adamw";
@@ -104,6 +106,8 @@ Args parse(int argc, char** argv) {
       a.warmup = std::stoi(val());
     else if (k == "--bucket-mb")
       a.bucket_mb = std::stod(val());
+    else if (k == "--first-bucket-mb")
+      a.first_bucket_mb = std::stod(val());
     else if (k == "--strategies")
       a.strategies = val();
     else if (k == "--threads")
@@ -153,11 +157,12 @@ int main(int argc, char** argv) {
                  a.optimizer, "'");
         opt = std::make_unique<optim::AdamW>(model->parameters(), optim::AdamWOptions{.lr = 1e-4});
       }
-      auto strategy =
-          dist::make_strategy(kind, model, *opt,
-                              {.group = pg,
-                               .bucket_cap_bytes = static_cast<int64_t>(a.bucket_mb * 1024 * 1024),
-                               .max_grad_norm = 1.0});
+      auto strategy = dist::make_strategy(
+          kind, model, *opt,
+          {.group = pg,
+           .bucket_cap_bytes = static_cast<int64_t>(a.bucket_mb * 1024 * 1024),
+           .first_bucket_cap_bytes = static_cast<int64_t>(a.first_bucket_mb * 1024 * 1024),
+           .max_grad_norm = 1.0});
       Generator gen(42 + static_cast<uint64_t>(rank));
       int64_t local = a.batch / n;
       Tensor x = randn({local, a.seq, a.d}, {}, &gen);

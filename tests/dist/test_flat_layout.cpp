@@ -175,6 +175,32 @@ TEST_CASE("flat layout: the pieces' parameter ranges describe ownership independ
   }
 }
 
+TEST_CASE("flat layout: each group's first bucket closes at the first cap") {
+  // f32 parameters of 100, 100, 20 and 20 elements, laid out in reverse: p3, p2, p1, p0.
+  const std::vector<ParamSpec> ps = {{100, DType::f32}, {100, DType::f32}, {20, DType::f32},
+                                     {20, DType::f32},  {30, DType::f64},  {30, DType::f64}};
+  auto params_of = [](const FlatLayout& L) {
+    std::vector<std::vector<int>> out;
+    for (const Bucket& b : L.buckets()) out.push_back(b.params);
+    return out;
+  };
+  using V = std::vector<std::vector<int>>;
+  // caps 800 bytes, first 100: p3 (80 B) stays open, p2 crosses 100 and closes it; p1, p0 reach
+  // 1200 B; in the f64 group p5 (240 B) alone crosses 100, p4 follows
+  FlatLayout L(ps, 2, 800, 100);
+  CHECK(L.first_bucket_cap_bytes() == 100);
+  CHECK(params_of(L) == V{{3, 2}, {1, 0}, {5}, {4}});
+  // no first cap, and a first cap above the cap: the cap alone
+  CHECK(params_of(FlatLayout(ps, 2, 800)) == V{{3, 2, 1, 0}, {5, 4}});
+  FlatLayout M(ps, 2, 800, 4000);
+  CHECK(M.first_bucket_cap_bytes() == 800);
+  CHECK(params_of(M) == V{{3, 2, 1, 0}, {5, 4}});
+  // the pieces still cover every parameter exactly once
+  int64_t total = 0;
+  for (const Piece& pc : L.all_pieces()) total += pc.numel();
+  CHECK(total == 300);
+}
+
 TEST_CASE("flat layout: errors") {
   SL_CHECK_THROWS(FlatLayout({{1, DType::f32}}, 0), ValueError,
                   "FlatLayout: world size must be >= 1, got 0");
@@ -182,6 +208,8 @@ TEST_CASE("flat layout: errors") {
                   "FlatLayout: parameter 0 has negative numel -1");
   SL_CHECK_THROWS(FlatLayout({{1, DType::f32}}, 1, 0), ValueError,
                   "FlatLayout: bucket_cap_bytes must be >= 1, got 0");
+  SL_CHECK_THROWS(FlatLayout({{1, DType::f32}}, 1, 8, 0), ValueError,
+                  "FlatLayout: first_bucket_cap_bytes must be >= 1, got 0");
   FlatLayout L({{3, DType::f32}}, 2);
   SL_CHECK_THROWS(L.pieces_of_rank(2), IndexError, "pieces_of_rank: rank 2 is not in [0, 2)");
   SL_CHECK_THROWS(L.owner_of(0, 4), IndexError,

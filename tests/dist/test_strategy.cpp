@@ -209,6 +209,48 @@ TEST_CASE("buckets are launched from the gradient hooks while backward still run
   }
 }
 
+TEST_CASE("a small first bucket starts communicating before backward reaches the first layer") {
+  // The tiny net's float32 parameters (66 elements, 264 bytes) fit one 25 MB bucket: without a
+  // first cap their gradients wait for fc1's, which backward computes last; a first cap (1 MiB
+  // by default, here 16 bytes) sends fc2's before. Observed with the profiler: the collectives
+  // issued before fc1's LinearBackward (the last one) starts.
+  for (const char* kind : {"ddp", "zero2"}) {
+    for (int64_t first : {int64_t{16}, kDefaultBucketCapBytes}) {
+      CAPTURE(kind);
+      CAPTURE(first);
+      auto pg = make_single_group();
+      auto net = sl::testing::make_tiny_net();
+      auto opt = sl::testing::make_optimizer(OptKind::sgd, *net);
+      auto s = make_strategy(kind, net, *opt, {.group = pg, .first_bucket_cap_bytes = first});
+      auto [x, y] = sl::testing::global_batch(0, 4);
+      s->zero_grad();
+      const uint64_t start = pg->next_seq();
+      Tensor loss = (s->forward(x) - y).square().mean();
+      profiler::start();
+      s->backward(loss);
+      const profiler::Profile p = profiler::stop();
+      int64_t last_linear = -1;
+      for (const profiler::Event& e : p.events) {
+        if (e.category == profiler::Category::autograd && std::string(e.name) == "LinearBackward") {
+          last_linear = e.start_ns;
+        }
+      }
+      REQUIRE(last_linear >= 0);
+      int issued_before = 0;
+      for (const profiler::Event& e : p.events) {
+        issued_before +=
+            e.category == profiler::Category::comm && e.async && e.start_ns < last_linear;
+      }
+      // scale (the model's own parameter, so the first; a float64 bucket of its own) goes out at
+      // once; fc2's gradients only with a first cap
+      const bool small = first == 16;
+      CHECK(issued_before == (small ? 2 : 1));
+      // f32: [fc2.bias fc2.weight] [fc1.bias fc1.weight], or all four in one; f64: [scale]
+      CHECK(pg->next_seq() == start + (small ? 3 : 2));
+    }
+  }
+}
+
 TEST_CASE("the reference run actually trains (the comparisons above are not vacuous)") {
   TrainConfig c{.opt = OptKind::adamw};
   RunResult trained = sl::testing::train_reference(c);

@@ -208,6 +208,56 @@ TEST_CASE("cnn job: --sync-batchnorm 1 on 2 ranks trains as one rank on the whol
   CHECK_MESSAGE(std::fabs(l_local - l_one) > 1e-4, one.out, local.rank_stdout[0]);
 }
 
+TEST_CASE("cnn job: bucket sizes change the collectives on 2 ranks, not the result" *
+          needs_mpi("buckets on 2 ranks")) {
+  // Two ranks add each element once (a + b, in either order the same float), so any bucketing
+  // gives the same state; Adam's update is elementwise.
+  Env env;
+  auto profiled = [&](const std::string& ckpt, const std::vector<std::string>& flags) {
+    auto run = sl::testing::run_ranks(
+        2, sl_train_bin(),
+        plus(plus(env.args("zero2", ckpt), flags),
+             {"--stop-after-epochs", "1", "--profile", env.root + "/" + ckpt + ".json",
+              "--profile-from", "0", "--profile-steps", "3"}),
+        120);
+    REQUIRE_MESSAGE(run.exit_code == 0, run.report());
+    return run.rank_stdout[0];
+  };
+  const std::string one = profiled("one", {"--first-bucket-mb", "25"});
+  const std::string many = profiled("many", {"--bucket-mb", "0.01", "--first-bucket-mb", "0.001"});
+  CHECK(state_digest_of(one) == state_digest_of(many));
+  // the summary's reduce_scatter line: one bucket per step (3 steps) against several
+  CHECK_MESSAGE(one.find("reduce_scatter       3 call(s)") != std::string::npos, one);
+  CHECK_MESSAGE(many.find("reduce_scatter       3 call(s)") == std::string::npos, many);
+}
+
+TEST_CASE("cnn job: --sync-batchnorm 1 with --device cuda on 2 ranks trains as on the CPU" *
+          needs_gpu_trainer("cnn job with sync batchnorm", 2)) {
+  // SyncBatchNorm's collectives on the GPU go through the NCCL group (on the fake GPU: its
+  // stand-in, which reduces over MPI in MPI's order).
+  const bool fake = !cuda_is_available();
+  Env env;
+  auto args = [&](const std::string& ckpt) {
+    return plus(env.args("zero2", ckpt), {"--sync-batchnorm", "1", "--stop-after-epochs", "1"});
+  };
+  auto cpu = sl::testing::run_ranks(2, sl_train_bin(), args("cpu"), 120);
+  REQUIRE_MESSAGE(cpu.exit_code == 0, cpu.report());
+  auto gpu =
+      sl::testing::run_ranks(2, gpu_train_bin(), plus(args("gpu"), {"--device", "cuda"}), 120);
+  REQUIRE_MESSAGE(gpu.exit_code == 0, gpu.report());
+  CHECK(gpu.rank_stdout[0].find("sync batchnorm: 2 BatchNorm layer(s)") != std::string::npos);
+  if (fake) {
+    CHECK_MESSAGE(state_digest_of(gpu.rank_stdout[0]) == state_digest_of(cpu.rank_stdout[0]),
+                  cpu.report(), gpu.report());
+  } else {
+    // GPU kernels sum in other orders than the CPU's (see the single-rank case above)
+    const double l_cpu = final_loss(cpu.rank_stdout[0]);
+    CHECK_MESSAGE(
+        std::fabs(final_loss(gpu.rank_stdout[0]) - l_cpu) <= 1e-3 * std::max(1.0, std::fabs(l_cpu)),
+        cpu.report(), gpu.report());
+  }
+}
+
 TEST_CASE("cnn job: errors are clear") {
   Env env;
   JobResult r = run_job(plus(env.args("single", "none"), {"--resume", "1"}));
@@ -231,6 +281,16 @@ TEST_CASE("cnn job: errors are clear") {
   r = run_job(plus(env.args("single", "e"), {"--max-grad-norm", "-1"}));
   CHECK(r.code == 1);
   CHECK_MESSAGE(r.out.find("cnn: --max-grad-norm must be >= 0") != std::string::npos, r.out);
+  r = run_job(plus(env.args("ddp", "e"), {"--bucket-mb", "0"}));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(
+      r.out.find("cnn: --bucket-mb must lie in (0, 1048576] MiB, got 0") != std::string::npos,
+      r.out);
+  r = run_job(plus(env.args("ddp", "e"), {"--first-bucket-mb", "nan"}));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(
+      r.out.find("cnn: --first-bucket-mb must lie in (0, 1048576] MiB") != std::string::npos,
+      r.out);
   r = run_job(plus(env.args("single", "e"), {"--sync-batchnorm", "2"}));
   CHECK(r.code == 1);
   CHECK_MESSAGE(r.out.find("cnn: --sync-batchnorm must be 0 or 1, got 2") != std::string::npos,

@@ -172,6 +172,8 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   const int dp_replicas = static_cast<int>(opt.get_int("dp-replicas", 2));
   const double max_grad_norm = opt.get_double("max-grad-norm", 0.0);  // > 0: clip the 2-norm
   const int64_t sync_batchnorm = opt.get_int("sync-batchnorm", 0);
+  const double bucket_mb = opt.get_double("bucket-mb", 25.0);
+  const double first_bucket_mb = opt.get_double("first-bucket-mb", 1.0);
   const bool warmup_given = opt.extra.count("warmup-steps") > 0;      // else the job's default
   const int64_t warmup_flag = opt.get_int("warmup-steps", 0);
   StepProfile profile(opt, name, rank, world);
@@ -182,6 +184,11 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   SL_CHECK(batch % world == 0, name, ": --batch-size ", batch, " must be divisible by the ", world,
            " ranks (each rank takes an equal share of every global batch)");
   SL_CHECK(!resume || !ckpt_dir.empty(), name, ": --resume 1 needs a --checkpoint-dir");
+  for (auto [flag, mb] :
+       {std::pair{"bucket-mb", bucket_mb}, {"first-bucket-mb", first_bucket_mb}}) {
+    SL_CHECK(mb * 1024 * 1024 >= 1 && mb <= 1024 * 1024, name, ": --", flag,
+             " must lie in (0, 1048576] MiB, got ", mb);
+  }
   SL_CHECK(sync_batchnorm == 0 || sync_batchnorm == 1, name,
            ": --sync-batchnorm must be 0 or 1, got ", sync_batchnorm);
   SL_CHECK(
@@ -235,6 +242,8 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   so.dp_replicas = dp_replicas;
   so.max_grad_norm = max_grad_norm;
   so.sync_batchnorm = sync_batchnorm != 0;
+  so.bucket_cap_bytes = static_cast<int64_t>(bucket_mb * 1024 * 1024);
+  so.first_bucket_cap_bytes = static_cast<int64_t>(first_bucket_mb * 1024 * 1024);
   SL_CHECK(so.max_grad_norm >= 0, name, ": --max-grad-norm must be >= 0 (0: no clipping), got ",
            so.max_grad_norm);
   if (kind == dist::StrategyKind::dp && device.is_cuda()) {
@@ -470,6 +479,9 @@ const FlagDocs& loop_flags() {
       {"precision", "32", "32, bf16-mixed, f16-mixed (with loss scaling) or bf16-true"},
       {"accumulate", "1", "split each rank's share of a batch into K micro-batches"},
       {"dp-replicas", "2", "--strategy dp: model replicas (threads, or GPUs from --device's)"},
+      {"bucket-mb", "25", "ddp/zero1/zero2: gradient bucket size in MiB"},
+      {"first-bucket-mb", "1",
+       "ddp/zero1/zero2: cap of the first bucket (the last layers' gradients) in MiB"},
       {"sync-batchnorm", "0",
        "1: BatchNorm normalises with every rank's batch (ddp, zero1, zero2; SyncBatchNorm)"},
       {"checkpoint-dir", "(checkpoints/<job>)", "sharded checkpoints go here"},

@@ -10,7 +10,8 @@
 //            [--log-every 100] [--device cpu|cuda|cuda:N] [--max-grad-norm 0] [--warmup-steps W]
 //            [--accumulate K] [--precision 32|bf16-mixed|f16-mixed|bf16-true]
 //            [--checkpoint-every N] [--stop-after-steps S] [--optimizer adamw|lamb]
-//            [--sync-batchnorm 0|1] (plus the job's own flags)
+//            [--sync-batchnorm 0|1] [--bucket-mb 25] [--first-bucket-mb 1]
+//            (plus the job's own flags)
 //
 // --sync-batchnorm 1 (ddp, zero1, zero2) makes every BatchNorm of the model normalise, in
 // training, with the statistics of the whole global batch rather than of its rank's share
