@@ -134,3 +134,37 @@ TEST_CASE("sync batchnorm: uneven shares, one rank without rows") {
   SL_CHECK_CLOSE(mine_bn.running_mean, whole.running_mean, 1e-9, 1e-11);
   SL_CHECK_CLOSE(mine_bn.running_var, whole.running_var, 1e-9, 1e-11);
 }
+
+TEST_CASE("sync batchnorm: a rank whose layer does not train gets a DistError, not a hang") {
+  // Every rank must run the same synchronised layers (Note [SyncBatchNorm]); one in evaluation
+  // mode skips its all_gather. Under SL_DIST_DEBUG the group compares every collective across the
+  // ranks before running it and refuses the mismatch on every rank.
+  auto pg = world();
+  if (!pg->options().debug) {
+    sl::testing::report_skip("sync batchnorm mismatch", "SL_DIST_DEBUG is not set for this run");
+    return;
+  }
+  nn::BatchNorm1d bn(3);
+  nn::convert_sync_batchnorm(bn, make_stats_sync(pg));
+  if (pg->rank() == 0) bn.eval();
+  Tensor x = randn({4, 3});
+  Tensor u = ones({3});
+  std::string message;
+  try {
+    if (pg->rank() == 0) {
+      bn.forward(x);  // evaluation: no collective, so its next one meets the others' all_gather
+      pg->allreduce(u)->wait();
+    } else {
+      bn.forward(x);
+    }
+  } catch (const DistError& e) {
+    message = e.what();
+  }
+  CHECK_MESSAGE(message.find("the ranks issued different collectives") != std::string::npos,
+                message);
+  CHECK_MESSAGE(message.find("allgather") != std::string::npos, message);
+  // The mismatched collective was not run, so the group is still usable.
+  Tensor v = ones({3});
+  pg->allreduce(v)->wait();
+  CHECK(v.to_vector<float>()[0] == float(pg->size()));
+}
