@@ -41,9 +41,6 @@ namespace sl::dist {
 
 /// Default bucket size: 25 MB, as PyTorch DDP.
 inline constexpr int64_t kDefaultBucketCapBytes = 25 * 1024 * 1024;
-/// Default cap of the strategies' first bucket: 1 MiB, as PyTorch DDP's
-/// dist._DEFAULT_FIRST_BUCKET_BYTES.
-inline constexpr int64_t kDefaultFirstBucketCapBytes = 1024 * 1024;
 
 /// What the layout needs to know about a parameter.
 struct ParamSpec {

@@ -60,7 +60,7 @@ struct StrategyOptions {
   int64_t bucket_cap_bytes = 25 * 1024 * 1024;
   /// The first bucket (the gradients backward produces first) closes at min(this,
   /// bucket_cap_bytes), so that its communication overlaps the rest of backward even in a model
-  /// smaller than one bucket; 1 MiB, as PyTorch DDP.
+  /// smaller than one bucket; 1 MiB, as PyTorch DDP (dist._DEFAULT_FIRST_BUCKET_BYTES).
   int64_t first_bucket_cap_bytes = 1024 * 1024;
   /// Clip the global gradient norm to this value when > 0 (clip_grad_norm_ semantics).
   double max_grad_norm = 0.0;

@@ -40,22 +40,22 @@ Tensor affine_per_channel(const Tensor& x, const Tensor& scale, const Tensor& sh
 
 /// This rank's count, per-channel sums and sums of squared deviations from its own mean, as one
 /// float64 row [n, s_0..s_{C-1}, m2_0..m2_{C-1}] for the all_gather.
-Tensor local_stats(const Tensor& x, int64_t N, int64_t C, int64_t S, DType ct) {
-  const TensorOptions on_dev{.dtype = ct, .device = x.device()};
+Tensor local_stats(const Tensor& x, int64_t N, int64_t C, int64_t S) {
+  const TensorOptions f64{.dtype = DType::f64, .device = x.device()};
   const double n = static_cast<double>(N * S);
-  Tensor sum = zeros({C}, on_dev), m2 = zeros({C}, on_dev);
+  Tensor sum = zeros({C}, f64), m2 = zeros({C}, f64);
   if (N * S > 1) {
     // batch_norm's fused training kernel with eps 0 gives the mean and 1 / sqrt(m2 / n) in one
     // pass (its output is not needed); a constant channel has invstd inf and m2 0.
     ops::NormForward f =
         ops::batch_norm_forward(x, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.0, 0.0);
-    sum = f.mean.to(ct) * n;
-    m2 = n / (f.rstd.to(ct) * f.rstd.to(ct));
+    const Tensor rstd = f.rstd.to(DType::f64);
+    sum = f.mean.to(DType::f64) * n;
+    m2 = n / (rstd * rstd);
   } else if (N * S == 1) {
-    sum = ops::view(x.to(ct).contiguous(), {C});
+    sum = ops::view(x.to(DType::f64).contiguous(), {C});
   }
-  const TensorOptions f64{.dtype = DType::f64, .device = x.device()};
-  return cat({full({1}, n, f64), sum.to(DType::f64), m2.to(DType::f64)});
+  return cat({full({1}, n, f64), sum, m2});
 }
 
 /// The global statistics of Note [SyncBatchNorm], combined in double from the gathered
@@ -126,7 +126,7 @@ Tensor sync_batch_norm(const Tensor& input_in, const Tensor& running_mean,
   NoGradGuard no_grad;
   const DType ct = input.dtype() == DType::f64 ? DType::f64 : DType::f32;
   const TensorOptions on_dev{.dtype = ct, .device = input.device()};
-  Tensor gathered = sync->all_gather(local_stats(input, N, C, S, ct));
+  Tensor gathered = sync->all_gather(local_stats(input, N, C, S));
   SL_CHECK_SHAPE(gathered.dim() == 2 && gathered.size(1) == 2 * C + 1, kOp,
                  ": the StatsSync returned shape ", shape_str(gathered.sizes()), ", expected [",
                  sync->world_size(), ", ", 2 * C + 1, "]");
