@@ -106,6 +106,25 @@ std::vector<Case> cases() {
                     });
                   }});
   }
+  // SyncBatchNorm's compute on one rank (Note [SyncBatchNorm]: statistics, normalisation, local
+  // sums and input gradient from batch norm's kernels; the collectives are a copy here). PyTorch
+  // 1.13 has no SyncBatchNorm on the CPU: its side is BatchNorm2d, the same math fused.
+  {
+    struct OneRank final : nn::StatsSync {
+      int world_size() const override { return 1; }
+      Tensor all_gather(const Tensor& local) override { return local.reshape({1, local.numel()}); }
+      void all_reduce_sum(const Tensor&) override {}
+    };
+    cs.push_back({"sync_batch_norm2d train b8 64x56x56 (1 rank)", 10, [] {
+                    Tensor x = randn({8, 64, 56, 56}).requires_grad_();
+                    Tensor w = ones({64}).requires_grad_(), b = zeros({64}).requires_grad_();
+                    Tensor rm = zeros({64}), rv = ones({64});
+                    auto sync = std::make_shared<OneRank>();
+                    return fwd_bwd({x, w, b}, [x, w, b, rm, rv, sync] {
+                      return nn::sync_batch_norm(x, rm, rv, w, b, 0.1, 1e-5, sync);
+                    });
+                  }});
+  }
   // DeepSpeech2-like bidirectional RNNs: batch 8, 200 steps, input size = hidden, biases.
   for (const char* kind : {"gru", "lstm"}) {
     for (int64_t h : {256, 512, 1024}) {

@@ -50,6 +50,13 @@ def cases():
             x = torch.randn(b, c, hw, hw, requires_grad=True)
             return module_iteration(m, lambda: m(x), x)
         cs.append((f"batch_norm2d train b{b} {c}x{hw}x{hw}", 10, setup))
+    # 1.13 has no SyncBatchNorm on the CPU; on one rank its math is BatchNorm2d's
+    def sync_bn_setup():
+        m = nn.BatchNorm2d(64)
+        m.train()
+        x = torch.randn(8, 64, 56, 56, requires_grad=True)
+        return module_iteration(m, lambda: m(x), x)
+    cs.append(("sync_batch_norm2d train b8 64x56x56 (1 rank)", 10, sync_bn_setup))
     for kind in ["gru", "lstm"]:
         for h in [256, 512, 1024]:
             def setup(kind=kind, h=h):
