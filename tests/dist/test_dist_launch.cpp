@@ -54,8 +54,12 @@ TEST_CASE("ranks: a rank that never joins gives the others a timeout DistError")
 
 TEST_CASE("ranks: killing one rank makes the others exit with a clear error within 60 s") {
   if (!have_mpi()) return;
-  RankRun run = run_ranks(3, sl::testing::ranks_binary(), {"-tc=failure: killing one rank*"}, 90,
-                          {{"SL_DIST_TIMEOUT", "300"}});
+  // Open MPI sends the survivors SIGTERM, then SIGKILL after odls_base_sigkill_timeout (1 s by
+  // default): on a loaded machine a survivor once got no chance to print its line (rank 0's
+  // output empty, 1 run in about 10), so this run gives them 5 s.
+  RankRun run =
+      run_ranks(3, sl::testing::ranks_binary(), {"-tc=failure: killing one rank*"}, 90,
+                {{"SL_DIST_TIMEOUT", "300"}, {"OMPI_MCA_odls_base_sigkill_timeout", "5"}});
   CHECK_MESSAGE(!run.timed_out, run.report());
   CHECK_MESSAGE(run.seconds < 60, run.report());
   CHECK_MESSAGE(run.exit_code != 0, run.report());
