@@ -185,8 +185,8 @@ TEST_CASE("flat layout: each group's first bucket closes at the first cap") {
     return out;
   };
   using V = std::vector<std::vector<int>>;
-  // caps 800 bytes, first 100: p3 (80 B) stays open, p2 crosses 100 and closes it; p1, p0 reach
-  // 1200 B; in the f64 group p5 (240 B) alone crosses 100, p4 follows
+  // caps 800 bytes, first 100: p3 (80 B) stays open, p2 crosses 100 and closes it; p1 and p0
+  // reach 800 B; in the f64 group p5 (240 B) alone crosses 100, p4 follows
   FlatLayout L(ps, 2, 800, 100);
   CHECK(L.first_bucket_cap_bytes() == 100);
   CHECK(params_of(L) == V{{3, 2}, {1, 0}, {5}, {4}});

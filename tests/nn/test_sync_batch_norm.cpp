@@ -174,10 +174,11 @@ Result split_batch(const Tensor& x_all, const Tensor& dy_all, const Tensor& w_in
 TEST_CASE("sync_batch_norm over threads equals batch_norm on the whole batch") {
   // Splits: one rank; even; uneven; a rank with no rows at all.
   const std::vector<std::vector<int64_t>> splits = {{5}, {2, 3}, {3, 1, 1}, {0, 4, 1}};
-  // float64: the two paths differ only in summation order (~1e-15). float32: sync_batch_norm
-  // sums in float32 (at most 5 x 6 terms per channel) where the fused kernel sums in double, so
-  // the outputs and gradients (O(1)) may differ by a few float32 ulps: 2e-5 relative, 1e-5
-  // absolute leaves a factor of ~20 above what that can produce.
+  // float64: the two paths differ only in rounding order (~1e-15). float32: both accumulate in
+  // double inside batch norm's kernels, but sync_batch_norm rounds the mean and invstd to float32
+  // before combining them and forms the input gradient as two float32 affine maps added, so the
+  // outputs and gradients (O(1)) may differ by a few float32 ulps: 2e-5 relative, 1e-5 absolute
+  // leaves a factor of ~20 above what that can produce.
   // bfloat16 (computed in float32 by both, rounded to 8 significant bits at the end): both may
   // round a value to neighbouring bfloat16 numbers, 2^-7 = 7.8e-3 apart near 1, so 1.6e-2
   // relative / absolute (two such steps).
