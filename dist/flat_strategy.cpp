@@ -65,8 +65,8 @@ TensorList trainable(const std::vector<std::pair<std::string, Tensor>>& named) {
 FlatStrategy::FlatStrategy(StrategyKind kind, std::shared_ptr<nn::Module> model,
                            optim::Optimizer& opt, StrategyOptions opts, ProcessGroupPtr group)
     : Strategy(kind, std::move(model), opt, std::move(opts), std::move(group)),
-      staging_live_(std::make_shared<std::atomic<int64_t>>(0)),
-      staging_peak_(std::make_shared<std::atomic<int64_t>>(0)) {
+      comm_live_(std::make_shared<std::atomic<int64_t>>(0)),
+      comm_peak_(std::make_shared<std::atomic<int64_t>>(0)) {
   for (const auto& [n, p] : named_params_) {
     SL_CHECK_DEVICE(p.device().kind == group_->device_kind(), name(), ": parameter '", n,
                     "' is on ", p.device(), " but the ", group_->backend(), " group works on ",
@@ -189,54 +189,97 @@ void FlatStrategy::on_grad(int param, const Tensor& grad) {
   const Bucket& bk = L.buckets()[static_cast<size_t>(s.bucket)];
   Tensor& st = staging_[static_cast<size_t>(s.bucket)];
   if (!st.defined()) {
-    st = ops::empty({bk.padded_numel}, L.groups()[static_cast<size_t>(bk.group)].dtype,
-                    flat_->device());
+    // in the dtype the bucket travels in: the gradient is rounded to it here, once
+    st = comm_buffer(bk.padded_numel, comm_dtype(bk.group));
     ops::fill_(st, 0);
-    int64_t now = staging_live_->fetch_add(static_cast<int64_t>(st.nbytes())) +
-                  static_cast<int64_t>(st.nbytes());
-    int64_t peak = staging_peak_->load();
-    while (now > peak && !staging_peak_->compare_exchange_weak(peak, now)) {
-    }
   }
   ops::copy_(ops::narrow(st, 0, s.offset - bk.offset, s.numel), ops::reshape(grad, {s.numel}));
   for (int b : tracker_->mark_ready(param)) launch(b);
+}
+
+DType FlatStrategy::comm_dtype(int group) const {
+  return opts_.reduce_dtype.value_or(flat_->layout().groups()[static_cast<size_t>(group)].dtype);
+}
+
+Tensor FlatStrategy::comm_buffer(int64_t n, DType dt) {
+  Tensor t = ops::empty({n}, dt, flat_->device());
+  const auto bytes = static_cast<int64_t>(t.nbytes());
+  int64_t now = comm_live_->fetch_add(bytes) + bytes;
+  int64_t peak = comm_peak_->load();
+  while (now > peak && !comm_peak_->compare_exchange_weak(peak, now)) {
+  }
+  return t;
+}
+
+void FlatStrategy::release_comm_bytes(int64_t n) const {
+  comm_live_->fetch_sub(n);
 }
 
 void FlatStrategy::launch(int bucket) {
   const FlatLayout& L = flat_->layout();
   const Bucket& bk = L.buckets()[static_cast<size_t>(bucket)];
   size_t bi = static_cast<size_t>(bucket);
+  const DType kept = L.groups()[static_cast<size_t>(bk.group)].dtype;
+  const DType wire = comm_dtype(bk.group);
+  const bool convert = wire != kept;
+  NoGradGuard ng;
+  // Note [Gradient communication dtype]: cast (rounds), divide by the world size in the wire
+  // dtype, then sum; the kept dtype averages in place.
+  const ReduceOp op = convert ? ReduceOp::sum : ReduceOp::avg;
+  auto scale = [&](const Tensor& t) {
+    if (convert && world_size() > 1) ops::binary_(BinaryOp::div, t, Scalar(world_size()));
+  };
   if (kind_ == StrategyKind::ddp) {
     Tensor grads = flat_->bucket_view(flat_->grad_buffer(bk.group), bucket);
-    pending_.push_back({bucket, group_->allreduce(grads, ReduceOp::avg), Tensor()});
+    if (!convert) {
+      pending_.push_back({bucket, group_->allreduce(grads, op), Tensor(), Tensor()});
+      return;
+    }
+    Tensor c = comm_buffer(bk.padded_numel, wire);
+    ops::copy_(c, grads);
+    scale(c);
+    pending_.push_back(
+        {bucket, group_->allreduce(c, op), c, grads, false, static_cast<int64_t>(c.nbytes())});
     return;
   }
   Tensor shard = flat_->shard_slice_view(grad_shards_[static_cast<size_t>(bk.group)], bucket);
-  Tensor out = shard, temp;
-  if (kind_ == StrategyKind::zero2 &&
-      shard_written_[bi]) {  // zero2 accumulation: this micro-batch's shard goes to a temp
-    temp = ops::empty({bk.shard_numel}, shard.dtype(), shard.device());
-    out = temp;
-  }
+  // zero2 accumulation (the shard already holds an earlier micro-batch's values) or another wire
+  // dtype: the collective writes a temp that drain() adds to or copies into the shard.
+  const bool accumulate = kind_ == StrategyKind::zero2 && shard_written_[bi];
   shard_written_[bi] = true;
+  Pending p{bucket, nullptr, Tensor(), Tensor()};
+  Tensor out = shard;
+  if (accumulate || convert) {
+    p.temp = comm_buffer(bk.shard_numel, wire);
+    p.dest = shard;
+    p.add = accumulate;
+    p.counted_bytes = static_cast<int64_t>(p.temp.nbytes());
+    out = p.temp;
+  }
   Tensor in;
   if (kind_ == StrategyKind::zero1) {
     in = flat_->bucket_view(flat_->grad_buffer(bk.group), bucket);
+    if (convert) {
+      Tensor c = comm_buffer(bk.padded_numel, wire);
+      ops::copy_(c, in);
+      in = c;
+    }
   } else {
-    in = staging_[bi];
+    in = staging_[bi];    // already in the wire dtype
     if (!in.defined()) {  // no parameter of this bucket got a gradient in this micro-batch
-      in = ops::empty({bk.padded_numel}, shard.dtype(), shard.device());
+      in = comm_buffer(bk.padded_numel, wire);
       ops::fill_(in, 0);
-      staging_live_->fetch_add(static_cast<int64_t>(in.nbytes()));
     }
     staging_[bi] = Tensor();  // the collective holds the last reference; freed when it is done
   }
-  WorkPtr w = group_->reduce_scatter(out, in, ReduceOp::avg);
-  if (kind_ == StrategyKind::zero2) {
+  scale(in);
+  WorkPtr w = group_->reduce_scatter(out, in, op);
+  if (kind_ == StrategyKind::zero2 || convert) {  // a counted staging buffer or copy
     w->on_complete(
-        [live = staging_live_, n = static_cast<int64_t>(in.nbytes())] { live->fetch_sub(n); });
+        [live = comm_live_, n = static_cast<int64_t>(in.nbytes())] { live->fetch_sub(n); });
   }
-  pending_.push_back({bucket, std::move(w), temp});
+  p.work = std::move(w);
+  pending_.push_back(std::move(p));
 }
 
 void FlatStrategy::end_round() {
@@ -253,9 +296,13 @@ void FlatStrategy::drain() {
   NoGradGuard ng;
   for (Pending& p : pending) {
     if (!p.temp.defined()) continue;
-    const Bucket& bk = flat_->layout().buckets()[static_cast<size_t>(p.bucket)];
-    Tensor shard = flat_->shard_slice_view(grad_shards_[static_cast<size_t>(bk.group)], p.bucket);
-    ops::binary_(BinaryOp::add, shard, p.temp);
+    if (p.add) {
+      ops::binary_(BinaryOp::add, p.dest, p.temp);
+    } else {
+      ops::copy_(p.dest, p.temp);  // widened back from the wire dtype
+    }
+    p.temp = Tensor();
+    release_comm_bytes(p.counted_bytes);
   }
 }
 
@@ -321,6 +368,7 @@ MemoryReport FlatStrategy::memory_report() const {
   m.param_bytes = flat_->param_bytes();
   if (kind_ == StrategyKind::ddp) {
     m.grad_bytes = flat_->grad_bytes();
+    m.comm_buffer_bytes = comm_peak_->load();  // reduced-dtype copies (reduce_dtype only)
     for (size_t g = 0; g < opt_.num_param_groups(); ++g) {
       for (size_t i = 0; i < opt_.params(g).size(); ++i) {
         const optim::ParamState& s = opt_.state(g, i);
@@ -334,10 +382,11 @@ MemoryReport FlatStrategy::memory_report() const {
     m.master_weight_bytes = sharded_->master_bytes();
     if (kind_ == StrategyKind::zero1) {
       m.grad_bytes = flat_->grad_bytes();
-      m.comm_buffer_bytes = tensor_bytes(grad_shards_);  // reduce-scatter destination
+      // the reduce-scatter destination, and reduced-dtype copies (reduce_dtype only)
+      m.comm_buffer_bytes = tensor_bytes(grad_shards_) + comm_peak_->load();
     } else {
       m.grad_bytes = tensor_bytes(grad_shards_);
-      m.comm_buffer_bytes = staging_peak_->load();
+      m.comm_buffer_bytes = comm_peak_->load();  // staging, accumulation temps
     }
   }
   m.allocator_peak_bytes = memory_stats(flat_->device()).peak_bytes;

@@ -8,6 +8,21 @@
 // ready, and the launcher issues ready buckets strictly in index order. Buckets whose
 // parameters received no gradient are launched (in order) when the micro-batch ends:
 // backward() returns, or step() is called after a plain loss.backward().
+//
+// Note [Gradient communication dtype]
+// StrategyOptions::reduce_dtype lets gradients travel in another dtype than they are kept in,
+// usually bf16 or f16 for float32 gradients: half the bytes on the wire, as PyTorch DDP's
+// bf16_compress_hook / fp16_compress_hook and FSDP's MixedPrecision(reduce_dtype). A bucket is
+// cast to that dtype (rounded once), divided there by the world size (rounded again unless the
+// world size is a power of two; dividing first keeps f16 sums in range, as the PyTorch hooks
+// do), summed over the ranks in that dtype (NCCL adds in it; MPI's 16-bit sum adds two values in
+// float and rounds), and widened back into the kept buffer: ddp's gradient buffer, or the
+// rank's gradient shard in zero1/zero2 (zero2 stages each gradient in the reduced dtype right
+// away, so its staging buffers shrink too). The optimizer, clipping and the inf/NaN check then
+// see the kept dtype; a value beyond f16's range (65504, after the division) becomes inf and the
+// step is skipped on every rank. With gradient accumulation, ddp and zero1 round the sum of the
+// micro-batches once, while zero2 (which communicates every micro-batch) rounds each one.
+// The casts' buffers count as communication buffers in memory_report().
 #pragma once
 
 #include <atomic>
@@ -71,8 +86,19 @@ class FlatStrategy final : public Strategy {
   struct Pending {
     int bucket;
     WorkPtr work;
-    Tensor temp;  // zero2 accumulation: reduce-scattered here, added to the shard after wait
+    // The collective's output when it is not the kept buffer itself (zero2 accumulation, or
+    // another reduce dtype): after the wait it is added to (`add`) or copied into `dest`.
+    Tensor temp;
+    Tensor dest;
+    bool add = false;
+    int64_t counted_bytes = 0;  // of comm_live_, released after the wait
   };
+  /// The dtype bucket gradients of dtype group `group` travel in (Note [Gradient communication
+  /// dtype]).
+  DType comm_dtype(int group) const;
+  /// A new buffer of `n` elements of `dt` on the flat buffers' device, counted in comm_live_.
+  Tensor comm_buffer(int64_t n, DType dt);
+  void release_comm_bytes(int64_t n) const;
   void on_grad_accumulated(int param);          // ddp, zero1 (post-accumulate hook)
   void on_grad(int param, const Tensor& grad);  // zero2 (consuming hook)
   void launch(int bucket);
@@ -91,8 +117,10 @@ class FlatStrategy final : public Strategy {
   std::vector<bool> shard_written_;  // per bucket: the shard slice holds this step's values
   // zero2
   std::vector<Tensor> staging_;
-  std::shared_ptr<std::atomic<int64_t>> staging_live_;
-  std::shared_ptr<std::atomic<int64_t>> staging_peak_;
+  // Bytes of communication buffers (zero2 staging, reduced-dtype copies, accumulation temps)
+  // alive now and at most; shared with the collectives' completion callbacks.
+  std::shared_ptr<std::atomic<int64_t>> comm_live_;
+  std::shared_ptr<std::atomic<int64_t>> comm_peak_;
 };
 
 }  // namespace sl::dist

@@ -94,6 +94,15 @@ Strategy::Strategy(StrategyKind kind, std::shared_ptr<nn::Module> model, optim::
     scale_ = opts_.loss_scaling->enabled ? opts_.loss_scaling->init_scale : 1.0;
     if (!opts_.loss_scaling->enabled) opts_.loss_scaling.reset();
   }
+  if (opts_.reduce_dtype) {
+    SL_CHECK_DTYPE(
+        is_floating(*opts_.reduce_dtype),
+        "make_strategy: reduce_dtype must be a floating dtype (f16, bf16, f32, f64), got ",
+        dtype_name(*opts_.reduce_dtype));
+    SL_CHECK(kind_ != StrategyKind::dp,
+             "make_strategy: reduce_dtype applies to gradients communicated between processes "
+             "(ddp, zero1, zero2); dp's replicas are threads of one process, summed in place");
+  }
   if (opts_.sync_batchnorm) {
     SL_CHECK(kind_ != StrategyKind::dp,
              "make_strategy: sync_batchnorm needs one process per rank (ddp, zero1, zero2); dp's "

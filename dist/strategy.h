@@ -76,6 +76,14 @@ struct StrategyOptions {
   /// per layer in each training forward, one allreduce in its backward. single: no effect (one
   /// rank); dp: ValueError (its replicas are threads of one process).
   bool sync_batchnorm = false;
+  /// ddp/zero1/zero2: the dtype gradients travel in (FSDP's reduce_dtype; DDP's
+  /// bf16_compress_hook / fp16_compress_hook). Each bucket is cast to it, divided there by the
+  /// world size, summed over the ranks in it, and widened back into the gradient (or shard)
+  /// buffers, so the optimizer, clipping and the inf/NaN check see the gradients' own dtype
+  /// (Note [Gradient communication dtype] in dist/flat_strategy.h). Unset, or equal to a
+  /// gradient's dtype: averaged in that dtype, as before. f16, bf16, f32 or f64; f16 overflows
+  /// beyond 65504 (the step is then skipped as non-finite). single: no effect; dp: ValueError.
+  std::optional<DType> reduce_dtype;
   /// dp: devices of the replicas, the model's device first (default: cpu:0..cpu:dp_replicas-1
   /// on CPU, cuda:0..cuda:dp_replicas-1 on CUDA).
   std::vector<Device> dp_devices;

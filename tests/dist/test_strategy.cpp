@@ -184,6 +184,25 @@ TEST_CASE("sync_batchnorm: dp refuses it; on one rank BatchNorm stays local") {
   }
 }
 
+TEST_CASE("reduce_dtype: a non-floating dtype and dp are refused; single trains as without it") {
+  auto net = sl::testing::make_tiny_net();
+  auto opt = sl::testing::make_optimizer(OptKind::sgd, *net);
+  for (DType dt : {DType::i64, DType::i32, DType::b8}) {
+    CAPTURE(dtype_name(dt));
+    SL_CHECK_THROWS(
+        make_strategy("ddp", net, *opt, {.group = make_single_group(), .reduce_dtype = dt}),
+        DTypeError, "make_strategy: reduce_dtype must be a floating dtype");
+  }
+  SL_CHECK_THROWS(make_strategy("dp", net, *opt,
+                                {.reduce_dtype = DType::bf16,
+                                 .replica_factory = [] { return sl::testing::make_tiny_net(); }}),
+                  ValueError, "make_strategy: reduce_dtype applies to gradients communicated");
+  // One process communicates nothing: the option changes no bit.
+  const TrainConfig c{.opt = OptKind::adamw, .steps = 4, .clip = 0.3};
+  check_same_params(sl::testing::train_strategy("single", c, nullptr, {.reduce_dtype = DType::f16}),
+                    sl::testing::train_strategy("single", c, nullptr), 0, 0);
+}
+
 TEST_CASE("buckets are launched from the gradient hooks while backward still runs") {
   for (const char* kind : {"ddp", "zero1", "zero2"}) {
     CAPTURE(kind);

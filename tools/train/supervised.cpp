@@ -174,6 +174,7 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   const int64_t sync_batchnorm = opt.get_int("sync-batchnorm", 0);
   const double bucket_mb = opt.get_double("bucket-mb", 25.0);
   const double first_bucket_mb = opt.get_double("first-bucket-mb", 1.0);
+  const std::string reduce_dtype_flag = opt.get_string("reduce-dtype", "same");
   const bool warmup_given = opt.extra.count("warmup-steps") > 0;      // else the job's default
   const int64_t warmup_flag = opt.get_int("warmup-steps", 0);
   StepProfile profile(opt, name, rank, world);
@@ -194,6 +195,21 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   SL_CHECK(
       sync_batchnorm == 0 || kind != dist::StrategyKind::dp, name,
       ": --sync-batchnorm 1 needs one process per rank (--strategy ddp, zero1 or zero2), not dp");
+  std::optional<DType> reduce_dtype;
+  if (reduce_dtype_flag != "same") {
+    const char* expected = "same, bf16, f16, f32 or f64";
+    try {
+      reduce_dtype = parse_dtype(reduce_dtype_flag);
+    } catch (const ValueError&) {
+      detail::throw_error<ValueError>(name, ": --reduce-dtype must be ", expected, ", got '",
+                                      reduce_dtype_flag, "'");
+    }
+    SL_CHECK(is_floating(*reduce_dtype), name, ": --reduce-dtype must be ", expected, ", got '",
+             reduce_dtype_flag, "'");
+    SL_CHECK(kind != dist::StrategyKind::dp, name,
+             ": --reduce-dtype applies to gradients sent between processes (--strategy ddp, "
+             "zero1 or zero2), not dp");
+  }
   SL_CHECK(checkpoint_every >= 0, name,
            ": --checkpoint-every must be >= 0 (0: at epoch ends "
            "only), got ",
@@ -242,6 +258,7 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   so.dp_replicas = dp_replicas;
   so.max_grad_norm = max_grad_norm;
   so.sync_batchnorm = sync_batchnorm != 0;
+  so.reduce_dtype = reduce_dtype;
   so.bucket_cap_bytes = static_cast<int64_t>(bucket_mb * 1024 * 1024);
   so.first_bucket_cap_bytes = static_cast<int64_t>(first_bucket_mb * 1024 * 1024);
   SL_CHECK(so.max_grad_norm >= 0, name, ": --max-grad-norm must be >= 0 (0: no clipping), got ",
@@ -263,6 +280,10 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   }
   std::unique_ptr<dist::Strategy> strategy =
       dist::make_strategy(opt.strategy, model, *optimizer, so);
+  if (so.reduce_dtype && world > 1) {
+    say("gradients are reduced in %s (averaged after rounding; the optimizer keeps its dtype)\n",
+        dtype_name(*so.reduce_dtype));
+  }
   if (so.sync_batchnorm) {
     say("sync batchnorm: %lld BatchNorm layer(s) use the statistics of all %d rank(s)\n",
         static_cast<long long>(strategy->synced_batchnorms()), world);
@@ -482,6 +503,9 @@ const FlagDocs& loop_flags() {
       {"bucket-mb", "25", "ddp/zero1/zero2: gradient bucket size in MiB"},
       {"first-bucket-mb", "1",
        "ddp/zero1/zero2: cap of the first bucket (the last layers' gradients) in MiB"},
+      {"reduce-dtype", "same",
+       "ddp/zero1/zero2: dtype gradients travel in (bf16, f16: half the bytes of f32; same: "
+       "their own)"},
       {"sync-batchnorm", "0",
        "1: BatchNorm normalises with every rank's batch (ddp, zero1, zero2; SyncBatchNorm)"},
       {"checkpoint-dir", "(checkpoints/<job>)", "sharded checkpoints go here"},
