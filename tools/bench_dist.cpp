@@ -8,6 +8,8 @@
 //          --warmup 1 --bucket-mb 25 --first-bucket-mb 1 --strategies single,ddp,zero1,zero2
 //          --threads N
 //          --optimizer adamw|lamb (Lamb's ZeRO step adds one all-reduce of 2 doubles a parameter)
+//          --reduce-dtypes same,bf16 (each strategy once per dtype its gradients travel in:
+//          StrategyOptions::reduce_dtype, "same" for the gradients' own)
 // Rank 0 prints one Markdown row per strategy. Step times on an oversubscribed machine (more
 // ranks than cores) measure contention, not the method; memory and bytes do not depend on it.
 #include <algorithm>
@@ -15,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -80,6 +83,7 @@ struct Args {
   std::string strategies;
   int threads = 0;
   std::string optimizer = "adamw";
+  std::string reduce_dtypes = "same";
 };
 
 Args parse(int argc, char** argv) {
@@ -114,6 +118,8 @@ Args parse(int argc, char** argv) {
       a.threads = std::stoi(val());
     else if (k == "--optimizer")
       a.optimizer = val();
+    else if (k == "--reduce-dtypes")
+      a.reduce_dtypes = val();
     else
       SL_CHECK(false, "bench_dist: unknown option ", k);
   }
@@ -135,17 +141,30 @@ int main(int argc, char** argv) {
     if (a.strategies.empty()) a.strategies = n == 1 ? "single,ddp,zero1,zero2" : "ddp,zero1,zero2";
     SL_CHECK(a.batch % n == 0, "bench_dist: --batch ", a.batch, " is not divisible by ", n,
              " ranks");
-    std::vector<std::string> kinds;
-    std::stringstream ss(a.strategies);
-    for (std::string k; std::getline(ss, k, ',');) kinds.push_back(k);
+    auto split = [](const std::string& list) {
+      std::vector<std::string> out;
+      std::stringstream ss(list);
+      for (std::string k; std::getline(ss, k, ',');) out.push_back(k);
+      return out;
+    };
+    std::vector<std::pair<std::string, std::optional<DType>>> runs;  // strategy, reduce dtype
+    for (const std::string& kind : split(a.strategies)) {
+      if (kind == "single" && n > 1) continue;
+      for (const std::string& rd : split(a.reduce_dtypes)) {
+        if (rd == "same") {
+          runs.emplace_back(kind, std::nullopt);
+        } else if (kind != "single") {  // one rank communicates nothing
+          runs.emplace_back(kind, parse_dtype(rd));
+        }
+      }
+    }
     if (rank == 0) {
       std::printf(
-          "| strategy | N | step ms | params MiB | grads MiB | optim MiB | predicted p/g/o MiB "
-          "| comm buffers MiB | peak MiB | calls/step | sent MiB/step |\n");
-      std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+          "| strategy | N | grads travel in | step ms | params MiB | grads MiB | optim MiB | "
+          "predicted p/g/o MiB | comm buffers MiB | peak MiB | calls/step | sent MiB/step |\n");
+      std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     }
-    for (const std::string& kind : kinds) {
-      if (kind == "single" && n > 1) continue;
+    for (const auto& [kind, reduce_dtype] : runs) {
       reset_peak_memory_stats();
       manual_seed(0);
       auto model = std::make_shared<Encoder>(a.d, a.ffn, a.layers);
@@ -162,7 +181,8 @@ int main(int argc, char** argv) {
           {.group = pg,
            .bucket_cap_bytes = static_cast<int64_t>(a.bucket_mb * 1024 * 1024),
            .first_bucket_cap_bytes = static_cast<int64_t>(a.first_bucket_mb * 1024 * 1024),
-           .max_grad_norm = 1.0});
+           .max_grad_norm = 1.0,
+           .reduce_dtype = reduce_dtype});
       Generator gen(42 + static_cast<uint64_t>(rank));
       int64_t local = a.batch / n;
       Tensor x = randn({local, a.seq, a.d}, {}, &gen);
@@ -190,9 +210,10 @@ int main(int argc, char** argv) {
       int64_t calls = comm.total().calls - 1;
       if (rank == 0) {
         std::printf(
-            "| %s | %d | %.0f | %.1f | %.1f | %.1f | %.1f / %.1f / %.1f | %.1f | %.1f | %lld | "
-            "%.1f |\n",
-            kind.c_str(), n, median, mib(m.param_bytes), mib(m.grad_bytes),
+            "| %s | %d | %s | %.0f | %.1f | %.1f | %.1f | %.1f / %.1f / %.1f | %.1f | %.1f | "
+            "%lld | %.1f |\n",
+            kind.c_str(), n, reduce_dtype ? dtype_name(*reduce_dtype) : "float32", median,
+            mib(m.param_bytes), mib(m.grad_bytes),
             mib(m.optimizer_state_bytes + m.master_weight_bytes), mib(p.param_bytes),
             mib(p.grad_bytes), mib(p.optimizer_state_bytes), mib(m.comm_buffer_bytes),
             mib(m.allocator_peak_bytes), static_cast<long long>(calls),

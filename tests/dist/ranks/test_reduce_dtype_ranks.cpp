@@ -222,17 +222,17 @@ TEST_CASE("reduce_dtype bf16: zero1 and zero2 train as ddp does with it") {
     auto f32 = sl::testing::train_strategy("ddp", c, pg);
     for (const auto& r : ddp.steps) CHECK(r.taken);
     // From the float32 run: the bf16 rounding shows, and stays small. Each step's reduced
-    // gradient is off by at most (n + 1)u = (n + 1) 2^-9 of the mean of the ranks' |g_r| (test
+    // gradient is off by at most (n + 1)u = (n + 1) 2^-8 of the mean of the ranks' |g_r| (test
     // above); the ranks' local gradients stay under 0.75 (0.57 and 0.70 at step 0 on 2 and 3
-    // ranks), so by < 4 * 2^-9 * 0.75 < 0.006 on 3 ranks; 10 steps of lr <= 0.1 with
-    // momentum's gain <= 10 move a parameter by at most 10 * 0.1 * 10 * 0.006 = 0.06 (measured:
-    // 1.6e-4 to 1.1e-3).
+    // ranks), so by < 4 * 2^-8 * 0.75 < 0.012 on 3 ranks; 10 steps of lr <= 0.1 with momentum's
+    // gain <= 10 add up to at most 10 * 0.1 * 10 * 0.012 = 0.12 (a rough bound that ignores how
+    // the gradients follow the parameters; measured: 1.6e-4 to 1.1e-3).
     double max_diff = 0;
     for (size_t i = 0; i < ddp.params.size(); ++i) {
       max_diff = std::max(max_diff, (ddp.params[i] - f32.params[i]).abs().max().item<double>());
     }
     CHECK(max_diff > 0);
-    CHECK(max_diff < 0.06);
+    CHECK(max_diff < 0.12);
     for (const char* kind : {"zero1", "zero2"}) {
       CAPTURE(kind);
       auto z = sl::testing::train_strategy(kind, c, pg, o);
@@ -244,10 +244,10 @@ TEST_CASE("reduce_dtype bf16: zero1 and zero2 train as ddp does with it") {
           SL_CHECK_CLOSE(z.params[i], ddp.params[i], 1e-5, 1e-6);
         } else {
           // with 3 ranks an MPI may add the three bf16 terms in another order in its allreduce
-          // than in its reduce-scatter (Open MPI here does not: equal bits): a gradient two bf16
-          // roundings (2 * 2^-9 of |g| < 0.75) apart per step, over 10 steps of lr <= 0.1 with
-          // momentum's gain <= 10: 10 * 0.1 * 10 * 2^-8 * 0.75 < 0.03
-          SL_CHECK_CLOSE(z.params[i], ddp.params[i], 0.0, 0.03);
+          // than in its reduce-scatter (Open MPI here does not: equal bits); two orders' sums
+          // differ by at most 2 (n - 1)u = 4 * 2^-8 of the mean |g_r| < 0.75 per step, which 10
+          // steps as above turn into at most 0.12 (a rough bound)
+          SL_CHECK_CLOSE(z.params[i], ddp.params[i], 0.0, 0.12);
         }
       }
     }
