@@ -1,5 +1,6 @@
 #include "dist/work.h"
 
+#include <thread>
 #include <vector>
 
 #include "core/error.h"
@@ -78,6 +79,41 @@ void wait_all(const std::vector<WorkPtr>& works) {
   for (const auto& w : works) {
     if (w) w->wait();
   }
+}
+
+void run_with_timeout(const std::string& what, std::chrono::milliseconds timeout,
+                      const std::string& hint, std::function<void()> fn) {
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    std::exception_ptr error;
+  };
+  auto st = std::make_shared<State>();  // shared with the thread, which may outlive this call
+  std::thread t([st, fn = std::move(fn)] {
+    std::exception_ptr error;
+    try {
+      fn();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    std::lock_guard<std::mutex> lock(st->mu);
+    st->error = error;
+    st->done = true;
+    st->cv.notify_all();
+  });
+  bool done = false;
+  {
+    std::unique_lock<std::mutex> lock(st->mu);
+    done = st->cv.wait_for(lock, timeout, [&] { return st->done; });
+  }
+  if (!done) {
+    t.detach();
+    detail::throw_error<DistError>(what, ": did not finish within ",
+                                   static_cast<double>(timeout.count()) / 1000.0, " s; ", hint);
+  }
+  t.join();
+  if (st->error) std::rethrow_exception(st->error);
 }
 
 }  // namespace sl::dist

@@ -67,4 +67,13 @@ using WorkPtr = std::shared_ptr<Work>;
 /// Waits for every work in order (each with its default timeout); rethrows the first error.
 void wait_all(const std::vector<WorkPtr>& works);
 
+/// Runs `fn` on a thread of its own and waits at most `timeout` for it, for a blocking call that
+/// has no timeout of its own (ncclCommInitRank). Returns when `fn` returns and rethrows what it
+/// throws. After `timeout` it throws DistError "<what>: did not finish within T s; <hint>" and
+/// leaves `fn` running on its detached thread, since a blocked call cannot be interrupted: the
+/// caller must treat what `fn` was doing as failed. `fn` must own everything it touches (capture
+/// by value or shared_ptr): it may outlive the caller's frame.
+void run_with_timeout(const std::string& what, std::chrono::milliseconds timeout,
+                      const std::string& hint, std::function<void()> fn);
+
 }  // namespace sl::dist

@@ -115,7 +115,23 @@ class ProcessGroupNCCL final : public ProcessGroup {
     // The communicator and the stream belong to `device`; the caller's current device is
     // restored afterwards (an entry point of the library leaves it as it found it).
     sl::cuda::DeviceGuard guard(device.index);
-    SL_NCCL_CHECK(ncclCommInitRank(&state_->comm, size(), id, rank()), "make_nccl_group");
+    // ncclCommInitRank has no timeout: a peer that died after the broadcast above, or ranks that
+    // NCCL cannot connect (a wrong network interface), would block it forever. It runs on a
+    // thread of its own under the group's timeout; on expiry this rank fails with a DistError
+    // (the blocked call stays behind, detached, and the process is expected to exit).
+    auto comm = std::make_shared<ncclComm_t>(nullptr);
+    const int n = size(), r = rank(), dev = device.index;
+    run_with_timeout(
+        detail::str_cat(who(), " make_nccl_group: ncclCommInitRank on cuda:", dev),
+        options().timeout,
+        "a peer rank may have died or not reached make_nccl_group, or NCCL cannot connect the "
+        "ranks (NCCL_DEBUG=INFO shows where it stopped, NCCL_SOCKET_IFNAME picks the network "
+        "interface; SL_DIST_TIMEOUT sets the timeout)",
+        [comm, id, n, r, dev] {
+          SL_CUDA_CHECK(cudaSetDevice(dev));  // the current device is per thread
+          SL_NCCL_CHECK(ncclCommInitRank(comm.get(), n, id, r), "make_nccl_group");
+        });
+    state_->comm = *comm;
     SL_CUDA_CHECK(cudaStreamCreateWithFlags(&state_->stream, cudaStreamNonBlocking));
   }
 

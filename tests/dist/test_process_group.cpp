@@ -1,6 +1,9 @@
 // Single-process tests of the process-group layer: the single-rank group, argument checks,
-// Work timeouts, the debug fingerprint and launcher detection.
+// Work timeouts, run_with_timeout, the debug fingerprint and launcher detection.
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <memory>
 #include <thread>
 
 #include "../support/testing.h"
@@ -73,6 +76,37 @@ TEST_CASE("Work: wait times out with a DistError naming the collective; callback
   failed.complete(std::make_exception_ptr(DistError("barrier #1: peer lost")));
   SL_CHECK_THROWS(failed.wait(), DistError, "peer lost");
   CHECK(!failed.is_success());
+}
+
+TEST_CASE("run_with_timeout: returns, rethrows, or gives up on a blocked call with a DistError") {
+  using namespace std::chrono_literals;
+  auto result = std::make_shared<int>(0);
+  run_with_timeout("init", 5s, "hint", [result] { *result = 42; });
+  CHECK(*result == 42);
+  SL_CHECK_THROWS(
+      run_with_timeout("init", 5s, "hint", [] { detail::throw_error<DeviceError>("no such GPU"); }),
+      DeviceError, "no such GPU");
+  // A call that blocks until released: the caller gets the error after the timeout, not a
+  // hang; the call finishes later on its own thread, which owns what it uses.
+  auto release = std::make_shared<std::atomic<bool>>(false);
+  auto finished = std::make_shared<std::atomic<bool>>(false);
+  auto t0 = std::chrono::steady_clock::now();
+  SL_CHECK_THROWS(run_with_timeout("rank 1/2 make_nccl_group: ncclCommInitRank on cuda:0", 200ms,
+                                   "a peer rank may have died",
+                                   [release, finished] {
+                                     while (!release->load()) std::this_thread::sleep_for(1ms);
+                                     finished->store(true);
+                                   }),
+                  DistError,
+                  "rank 1/2 make_nccl_group: ncclCommInitRank on cuda:0: did not finish within "
+                  "0.2 s; a peer rank may have died");
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(waited >= 0.2);
+  CHECK(waited < 30.0);  // the timeout, not the call, ended the wait (a loaded machine is slow)
+  CHECK(!finished->load());
+  release->store(true);
+  for (int i = 0; i < 10000 && !finished->load(); ++i) std::this_thread::sleep_for(1ms);
+  CHECK(finished->load());
 }
 
 TEST_CASE("CommThread runs tasks in posting order and rethrows from run_sync") {
