@@ -510,7 +510,7 @@ Json load_sharded_checkpoint(const std::string& dir, Strategy& s) {
         if (!has_state(kStateNames[k], pname)) continue;
         if (!slots[k]->defined()) {
           *slots[k] = zeros({src.layout->groups()[static_cast<size_t>(pc.group)].shard_numel},
-                            {.dtype = saved_dtype(idx, key), .device = named[0].second.device()});
+                            {.dtype = saved_dtype(idx, key), .device = so.state_device()});
         }
         fill_range(ops::narrow(*slots[k], 0, pc.shard_offset, pc.numel()), idx, key, pc.param_begin,
                    pc.param_end);
@@ -605,8 +605,11 @@ serialize::StateDict full_optimizer_state(Strategy& s) {
       ShardState& ss = src.sharded->state()[g];
       const Tensor* slots[] = {&ss.momentum_buffer, &ss.exp_avg, &ss.exp_avg_sq, &ss.max_exp_avg_sq,
                                &ss.master};
-      const Tensor& shard = *slots[k];
-      if (!shard.defined()) continue;
+      if (!slots[k]->defined()) continue;
+      // offloaded state lives on the host; the group's collectives take tensors of its device
+      Tensor shard = slots[k]->device().kind == pg.device_kind()
+                         ? *slots[k]
+                         : ops::to_device(*slots[k], named[0].second.device());
       Tensor all = ops::empty({shard.numel() * n}, shard.dtype(), shard.device());
       pg.allgather(all, shard)->wait();
       for (int p : L.groups()[g].params) {

@@ -99,12 +99,28 @@ FlatStrategy::FlatStrategy(StrategyKind kind, std::shared_ptr<nn::Module> model,
   if (kind_ != StrategyKind::ddp) {
     grad_shards_ = flat_->make_shard_buffers();
     shard_written_.assign(flat_->layout().buckets().size(), false);
-    // Lamb's per-parameter norms: one blocking sum over the group (Note in sharded_optimizer.h)
+    // Lamb's per-parameter norms: one blocking sum over the group (Note in sharded_optimizer.h);
+    // offloaded, they travel to the group's device and back
     auto all_reduce_sum = [this](const Tensor& t) {
-      if (world_size() > 1) group_->allreduce(t, ReduceOp::sum)->wait();
+      if (world_size() == 1) return;
+      if (t.device().kind == group_->device_kind()) {
+        group_->allreduce(t, ReduceOp::sum)->wait();
+        return;
+      }
+      Tensor d = ops::to_device(t, flat_->device(), true);
+      group_->allreduce(d, ReduceOp::sum)->wait();
+      ops::copy_(t, d);
     };
+    std::optional<Device> state_device;
+    if (opts_.offload_optimizer) {
+      SL_CHECK(!flat_->device().is_cpu(), name(),
+               ": offload_optimizer moves the optimizer state from the GPU to the host, but the "
+               "parameters are on ",
+               flat_->device(), " already");
+      state_device = kCPU;
+    }
     sharded_ = std::make_unique<ShardedOptimizer>(
-        *flat_, rank(), opt_, optimizer_index(opt_, named_params_), all_reduce_sum);
+        *flat_, rank(), opt_, optimizer_index(opt_, named_params_), all_reduce_sum, state_device);
   }
 }
 
@@ -377,9 +393,14 @@ MemoryReport FlatStrategy::memory_report() const {
         m.master_weight_bytes += tensor_bytes({s.master});
       }
     }
+  } else if (sharded_->offloaded()) {
+    m.offloaded_bytes =
+        sharded_->state_bytes() + sharded_->master_bytes() + sharded_->working_copy_bytes();
   } else {
     m.optimizer_state_bytes = sharded_->state_bytes();
     m.master_weight_bytes = sharded_->master_bytes();
+  }
+  if (kind_ != StrategyKind::ddp) {
     if (kind_ == StrategyKind::zero1) {
       m.grad_bytes = flat_->grad_bytes();
       // the reduce-scatter destination, and reduced-dtype copies (reduce_dtype only)

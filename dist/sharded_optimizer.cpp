@@ -35,12 +35,6 @@ bool master_flag(optim::Optimizer& opt, UpdateRule r, size_t g) {
   return false;
 }
 
-Tensor zeros_like_1d(const Tensor& t, DType dt) {
-  Tensor z = ops::empty({t.numel()}, dt, t.device());
-  ops::fill_(z, 0);
-  return z;
-}
-
 Tensor slice(const Tensor& t, int64_t off, int64_t n) {
   return t.defined() ? ops::narrow(t, 0, off, n) : Tensor();
 }
@@ -59,12 +53,14 @@ std::vector<std::pair<std::string, Tensor>> ShardState::named() const {
 
 ShardedOptimizer::ShardedOptimizer(const FlatBuffers& flat, int rank, optim::Optimizer& opt,
                                    std::vector<std::pair<size_t, size_t>> opt_index,
-                                   AllReduceSum all_reduce_sum)
+                                   AllReduceSum all_reduce_sum, std::optional<Device> state_device)
     : flat_(flat),
       rank_(rank),
       opt_(opt),
       rule_(rule_of(opt)),
-      all_reduce_sum_(std::move(all_reduce_sum)) {
+      all_reduce_sum_(std::move(all_reduce_sum)),
+      state_device_(state_device.value_or(flat.device())),
+      offload_(state_device_ != flat.device()) {
   const FlatLayout& L = flat.layout();
   SL_CHECK(opt_index.size() == L.params().size(), "zero: ", opt_index.size(),
            " optimizer indices for ", L.params().size(), " parameters");
@@ -107,20 +103,28 @@ ShardedOptimizer::ShardedOptimizer(const FlatBuffers& flat, int rank, optim::Opt
       master[static_cast<size_t>(g)] = true;
     }
   }
-  std::vector<Tensor> shards = flat.make_shard_buffers();
   state_.resize(L.groups().size());
+  if (offload_) {
+    host_params_.resize(L.groups().size());
+    host_grads_.resize(L.groups().size());
+  }
   for (size_t g = 0; g < L.groups().size(); ++g) {
     ShardState& s = state_[g];
-    DType state_dt = master[g] ? DType::f32 : L.groups()[g].dtype;
+    const int64_t n = L.groups()[g].shard_numel;
+    const DType dt = L.groups()[g].dtype;
+    DType state_dt = master[g] ? DType::f32 : dt;
     if (master[g]) {
-      s.master = zeros_like_1d(shards[g], DType::f32);
+      s.master = zeros_1d(n, DType::f32);
+    } else if (offload_) {
+      host_params_[g] = zeros_1d(n, dt);
     }
+    if (offload_) host_grads_[g] = zeros_1d(n, dt);
     if (rule_ == UpdateRule::sgd) {
-      if (any_momentum) s.momentum_buffer = zeros_like_1d(shards[g], state_dt);
+      if (any_momentum) s.momentum_buffer = zeros_1d(n, state_dt);
     } else {
-      s.exp_avg = zeros_like_1d(shards[g], state_dt);
-      s.exp_avg_sq = zeros_like_1d(shards[g], state_dt);
-      if (any_amsgrad) s.max_exp_avg_sq = zeros_like_1d(shards[g], state_dt);
+      s.exp_avg = zeros_1d(n, state_dt);
+      s.exp_avg_sq = zeros_1d(n, state_dt);
+      if (any_amsgrad) s.max_exp_avg_sq = zeros_1d(n, state_dt);
     }
   }
   refresh_master();
@@ -130,19 +134,45 @@ bool ShardedOptimizer::uses_master(int group) const {
   return state_[static_cast<size_t>(group)].master.defined();
 }
 
+Tensor ShardedOptimizer::zeros_1d(int64_t n, DType dt) const {
+  Tensor z = ops::empty({n}, dt, state_device_);
+  ops::fill_(z, 0);
+  return z;
+}
+
+Tensor ShardedOptimizer::update_target(const Run& r) const {
+  const auto g = static_cast<size_t>(r.group);
+  if (state_[g].master.defined()) return slice(state_[g].master, r.shard_offset, r.numel);
+  if (offload_) return slice(host_params_[g], r.shard_offset, r.numel);
+  return slice(flat_.param_buffer(r.group), r.flat_offset, r.numel);
+}
+
+void ShardedOptimizer::write_back(const Run& r, const Tensor& target) const {
+  if (!uses_master(r.group) && !offload_) return;  // updated in place
+  // rounds a master into the parameter's dtype; crosses devices when offloaded
+  ops::copy_(slice(flat_.param_buffer(r.group), r.flat_offset, r.numel), target);
+}
+
+const std::vector<Tensor>& ShardedOptimizer::stage_gradients(
+    const std::vector<Tensor>& grad_shards) {
+  if (!offload_) return grad_shards;
+  for (size_t g = 0; g < grad_shards.size(); ++g) ops::copy_(host_grads_[g], grad_shards[g]);
+  return host_grads_;
+}
+
 void ShardedOptimizer::refresh_master() {
   NoGradGuard no_grad;
   for (const Run& r : runs_) {
-    if (!uses_master(r.group)) continue;
-    ops::copy_(slice(state_[static_cast<size_t>(r.group)].master, r.shard_offset, r.numel),
-               slice(flat_.param_buffer(r.group), r.flat_offset, r.numel));
+    if (!uses_master(r.group) && !offload_) continue;
+    ops::copy_(update_target(r), slice(flat_.param_buffer(r.group), r.flat_offset, r.numel));
   }
 }
 
-void ShardedOptimizer::step(const std::vector<Tensor>& grad_shards) {
+void ShardedOptimizer::step(const std::vector<Tensor>& grad_shards_in) {
   NoGradGuard no_grad;
-  SL_CHECK(grad_shards.size() == state_.size(), "zero: ", grad_shards.size(),
+  SL_CHECK(grad_shards_in.size() == state_.size(), "zero: ", grad_shards_in.size(),
            " gradient shards for ", state_.size(), " dtype groups");
+  const std::vector<Tensor>& grad_shards = stage_gradients(grad_shards_in);
   step_ += 1;
   if (rule_ == UpdateRule::lamb) {
     lamb_step(grad_shards);
@@ -159,16 +189,16 @@ void ShardedOptimizer::step(const std::vector<Tensor>& grad_shards) {
       momentum_initialized_ = true;
       for (size_t g = 0; g < state_.size(); ++g) {
         if (!state_[g].momentum_buffer.defined()) {
-          state_[g].momentum_buffer = zeros_like_1d(
-              grad_shards[g], state_[g].master.defined() ? DType::f32 : grad_shards[g].dtype());
+          state_[g].momentum_buffer =
+              zeros_1d(grad_shards[g].numel(),
+                       state_[g].master.defined() ? DType::f32 : grad_shards[g].dtype());
         }
       }
     }
   }
   for (const Run& r : runs_) {
     const ShardState& s = state_[static_cast<size_t>(r.group)];
-    Tensor flat_piece = slice(flat_.param_buffer(r.group), r.flat_offset, r.numel);
-    Tensor param = s.master.defined() ? slice(s.master, r.shard_offset, r.numel) : flat_piece;
+    Tensor param = update_target(r);
     Tensor grad = slice(grad_shards[static_cast<size_t>(r.group)], r.shard_offset, r.numel);
     if (rule_ == UpdateRule::sgd) {
       SgdHyper h = static_cast<optim::SGD&>(opt_).options(r.opt_group).hyper();
@@ -182,14 +212,14 @@ void ShardedOptimizer::step(const std::vector<Tensor>& grad_shards) {
                      h.amsgrad ? slice(s.max_exp_avg_sq, r.shard_offset, r.numel) : Tensor(), step_,
                      h);
     }
-    if (s.master.defined()) ops::copy_(flat_piece, param);  // round into the parameter
+    write_back(r, param);
   }
 }
 
 void ShardedOptimizer::lamb_step(const std::vector<Tensor>& grad_shards) {
   auto& lamb = static_cast<optim::Lamb&>(opt_);
   const int64_t num_params = static_cast<int64_t>(flat_.layout().params().size());
-  const Device dev = grad_shards.empty() ? flat_.device() : grad_shards.front().device();
+  const Device dev = state_device_;
   // rows this rank owns nothing of stay 0, so the sum over ranks is the whole parameter's
   Tensor sums = ops::empty({2 * num_params}, DType::f64, dev);
   ops::fill_(sums, 0);
@@ -198,11 +228,7 @@ void ShardedOptimizer::lamb_step(const std::vector<Tensor>& grad_shards) {
     updates[g] = ops::empty({grad_shards[g].numel()},
                             state_[g].master.defined() ? DType::f32 : grad_shards[g].dtype(), dev);
   }
-  auto target = [&](const Run& r) {
-    const ShardState& s = state_[static_cast<size_t>(r.group)];
-    return s.master.defined() ? slice(s.master, r.shard_offset, r.numel)
-                              : slice(flat_.param_buffer(r.group), r.flat_offset, r.numel);
-  };
+  auto target = [&](const Run& r) { return update_target(r); };
   for (const Run& r : runs_) {
     const ShardState& s = state_[static_cast<size_t>(r.group)];
     ops::lamb_moments(
@@ -216,9 +242,7 @@ void ShardedOptimizer::lamb_step(const std::vector<Tensor>& grad_shards) {
     Tensor param = target(r);
     ops::lamb_apply(param, slice(updates[static_cast<size_t>(r.group)], r.shard_offset, r.numel),
                     r.bounds, r.params, sums, lamb.options(r.opt_group).lr);
-    if (state_[static_cast<size_t>(r.group)].master.defined()) {
-      ops::copy_(slice(flat_.param_buffer(r.group), r.flat_offset, r.numel), param);
-    }
+    write_back(r, param);
   }
 }
 
@@ -228,6 +252,10 @@ int64_t ShardedOptimizer::state_bytes() const {
     b += tensor_bytes({s.momentum_buffer, s.exp_avg, s.exp_avg_sq, s.max_exp_avg_sq});
   }
   return b;
+}
+
+int64_t ShardedOptimizer::working_copy_bytes() const {
+  return tensor_bytes(host_params_) + tensor_bytes(host_grads_);
 }
 
 int64_t ShardedOptimizer::master_bytes() const {

@@ -15,10 +15,20 @@
 // by ONE all-reduce (the all_reduce_sum callback, on the gradients' device), and then each rank
 // applies its pieces' updates with the ratio of the whole parameters (Note [LAMB over flat
 // spans] in core/ops/optim.h).
+//
+// Note [Optimizer offload]
+// With a state device other than the parameters' (StrategyOptions::offload_optimizer: the CPU
+// for parameters on a GPU, ZeRO-Offload's split), the state, the fp32 master shard and two
+// working copies live there: the rank's parameter shard (for groups without a master; it holds
+// the same values as the GPU's pieces between steps) and its gradient shard. A step copies the
+// gradient shard over, runs the same kernels there, and copies each updated run of parameters
+// back into the flat parameter buffer, which the strategy then all-gathers on the GPU. LAMB's
+// norm sums travel to the parameters' device for their all-reduce and back.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "dist/flat_buffers.h"
@@ -51,9 +61,11 @@ class ShardedOptimizer {
   /// by Lamb only (the per-parameter norms), and may be empty when the group has one rank.
   /// Throws ValueError for an optimizer other than SGD, Adam, AdamW or Lamb, or for Lamb over
   /// several ranks without all_reduce_sum.
+  /// `state_device`: where the state lives and the update runs (default: the flat buffers'
+  /// device; another one offloads, Note [Optimizer offload]).
   ShardedOptimizer(const FlatBuffers& flat, int rank, optim::Optimizer& opt,
                    std::vector<std::pair<size_t, size_t>> opt_index,
-                   AllReduceSum all_reduce_sum = {});
+                   AllReduceSum all_reduce_sum = {}, std::optional<Device> state_device = {});
 
   UpdateRule rule() const { return rule_; }
   /// One update of this rank's shard from `grad_shards` (one per dtype group, shard layout):
@@ -69,6 +81,12 @@ class ShardedOptimizer {
   const std::vector<ShardState>& state() const { return state_; }
   int64_t state_bytes() const;
   int64_t master_bytes() const;
+  /// Where the state lives and the update runs.
+  Device state_device() const { return state_device_; }
+  /// True when that is not the parameters' device (Note [Optimizer offload]).
+  bool offloaded() const { return offload_; }
+  /// Bytes of the offloaded step's working copies (parameter and gradient shards); 0 otherwise.
+  int64_t working_copy_bytes() const;
   /// The fp32 master copy of the owned pieces from the current parameter values (after a
   /// checkpoint load changed the parameters).
   void refresh_master();
@@ -87,6 +105,14 @@ class ShardedOptimizer {
     std::vector<int64_t> params;
   };
   bool uses_master(int group) const;
+  /// Where run `r`'s parameters are updated: the master shard, the offloaded parameter copy, or
+  /// the flat parameter buffer itself.
+  Tensor update_target(const Run& r) const;
+  /// After the update: rounds / copies the target back into the flat parameter buffer.
+  void write_back(const Run& r, const Tensor& target) const;
+  /// The gradient shards the update reads: `grad_shards`, or their copies on the state device.
+  const std::vector<Tensor>& stage_gradients(const std::vector<Tensor>& grad_shards);
+  Tensor zeros_1d(int64_t n, DType dt) const;
   /// LAMB's two phases with the all-reduce of the norms between them.
   void lamb_step(const std::vector<Tensor>& grad_shards);
 
@@ -97,6 +123,10 @@ class ShardedOptimizer {
   std::vector<Run> runs_;
   std::vector<ShardState> state_;
   AllReduceSum all_reduce_sum_;
+  Device state_device_;
+  bool offload_ = false;
+  std::vector<Tensor> host_params_;  // offload: per group without a master, the parameter shard
+  std::vector<Tensor> host_grads_;   // offload: per group, the gradient shard
   int64_t step_ = 0;
   bool momentum_initialized_ = false;
 };

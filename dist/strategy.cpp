@@ -55,6 +55,7 @@ std::string MemoryReport::str() const {
      << mb(optimizer_state_bytes) << " MiB, master weights " << mb(master_weight_bytes)
      << " MiB, comm buffers " << mb(comm_buffer_bytes) << " MiB, allocator peak "
      << mb(allocator_peak_bytes) << " MiB";
+  if (offloaded_bytes > 0) os << ", offloaded to the host " << mb(offloaded_bytes) << " MiB";
   return os.str();
 }
 
@@ -103,6 +104,10 @@ Strategy::Strategy(StrategyKind kind, std::shared_ptr<nn::Module> model, optim::
              "make_strategy: reduce_dtype applies to gradients communicated between processes "
              "(ddp, zero1, zero2); dp's replicas are threads of one process, summed in place");
   }
+  SL_CHECK(!opts_.offload_optimizer || kind_ == StrategyKind::zero1 || kind_ == StrategyKind::zero2,
+           "make_strategy: offload_optimizer needs zero1 or zero2 (the optimizer state of the "
+           "rank's shard moves to the host), not ",
+           strategy_name(kind_));
   if (opts_.sync_batchnorm) {
     SL_CHECK(kind_ != StrategyKind::dp,
              "make_strategy: sync_batchnorm needs one process per rank (ddp, zero1, zero2); dp's "

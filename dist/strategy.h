@@ -84,6 +84,12 @@ struct StrategyOptions {
   /// gradient's dtype: averaged in that dtype, as before. f16, bf16, f32 or f64; f16 overflows
   /// beyond 65504 (the step is then skipped as non-finite). single: no effect; dp: ValueError.
   std::optional<DType> reduce_dtype;
+  /// zero1/zero2 with parameters on a GPU: the optimizer state, fp32 master weights and the
+  /// update live in host memory and run on the CPU (ZeRO-Offload's split, Note [Optimizer
+  /// offload] in dist/sharded_optimizer.h); per step the rank's gradient shard goes to the host
+  /// and its updated parameter shard back. The GPU keeps parameters and gradients only (zero2:
+  /// 4 Psi + 4 Psi / N bytes in float32). ValueError for single/dp/ddp and for CPU parameters.
+  bool offload_optimizer = false;
   /// dp: devices of the replicas, the model's device first (default: cpu:0..cpu:dp_replicas-1
   /// on CPU, cuda:0..cuda:dp_replicas-1 on CUDA).
   std::vector<Device> dp_devices;
@@ -110,6 +116,9 @@ struct MemoryReport {
   int64_t grad_bytes = 0;             ///< gradients kept between steps (full or shard)
   int64_t optimizer_state_bytes = 0;  ///< momentum / Adam moments (full or shard)
   int64_t master_weight_bytes = 0;    ///< fp32 copies of f16/bf16 parameters (full or shard)
+  /// offload_optimizer: host bytes of the state, master weights and the step's working copies
+  /// (then not counted in optimizer_state_bytes / master_weight_bytes, which are the device's)
+  int64_t offloaded_bytes = 0;
   int64_t comm_buffer_bytes = 0;      ///< peak bytes of communication buffers (staging, shards)
   int64_t allocator_peak_bytes = 0;   ///< the device allocator's peak since the last reset
   /// One line per category.

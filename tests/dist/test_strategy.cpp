@@ -203,6 +203,27 @@ TEST_CASE("reduce_dtype: a non-floating dtype and dp are refused; single trains 
                     sl::testing::train_strategy("single", c, nullptr), 0, 0);
 }
 
+TEST_CASE("offload_optimizer: refused for single and ddp, and for parameters on the CPU") {
+  auto net = sl::testing::make_tiny_net();
+  auto opt = sl::testing::make_optimizer(OptKind::adamw, *net);
+  for (const char* kind : {"single", "ddp"}) {
+    CAPTURE(kind);
+    const std::string msg = std::string(
+                                "make_strategy: offload_optimizer needs zero1 or zero2 (the "
+                                "optimizer state of the rank's shard moves to the host), "
+                                "not ") +
+                            kind;
+    SL_CHECK_THROWS(
+        make_strategy(kind, net, *opt, {.group = make_single_group(), .offload_optimizer = true}),
+        ValueError, msg.c_str());
+  }
+  SL_CHECK_THROWS(
+      make_strategy("zero2", net, *opt, {.group = make_single_group(), .offload_optimizer = true}),
+      ValueError,
+      "zero2: offload_optimizer moves the optimizer state from the GPU to the host, "
+      "but the parameters are on cpu already");
+}
+
 TEST_CASE("buckets are launched from the gradient hooks while backward still runs") {
   for (const char* kind : {"ddp", "zero1", "zero2"}) {
     CAPTURE(kind);

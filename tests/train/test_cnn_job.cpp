@@ -307,6 +307,36 @@ TEST_CASE("cnn job: --reduce-dtype bf16 with --device cuda on 2 ranks trains as 
   }
 }
 
+TEST_CASE("cnn job: --offload-optimizer 1 trains as with the optimizer on the GPU" *
+          needs_gpu_trainer("cnn job with the optimizer offloaded", 1)) {
+  // Note [Optimizer offload]: the AdamW update of the zero1/zero2 shard runs on the CPU.
+  const bool fake = !cuda_is_available();
+  Env env;
+  for (const char* kind : {"zero1", "zero2"}) {
+    CAPTURE(kind);
+    auto args = [&](const std::string& ckpt) {
+      return plus(env.args(kind, ckpt), {"--device", "cuda", "--stop-after-epochs", "1"});
+    };
+    JobResult on_gpu = run_job(args(std::string(kind) + "g"), gpu_train_bin());
+    REQUIRE_MESSAGE(on_gpu.code == 0, on_gpu.out);
+    JobResult offloaded =
+        run_job(plus(args(std::string(kind) + "h"), {"--offload-optimizer", "1"}), gpu_train_bin());
+    REQUIRE_MESSAGE(offloaded.code == 0, offloaded.out);
+    CHECK_MESSAGE(offloaded.out.find("offloaded to the host") != std::string::npos, offloaded.out);
+    if (fake) {
+      // the fake GPU's kernels are the CPU's: the same bits
+      CHECK_MESSAGE(state_digest_of(offloaded.out) == state_digest_of(on_gpu.out), on_gpu.out,
+                    offloaded.out);
+    } else {
+      // the CUDA AdamW kernel rounds as the CPU's (Note [Optimizer kernels over flat spans]);
+      // allow the tolerance of the GPU-against-CPU cases above for anything else
+      const double l = final_loss(on_gpu.out);
+      CHECK_MESSAGE(std::fabs(final_loss(offloaded.out) - l) <= 1e-3 * std::max(1.0, std::fabs(l)),
+                    on_gpu.out, offloaded.out);
+    }
+  }
+}
+
 TEST_CASE("cnn job: errors are clear") {
   Env env;
   JobResult r = run_job(plus(env.args("single", "none"), {"--resume", "1"}));
@@ -361,6 +391,20 @@ TEST_CASE("cnn job: errors are clear") {
   CHECK(r.code == 1);
   CHECK_MESSAGE(r.out.find("cnn: --reduce-dtype applies to gradients sent between processes") !=
                     std::string::npos,
+                r.out);
+  r = run_job(plus(env.args("ddp", "e"), {"--offload-optimizer", "1"}));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(
+      r.out.find("cnn: --offload-optimizer 1 needs --strategy zero1 or zero2") != std::string::npos,
+      r.out);
+  r = run_job(plus(env.args("zero2", "e"), {"--offload-optimizer", "1"}));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.out.find("cnn: --offload-optimizer 1 moves the optimizer state from the GPU to "
+                           "the host; with --device cpu") != std::string::npos,
+                r.out);
+  r = run_job(plus(env.args("zero2", "e"), {"--offload-optimizer", "2"}));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.out.find("cnn: --offload-optimizer must be 0 or 1, got 2") != std::string::npos,
                 r.out);
   r = run_job(plus(env.args("single", "e"), {"--device", "tpu"}));
   CHECK(r.code == 1);

@@ -175,6 +175,7 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   const double bucket_mb = opt.get_double("bucket-mb", 25.0);
   const double first_bucket_mb = opt.get_double("first-bucket-mb", 1.0);
   const std::string reduce_dtype_flag = opt.get_string("reduce-dtype", "same");
+  const int64_t offload_optimizer = opt.get_int("offload-optimizer", 0);
   const bool warmup_given = opt.extra.count("warmup-steps") > 0;      // else the job's default
   const int64_t warmup_flag = opt.get_int("warmup-steps", 0);
   StepProfile profile(opt, name, rank, world);
@@ -210,6 +211,17 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
              ": --reduce-dtype applies to gradients sent between processes (--strategy ddp, "
              "zero1 or zero2), not dp");
   }
+  SL_CHECK(offload_optimizer == 0 || offload_optimizer == 1, name,
+           ": --offload-optimizer must be 0 or 1, got ", offload_optimizer);
+  SL_CHECK(offload_optimizer == 0 ||
+               (kind == dist::StrategyKind::zero1 || kind == dist::StrategyKind::zero2),
+           name,
+           ": --offload-optimizer 1 needs --strategy zero1 or zero2 (it moves the rank's "
+           "optimizer shard to the host)");
+  SL_CHECK(offload_optimizer == 0 || device.is_cuda(), name,
+           ": --offload-optimizer 1 moves the optimizer state from the GPU to the host; with "
+           "--device ",
+           device.str(), " it is in host memory already");
   SL_CHECK(checkpoint_every >= 0, name,
            ": --checkpoint-every must be >= 0 (0: at epoch ends "
            "only), got ",
@@ -259,6 +271,7 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   so.max_grad_norm = max_grad_norm;
   so.sync_batchnorm = sync_batchnorm != 0;
   so.reduce_dtype = reduce_dtype;
+  so.offload_optimizer = offload_optimizer != 0;
   so.bucket_cap_bytes = static_cast<int64_t>(bucket_mb * 1024 * 1024);
   so.first_bucket_cap_bytes = static_cast<int64_t>(first_bucket_mb * 1024 * 1024);
   SL_CHECK(so.max_grad_norm >= 0, name, ": --max-grad-norm must be >= 0 (0: no clipping), got ",
@@ -506,6 +519,9 @@ const FlagDocs& loop_flags() {
       {"reduce-dtype", "same",
        "ddp/zero1/zero2: dtype gradients travel in (bf16, f16: half the bytes of f32; same: "
        "their own)"},
+      {"offload-optimizer", "0",
+       "1: zero1/zero2 keep the optimizer state in host memory and update on the CPU "
+       "(--device cuda)"},
       {"sync-batchnorm", "0",
        "1: BatchNorm normalises with every rank's batch (ddp, zero1, zero2; SyncBatchNorm)"},
       {"checkpoint-dir", "(checkpoints/<job>)", "sharded checkpoints go here"},
