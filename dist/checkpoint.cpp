@@ -520,7 +520,7 @@ Json load_sharded_checkpoint(const std::string& dir, Strategy& s) {
     so.set_momentum_initialized(momentum);
     bool any_master = false;
     for (const auto& [name, p] : named) any_master = any_master || has_state("master", name);
-    if (!any_master) so.refresh_master();
+    so.refresh_master(/*masters=*/!any_master);  // the offloaded parameter copy in any case
   } else {
     serialize::Section sec;
     Json meta = idx.optimizer_meta;

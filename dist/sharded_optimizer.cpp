@@ -160,10 +160,10 @@ const std::vector<Tensor>& ShardedOptimizer::stage_gradients(
   return host_grads_;
 }
 
-void ShardedOptimizer::refresh_master() {
+void ShardedOptimizer::refresh_master(bool masters) {
   NoGradGuard no_grad;
   for (const Run& r : runs_) {
-    if (!uses_master(r.group) && !offload_) continue;
+    if (uses_master(r.group) ? !masters : !offload_) continue;
     ops::copy_(update_target(r), slice(flat_.param_buffer(r.group), r.flat_offset, r.numel));
   }
 }

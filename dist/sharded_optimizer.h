@@ -87,9 +87,9 @@ class ShardedOptimizer {
   bool offloaded() const { return offload_; }
   /// Bytes of the offloaded step's working copies (parameter and gradient shards); 0 otherwise.
   int64_t working_copy_bytes() const;
-  /// The fp32 master copy of the owned pieces from the current parameter values (after a
-  /// checkpoint load changed the parameters).
-  void refresh_master();
+  /// The fp32 master copy of the owned pieces (when `masters`) and the offloaded parameter copy
+  /// (always) from the current parameter values, after a checkpoint load changed the parameters.
+  void refresh_master(bool masters = true);
 
  private:
   /// Owned pieces merged into runs over which one kernel call applies.

@@ -21,15 +21,17 @@ using sl::testing::TrainConfig;
 
 namespace {
 
-/// The tiny net on the GPU (optionally in bf16 with fp32 master weights), its optimizer, the
-/// scheduler and a strategy over a one-rank NCCL group.
+/// The tiny net on the GPU, its optimizer, the scheduler and a strategy over a one-rank NCCL
+/// group. `bf16`: the two Linear layers in bf16 with fp32 master weights, the float64 `scale`
+/// as it is (two dtype groups: one with masters, one updated through the host's parameter copy).
 struct GpuRun {
   GpuRun(const std::string& kind, const TrainConfig& c, bool offload, bool bf16 = false)
       : config(c) {
     net = sl::testing::make_tiny_net();
     net->to(kGPU);
     if (bf16) {
-      net->to(DType::bf16);
+      net->fc1->to(DType::bf16);
+      net->fc2->to(DType::bf16);
       auto [decay, no_decay] = optim::split_no_decay(net->named_parameters(), {"bias", "scale"});
       opt = std::make_unique<optim::AdamW>(std::vector<optim::ParamGroup<optim::AdamWOptions>>{
           {decay, {.lr = 0.02, .weight_decay = 0.05, .master_weights = true}},
@@ -132,12 +134,18 @@ TEST_CASE("offload_optimizer: bf16 parameters update fp32 master weights on the 
   on_gpu.run(0, c.steps);
   offloaded.run(0, c.steps);
   check_equal_params(offloaded.params(), on_gpu.params());
-  CHECK(offloaded.params()[0].dtype() == DType::bf16);
-  for (const ShardState& s : offloaded.sharded().state()) {
-    REQUIRE(s.master.defined());
-    CHECK(s.master.device() == kCPU);
-    CHECK(s.master.dtype() == DType::f32);
-    CHECK(s.exp_avg.dtype() == DType::f32);
+  CHECK(offloaded.net->fc1->weight.dtype() == DType::bf16);
+  const FlatLayout& L = dynamic_cast<FlatStrategy&>(*offloaded.strategy).flat().layout();
+  REQUIRE(L.groups().size() == 2);
+  for (size_t g = 0; g < L.groups().size(); ++g) {
+    const ShardState& s = offloaded.sharded().state()[g];
+    CAPTURE(dtype_name(L.groups()[g].dtype));
+    CHECK(s.master.defined() == (L.groups()[g].dtype == DType::bf16));
+    if (s.master.defined()) {
+      CHECK(s.master.device() == kCPU);
+      CHECK(s.master.dtype() == DType::f32);
+    }
+    CHECK(s.exp_avg.dtype() == (s.master.defined() ? DType::f32 : DType::f64));
   }
 }
 
@@ -178,34 +186,37 @@ TEST_CASE("offload_optimizer: the GPU gives up exactly the state's bytes" *
 TEST_CASE("offload_optimizer: sharded checkpoints move between host and GPU state" *
           sl::testing::needs_gpu()) {
   const TrainConfig c{.opt = OptKind::adamw, .steps = 4, .clip = 0.3};
-  const std::string dir =
-      (std::filesystem::temp_directory_path() / ("sl_offload_ckpt_" + std::to_string(::getpid())))
-          .string();
-  for (bool save_offloaded : {true, false}) {
-    CAPTURE(save_offloaded);
-    GpuRun whole("zero2", c, false);
-    whole.run(0, 4);
-    GpuRun first("zero2", c, save_offloaded);
-    first.run(0, 2);
-    save_sharded_checkpoint(
-        dir, *first.strategy,
-        serialize::Json::object({{"scheduler", first.sched->state_dict().meta}}));
-    // the consolidated optimizer state is the same wherever the state lives
-    GpuRun twin("zero2", c, !save_offloaded);
-    twin.run(0, 2);
-    serialize::StateDict a = full_optimizer_state(*first.strategy),
-                         b = full_optimizer_state(*twin.strategy);
-    REQUIRE(a.size() == b.size());
-    for (const auto& [name, t] : a) {
-      CAPTURE(name);
-      SL_CHECK_CLOSE(t.cpu(), b.at(name).cpu(), 0, 0);
+  for (bool bf16 : {false, true}) {
+    const std::string dir =
+        (std::filesystem::temp_directory_path() / ("sl_offload_ckpt_" + std::to_string(::getpid())))
+            .string();
+    for (bool save_offloaded : {true, false}) {
+      CAPTURE(save_offloaded);
+      CAPTURE(bf16);  // with masters in one group, the other's host copy is refreshed too
+      GpuRun whole("zero2", c, false, bf16);
+      whole.run(0, 4);
+      GpuRun first("zero2", c, save_offloaded, bf16);
+      first.run(0, 2);
+      save_sharded_checkpoint(
+          dir, *first.strategy,
+          serialize::Json::object({{"scheduler", first.sched->state_dict().meta}}));
+      // the consolidated optimizer state is the same wherever the state lives
+      GpuRun twin("zero2", c, !save_offloaded, bf16);
+      twin.run(0, 2);
+      serialize::StateDict a = full_optimizer_state(*first.strategy),
+                           b = full_optimizer_state(*twin.strategy);
+      REQUIRE(a.size() == b.size());
+      for (const auto& [name, t] : a) {
+        CAPTURE(name);
+        SL_CHECK_CLOSE(t.cpu(), b.at(name).cpu(), 0, 0);
+      }
+      // continued with the state in the other place
+      GpuRun rest("zero2", c, !save_offloaded, bf16);
+      serialize::Json extra = load_sharded_checkpoint(dir, *rest.strategy);
+      rest.sched->load_state_dict(serialize::Section{{}, extra.at("scheduler")});
+      rest.run(2, 4);
+      check_equal_params(rest.params(), whole.params());
+      std::filesystem::remove_all(dir);
     }
-    // continued with the state in the other place
-    GpuRun rest("zero2", c, !save_offloaded);
-    serialize::Json extra = load_sharded_checkpoint(dir, *rest.strategy);
-    rest.sched->load_state_dict(serialize::Section{{}, extra.at("scheduler")});
-    rest.run(2, 4);
-    check_equal_params(rest.params(), whole.params());
-    std::filesystem::remove_all(dir);
   }
 }
