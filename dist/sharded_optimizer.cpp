@@ -1,6 +1,7 @@
 #include "dist/sharded_optimizer.h"
 
 #include "autograd/grad_mode.h"
+#include "core/allocator.h"
 #include "core/ops/copy.h"
 #include "core/ops/optim.h"
 #include "core/ops/view.h"
@@ -113,12 +114,13 @@ ShardedOptimizer::ShardedOptimizer(const FlatBuffers& flat, int rank, optim::Opt
     const int64_t n = L.groups()[g].shard_numel;
     const DType dt = L.groups()[g].dtype;
     DType state_dt = master[g] ? DType::f32 : dt;
+    // offloaded: what crosses to and from the GPU every step is pinned where the backend can
     if (master[g]) {
-      s.master = zeros_1d(n, DType::f32);
+      s.master = zeros_1d(n, DType::f32, offload_);
     } else if (offload_) {
-      host_params_[g] = zeros_1d(n, dt);
+      host_params_[g] = zeros_1d(n, dt, true);
     }
-    if (offload_) host_grads_[g] = zeros_1d(n, dt);
+    if (offload_) host_grads_[g] = zeros_1d(n, dt, true);
     if (rule_ == UpdateRule::sgd) {
       if (any_momentum) s.momentum_buffer = zeros_1d(n, state_dt);
     } else {
@@ -134,9 +136,14 @@ bool ShardedOptimizer::uses_master(int group) const {
   return state_[static_cast<size_t>(group)].master.defined();
 }
 
-Tensor ShardedOptimizer::zeros_1d(int64_t n, DType dt) const {
+Tensor ShardedOptimizer::zeros_1d(int64_t n, DType dt, bool pinned) const {
   Tensor z = ops::empty({n}, dt, state_device_);
   ops::fill_(z, 0);
+  // page-locked host memory makes the copies to and from the GPU direct DMA transfers; backends
+  // without it (the fake GPU) keep pageable memory, which copies stage through pinned buffers
+  if (pinned && state_device_.is_cpu() && pinned_allocator_kernel.has(flat_.device().kind)) {
+    z = z.pin_memory();
+  }
   return z;
 }
 

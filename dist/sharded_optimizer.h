@@ -112,7 +112,9 @@ class ShardedOptimizer {
   void write_back(const Run& r, const Tensor& target) const;
   /// The gradient shards the update reads: `grad_shards`, or their copies on the state device.
   const std::vector<Tensor>& stage_gradients(const std::vector<Tensor>& grad_shards);
-  Tensor zeros_1d(int64_t n, DType dt) const;
+  /// Zeros on the state device; `pinned`: in page-locked memory when offloaded to the host and
+  /// the parameters' backend has it.
+  Tensor zeros_1d(int64_t n, DType dt, bool pinned = false) const;
   /// LAMB's two phases with the all-reduce of the norms between them.
   void lamb_step(const std::vector<Tensor>& grad_shards);
 
