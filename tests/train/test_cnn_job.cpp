@@ -322,6 +322,26 @@ TEST_CASE("cnn job: --offload-optimizer 1 trains as with the optimizer on the GP
   }
 }
 
+TEST_CASE("cnn job: --offload-optimizer 1 on 2 GPU ranks, with LAMB's norms across them" *
+          needs_gpu_trainer("cnn job with the optimizer offloaded", 2)) {
+  // Each rank updates its own shard on the CPU; LAMB's per-parameter norm sums go from the host
+  // through the NCCL group (on the fake GPU: its stand-in) and back.
+  Env env;
+  auto run = [&](const std::string& ckpt, const std::vector<std::string>& flags) {
+    auto r = sl::testing::run_ranks(
+        2, gpu_train_bin(),
+        plus(plus(env.args("zero2", ckpt),
+                  {"--device", "cuda", "--optimizer", "lamb", "--stop-after-epochs", "1"}),
+             flags),
+        120);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.report());
+    return r.rank_stdout[0];
+  };
+  const std::string on_gpu = run("g", {}), offloaded = run("h", {"--offload-optimizer", "1"});
+  CHECK_MESSAGE(offloaded.find("offloaded to the host") != std::string::npos, offloaded);
+  check_trains_alike(on_gpu, offloaded, on_gpu + "\n---\n" + offloaded);
+}
+
 TEST_CASE("cnn job: errors are clear") {
   Env env;
   JobResult r = run_job(plus(env.args("single", "none"), {"--resume", "1"}));
