@@ -231,7 +231,29 @@ void FlatStrategy::release_comm_bytes(int64_t n) const {
   comm_live_->fetch_sub(n);
 }
 
+void FlatStrategy::finish(Pending& p) {
+  if (!p.temp.defined()) return;
+  NoGradGuard ng;
+  if (p.add) {
+    ops::binary_(BinaryOp::add, p.dest, p.temp);
+  } else {
+    ops::copy_(p.dest, p.temp);  // widened back from the wire dtype
+  }
+  p.temp = Tensor();
+  release_comm_bytes(p.counted_bytes);
+}
+
+void FlatStrategy::reap_finished() {
+  for (Pending& p : pending_) {
+    if (!p.temp.defined()) continue;
+    if (!p.work->is_completed()) break;  // keep launch order: the rest waits for drain()
+    p.work->wait();                      // rethrows a failed collective's error
+    finish(p);
+  }
+}
+
 void FlatStrategy::launch(int bucket) {
+  reap_finished();  // the copies of buckets already reduced are not needed any more
   const FlatLayout& L = flat_->layout();
   const Bucket& bk = L.buckets()[static_cast<size_t>(bucket)];
   size_t bi = static_cast<size_t>(bucket);
@@ -309,17 +331,7 @@ void FlatStrategy::drain() {
   std::vector<Pending> pending;
   pending.swap(pending_);
   for (Pending& p : pending) p.work->wait();
-  NoGradGuard ng;
-  for (Pending& p : pending) {
-    if (!p.temp.defined()) continue;
-    if (p.add) {
-      ops::binary_(BinaryOp::add, p.dest, p.temp);
-    } else {
-      ops::copy_(p.dest, p.temp);  // widened back from the wire dtype
-    }
-    p.temp = Tensor();
-    release_comm_bytes(p.counted_bytes);
-  }
+  for (Pending& p : pending) finish(p);
 }
 
 void FlatStrategy::backward(const Tensor& loss) {

@@ -102,6 +102,10 @@ class FlatStrategy final : public Strategy {
   void on_grad_accumulated(int param);          // ddp, zero1 (post-accumulate hook)
   void on_grad(int param, const Tensor& grad);  // zero2 (consuming hook)
   void launch(int bucket);
+  /// Widens (or adds) the outputs of the collectives that have finished, in launch order, and
+  /// frees their buffers, without waiting for the others; drain() does the rest.
+  void reap_finished();
+  void finish(Pending& p);
   void end_round();  // launches what is left of the current micro-batch
   void drain();      // waits for every launched bucket (zero2: adds temps into the shard)
   void broadcast_buffers();
