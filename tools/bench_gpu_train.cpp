@@ -8,6 +8,9 @@
 //     norm in training mode, global average pool, a 10-way head, cross-entropy, SGD momentum 0.9.
 // Cross-entropy is logsumexp(logits) - <logits, one_hot(target)>, averaged (the same value as
 // torch's cross_entropy; the one-hot matrix is built once, outside the timed step).
+//   - ZeRO offload: an MLP of 8 Linear(2048, 2048) + ReLU layers (33.6M parameters) under zero2
+//     on one rank, AdamW, with the optimizer state on the GPU and offloaded to the host
+//     (StrategyOptions::offload_optimizer): step time and the GPU allocator's peak of each.
 // With SL_BENCH_GPU_TRACE=PATH, one more encoder step runs under the profiler (core/profiler.h)
 // and its Chrome trace goes to PATH, its summary after the table (host times: a CUDA kernel's
 // event is its launch; the step ends with a synchronize, so the window holds the GPU's work).
@@ -21,8 +24,10 @@
 
 #include <shardlight/shardlight.h>
 
+#include "core/allocator.h"
 #include "core/cuda/cuda_api.h"
 #include "core/cuda/runtime.h"
+#include "dist/strategy.h"
 
 namespace sl::bench {
 
@@ -182,6 +187,41 @@ void bench_resnet(bool quick) {
               time_ms(step));
 }
 
+// ---- ZeRO optimizer offload ----------------------------------------------------------------
+
+void bench_offload(bool quick) {
+  const int64_t B = 64, D = quick ? 1024 : 2048, L = quick ? 4 : 8;
+  auto group = dist::make_nccl_group(dist::make_single_group(), kGPU);
+  for (bool offload : {false, true}) {
+    manual_seed(0);
+    auto net = std::make_shared<nn::Sequential>();
+    for (int64_t i = 0; i < L; ++i) {
+      net->push_back(std::make_shared<nn::Linear>(D, D));
+      net->push_back(std::make_shared<nn::ReLU>());
+    }
+    net->to(kGPU);
+    optim::AdamW opt(net->parameters(), {.lr = 1e-4});
+    auto s = dist::make_strategy("zero2", net, opt, {.group = group, .offload_optimizer = offload});
+    Tensor x = randn({B, D}, {.device = kGPU});
+    auto step = [&] {
+      s->zero_grad();
+      s->backward(s->forward(x).square().mean());
+      s->step();
+    };
+    step();
+    cuda::synchronize(0);
+    reset_peak_memory_stats(kGPU);
+    const double ms = time_ms(step);
+    const double peak = static_cast<double>(memory_stats(kGPU).peak_bytes) / (1 << 20);
+    std::printf(
+        "| MLP %lld x %lld, zero2 1 rank, optimizer %s (GPU peak %.0f MiB) | %lld | "
+        "float32 | %.2f ms |\n",
+        static_cast<long long>(L), static_cast<long long>(D),
+        offload ? "offloaded to the host" : "on the GPU", peak, static_cast<long long>(B), ms);
+    std::fflush(stdout);
+  }
+}
+
 }  // namespace
 
 /// Prints the training-step table (errors of one model are reported in its row).
@@ -190,7 +230,8 @@ void bench_training(bool quick) {
       "\n### training step (ms per step, forward + backward + optimizer; PyTorch's in "
       "torch_bench.log)\n\n| model | batch | dtype | Shardlight |\n|---|---|---|---|\n");
   const std::pair<const char*, void (*)(bool)> models[] = {{"transformer encoder", &bench_encoder},
-                                                           {"ResNet-18 layout", &bench_resnet}};
+                                                           {"ResNet-18 layout", &bench_resnet},
+                                                           {"MLP under zero2", &bench_offload}};
   for (const auto& [name, fn] : models) {
     try {
       fn(quick);
