@@ -58,37 +58,32 @@ Tensor local_stats(const Tensor& x, int64_t N, int64_t C, int64_t S) {
   return cat({full({1}, n, f64), sum, m2});
 }
 
-/// The global statistics of Note [SyncBatchNorm], combined in double from the gathered
-/// [world, 2C + 1] rows (count, C sums, C sums of squared deviations from the rank's mean).
+/// The global statistics of Note [SyncBatchNorm], combined in float64 on the input's device
+/// from the gathered [world, 2C + 1] rows (count, C sums, C sums of squared deviations from the
+/// rank's mean); count is 0-d.
 struct GlobalStats {
-  double count = 0;
-  std::vector<double> mean, m2;
+  Tensor count, mean, m2;
 };
 
-GlobalStats combine(const Tensor& gathered, int64_t C) {
-  const Tensor host = gathered.cpu().contiguous();
-  const double* g = host.data_ptr<double>();
-  const int64_t world = host.size(0), row = 2 * C + 1;
-  GlobalStats s;
-  s.mean.assign(static_cast<size_t>(C), 0.0);
-  s.m2.assign(static_cast<size_t>(C), 0.0);
-  for (int64_t r = 0; r < world; ++r) s.count += g[r * row];
-  SL_CHECK(s.count > 1, kOp, ": expected more than 1 value per channel over all ", world,
-           " ranks when training, got ", s.count);
-  for (int64_t c = 0; c < C; ++c) {
-    double sum = 0;
-    for (int64_t r = 0; r < world; ++r) sum += g[r * row + 1 + c];
-    const double mean = sum / s.count;
-    double m2 = 0;
-    for (int64_t r = 0; r < world; ++r) {
-      const double n = g[r * row];
-      if (n <= 0) continue;
-      const double d = g[r * row + 1 + c] / n - mean;
-      m2 += g[r * row + 1 + C + c] + n * d * d;
-    }
-    s.mean[static_cast<size_t>(c)] = mean;
-    s.m2[static_cast<size_t>(c)] = m2;
+GlobalStats combine(const Tensor& gathered, int64_t C, int64_t local_count) {
+  const int64_t world = gathered.size(0);
+  if (local_count <= 1) {
+    // Only then can the global count be 1 or 0 (then every rank's is), so only such ranks read
+    // it on the host, and all of them throw alike; the others never wait for the device here.
+    const Tensor counts = gathered.select(1, 0).cpu().contiguous();
+    double total = 0;
+    for (double n : counts.to_vector<double>()) total += n;
+    SL_CHECK(total > 1, kOp, ": expected more than 1 value per channel over all ", world,
+             " ranks when training, got ", total);
   }
+  const Tensor counts = gathered.narrow(1, 0, 1);  // [world, 1]
+  const Tensor sums = gathered.narrow(1, 1, C), m2s = gathered.narrow(1, 1 + C, C);
+  GlobalStats s;
+  s.count = counts.sum();
+  s.mean = sums.sum({0}) / s.count;
+  // each rank's mean (0 for a rank without rows, whose count then zeroes its term below)
+  const Tensor d = sums / counts.clamp(1.0, std::nullopt) - s.mean;
+  s.m2 = m2s.sum({0}) + (counts * d * d).sum({0});
   return s;
 }
 
@@ -130,23 +125,21 @@ Tensor sync_batch_norm(const Tensor& input_in, const Tensor& running_mean,
   SL_CHECK_SHAPE(gathered.dim() == 2 && gathered.size(1) == 2 * C + 1, kOp,
                  ": the StatsSync returned shape ", shape_str(gathered.sizes()), ", expected [",
                  sync->world_size(), ", ", 2 * C + 1, "]");
-  const GlobalStats g = combine(gathered, C);
+  const GlobalStats g = combine(gathered, C, N * S);
 
   // 2. the running statistics, as BatchNorm on the concatenated batch updates them
-  std::vector<double> invstd(static_cast<size_t>(C));
-  for (size_t c = 0; c < invstd.size(); ++c) invstd[c] = 1.0 / std::sqrt(g.m2[c] / g.count + eps);
+  const Tensor invstd64 = ((g.m2 / g.count) + eps).sqrt().reciprocal();
   if (running_mean.defined()) {
-    std::vector<double> unbiased(invstd.size());
-    for (size_t c = 0; c < unbiased.size(); ++c) unbiased[c] = g.m2[c] / (g.count - 1);
-    const TensorOptions rs{.dtype = running_mean.dtype(), .device = input.device()};
+    const Tensor unbiased = g.m2 / (g.count - 1.0);
+    const DType rdt = running_mean.dtype();
     Tensor rm = running_mean, rv = running_var;
-    rm.mul_(1.0 - momentum).add_(from_vector(g.mean, {C}, rs), momentum);
-    rv.mul_(1.0 - momentum).add_(from_vector(unbiased, {C}, rs), momentum);
+    rm.mul_(1.0 - momentum).add_(g.mean.to(rdt), momentum);
+    rv.mul_(1.0 - momentum).add_(unbiased.to(rdt), momentum);
   }
 
   // 3. y = x * scale + shift per channel: scale = w * invstd, shift = b - mean * scale
-  const Tensor mean_t = from_vector(g.mean, {C}, on_dev);
-  const Tensor invstd_t = from_vector(invstd, {C}, on_dev);
+  const Tensor mean_t = g.mean.to(ct);
+  const Tensor invstd_t = invstd64.to(ct);
   const Tensor scale = weight.defined() ? weight.to(ct) * invstd_t : invstd_t;
   const Tensor shift = (bias.defined() ? bias.to(ct) : zeros({C}, on_dev)) - mean_t * scale;
   Tensor out = affine_per_channel(input, scale, shift);
@@ -157,7 +150,7 @@ Tensor sync_batch_norm(const Tensor& input_in, const Tensor& running_mean,
   record(
       "SyncBatchNormBackward", {input, weight, bias}, {&out},
       [sx = SavedTensor(input), sw = SavedTensor(weight), mean_t, invstd_t, sync, ct,
-       count = g.count, wdt = weight.defined() ? weight.dtype() : input.dtype(),
+       count = g.count.to(ct), wdt = weight.defined() ? weight.dtype() : input.dtype(),
        bdt = bias.defined() ? bias.dtype() : input.dtype()](const BackwardCtx& c) -> variable_list {
         const char* name = "SyncBatchNormBackward";
         NoGradGuard ng;
@@ -182,7 +175,7 @@ Tensor sync_batch_norm(const Tensor& input_in, const Tensor& running_mean,
           // dx = k (dy - sdy / count - (x - mean) invstd^2 sdyx / count), k = w invstd,
           //    = dy k + x a + (-a mean - k sdy / count),  a = -k invstd sdyx_invstd / count
           const Tensor k = w.defined() ? w.to(ct) * invstd_t : invstd_t;
-          const Tensor a = k * invstd_t * sdyx_invstd / (-count);
+          const Tensor a = k * invstd_t * sdyx_invstd / (-count);  // count: 0-d, on the device
           const Tensor b = (a * mean_t + k * sdy / count) * -1.0;
           Tensor dx = affine_per_channel(in.to(ct), a, b);  // one rounding for 16-bit inputs
           dx.add_(affine_per_channel(dy.to(ct), k, zeros({C}, o)));

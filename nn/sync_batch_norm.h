@@ -22,8 +22,10 @@
 // Cost: besides the two collectives per layer (latency-bound: 2C + 1 and 2C values), two more
 // passes over the activation each way than BatchNorm's fused kernels (the statistics, then the
 // normalisation; backward: the local sums, then the input gradient). The gathered rows are
-// combined on the host, so on a GPU each synchronised layer's forward waits for its all_gather
-// and copies (2C + 1) x N doubles to the host.
+// combined in float64 on the input's device, so on a GPU the forward does not wait for the
+// all_gather on the host; only a rank with at most one value per channel reads the counts back
+// (the global count can be 1 or less only if every rank's is, so then every rank checks it and
+// throws alike).
 // nn never sees a process group: layers hold a StatsSync, which dist implements over one
 // (dist/stats_sync.h), and a Strategy with `sync_batchnorm` installs it in every BatchNorm of
 // the model, so model code does not change. Every rank must run the same BatchNorm layers in

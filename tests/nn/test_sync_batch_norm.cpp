@@ -286,6 +286,41 @@ TEST_CASE("sync_batch_norm: bad input fails before any communication") {
                   ValueError,
                   "sync_batch_norm: expected more than 1 value per channel over all 1 ranks when "
                   "training, got 1");
+  // Over several ranks: every rank holds at most one row (only then can the global count be 1),
+  // so every rank reads the counts and all throw alike; with 2 rows in all, all go on.
+  for (const std::vector<int64_t>& rows :
+       std::vector<std::vector<int64_t>>{{0, 1}, {1, 0, 0}, {0, 1, 1}}) {
+    CAPTURE(rows.size());
+    CAPTURE(rows[0]);
+    int64_t total = 0;
+    for (int64_t r : rows) total += r;
+    const int world = static_cast<int>(rows.size());
+    ThreadGroup g(world);
+    std::vector<std::string> errors(rows.size());
+    std::vector<std::thread> threads;
+    for (int r = 0; r < world; ++r) {
+      threads.emplace_back([&, r] {
+        try {
+          (void)nn::sync_batch_norm(randn({rows[static_cast<size_t>(r)], 3}), Tensor(), Tensor(),
+                                    Tensor(), Tensor(), 0.1, 1e-5,
+                                    std::make_shared<ThreadSync>(g, r));
+        } catch (const ValueError& e) {
+          errors[static_cast<size_t>(r)] = e.what();
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    for (const std::string& e : errors) {
+      if (total > 1) {
+        CHECK(e.empty());
+      } else {
+        CHECK_MESSAGE(
+            e.find("expected more than 1 value per channel over all " + std::to_string(world) +
+                   " ranks when training, got 1") != std::string::npos,
+            e);
+      }
+    }
+  }
   SL_CHECK_THROWS(nn::sync_batch_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), 0.1, 1e-5,
                                       std::make_shared<BrokenSync>()),
                   ShapeError,
