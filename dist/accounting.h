@@ -44,4 +44,21 @@ struct MemoryComparison {
 };
 MemoryComparison compare_memory(const MemoryReport& measured, const MemoryPrediction& predicted);
 
+/// Per-rank bytes of model states that strategy `kind` will hold for `model` trained by `opt` on
+/// `world_size` ranks with `opts` (bucket caps, offload_optimizer; the other options change no
+/// model state), from the layout rules (Note [Flat buffer layout]) and each optimizer group's
+/// state_tensors / master_weights, without allocating, moving or communicating anything: what
+/// Strategy::memory_report() reports after the first step, to the byte, in numel, param_bytes,
+/// grad_bytes, optimizer_state_bytes, master_weight_bytes and offloaded_bytes (optimizer state,
+/// masters and working copies on the host when opts.offload_optimizer; allowed whatever the
+/// model's device, so a plan for GPUs can be made on a CPU). Not estimated (left 0): the
+/// buffers in flight during a step (comm_buffer_bytes; zero1 adds its gradient shard there,
+/// not counted here either) and activations (allocator_peak_bytes). single and dp report one
+/// device (dp: each replica's). Throws ValueError for world_size < 1, single with world_size
+/// != 1, offload_optimizer with single/dp/ddp, a bucket cap < 1, an optimizer zero1/zero2
+/// cannot shard, or trainable parameters and optimizer that do not match (as make_strategy).
+MemoryReport estimate_memory(StrategyKind kind, const nn::Module& model,
+                             const optim::Optimizer& opt, int world_size,
+                             const StrategyOptions& opts = {});
+
 }  // namespace sl::dist

@@ -13,34 +13,20 @@ namespace sl::dist {
 
 namespace {
 
-UpdateRule rule_of(optim::Optimizer& opt) {
-  if (dynamic_cast<optim::SGD*>(&opt)) return UpdateRule::sgd;
-  if (dynamic_cast<optim::AdamW*>(&opt)) return UpdateRule::adamw;
-  if (dynamic_cast<optim::Adam*>(&opt)) return UpdateRule::adam;
-  if (dynamic_cast<optim::Lamb*>(&opt)) return UpdateRule::lamb;
-  detail::throw_error<ValueError>("zero: optimizer ", opt.name(),
-                                  " is not supported (SGD, Adam, AdamW and Lamb are)");
-}
-
-bool master_flag(optim::Optimizer& opt, UpdateRule r, size_t g) {
-  switch (r) {
-    case UpdateRule::sgd:
-      return static_cast<optim::SGD&>(opt).options(g).master_weights;
-    case UpdateRule::adam:
-      return static_cast<optim::Adam&>(opt).options(g).master_weights;
-    case UpdateRule::adamw:
-      return static_cast<optim::AdamW&>(opt).options(g).master_weights;
-    case UpdateRule::lamb:
-      return static_cast<optim::Lamb&>(opt).options(g).master_weights;
-  }
-  return false;
-}
-
 Tensor slice(const Tensor& t, int64_t off, int64_t n) {
   return t.defined() ? ops::narrow(t, 0, off, n) : Tensor();
 }
 
 }  // namespace
+
+UpdateRule update_rule_of(const optim::Optimizer& opt) {
+  if (dynamic_cast<const optim::SGD*>(&opt)) return UpdateRule::sgd;
+  if (dynamic_cast<const optim::AdamW*>(&opt)) return UpdateRule::adamw;
+  if (dynamic_cast<const optim::Adam*>(&opt)) return UpdateRule::adam;
+  if (dynamic_cast<const optim::Lamb*>(&opt)) return UpdateRule::lamb;
+  detail::throw_error<ValueError>("zero: optimizer ", opt.name(),
+                                  " is not supported (SGD, Adam, AdamW and Lamb are)");
+}
 
 std::vector<std::pair<std::string, Tensor>> ShardState::named() const {
   std::vector<std::pair<std::string, Tensor>> out;
@@ -58,7 +44,7 @@ ShardedOptimizer::ShardedOptimizer(const FlatBuffers& flat, int rank, optim::Opt
     : flat_(flat),
       rank_(rank),
       opt_(opt),
-      rule_(rule_of(opt)),
+      rule_(update_rule_of(opt)),
       all_reduce_sum_(std::move(all_reduce_sum)),
       state_device_(state_device.value_or(flat.device())),
       offload_(state_device_ != flat.device()) {
@@ -85,23 +71,14 @@ ShardedOptimizer::ShardedOptimizer(const FlatBuffers& flat, int rank, optim::Opt
     runs_.push_back(Run{
         pc.group, og, pc.flat_offset, pc.shard_offset, pc.numel(), {0, pc.numel()}, {pc.param}});
   }
-  // State buffers, one set per dtype group.
-  bool any_momentum = false, any_amsgrad = false;
-  for (size_t g = 0; g < opt.num_param_groups(); ++g) {
-    if (rule_ == UpdateRule::sgd) {
-      any_momentum = any_momentum || static_cast<optim::SGD&>(opt).options(g).momentum != 0.0;
-    } else if (rule_ == UpdateRule::adam) {
-      any_amsgrad = any_amsgrad || static_cast<optim::Adam&>(opt).options(g).amsgrad;
-    } else if (rule_ == UpdateRule::adamw) {
-      any_amsgrad = any_amsgrad || static_cast<optim::AdamW&>(opt).options(g).amsgrad;
-    }
-  }
+  // State buffers, one set per dtype group: as many as the most any optimizer group keeps.
+  int n_state = 0;
+  for (size_t g = 0; g < opt.num_param_groups(); ++g)
+    n_state = std::max(n_state, opt.state_tensors(g));
   std::vector<bool> master(L.groups().size(), false);
   for (size_t i = 0; i < L.params().size(); ++i) {
-    int g = L.slots()[i].group;
-    if (optim::is_low_precision(L.params()[i].dtype) &&
-        master_flag(opt, rule_, opt_index[i].first)) {
-      master[static_cast<size_t>(g)] = true;
+    if (optim::is_low_precision(L.params()[i].dtype) && opt.master_weights(opt_index[i].first)) {
+      master[static_cast<size_t>(L.slots()[i].group)] = true;
     }
   }
   state_.resize(L.groups().size());
@@ -122,11 +99,11 @@ ShardedOptimizer::ShardedOptimizer(const FlatBuffers& flat, int rank, optim::Opt
     }
     if (offload_) host_grads_[g] = zeros_1d(n, dt, true);
     if (rule_ == UpdateRule::sgd) {
-      if (any_momentum) s.momentum_buffer = zeros_1d(n, state_dt);
+      if (n_state > 0) s.momentum_buffer = zeros_1d(n, state_dt);
     } else {
       s.exp_avg = zeros_1d(n, state_dt);
       s.exp_avg_sq = zeros_1d(n, state_dt);
-      if (any_amsgrad) s.max_exp_avg_sq = zeros_1d(n, state_dt);
+      if (n_state > 2) s.max_exp_avg_sq = zeros_1d(n, state_dt);
     }
   }
   refresh_master();

@@ -39,6 +39,10 @@ namespace sl::dist {
 /// Which update rule the optimizer applies.
 enum class UpdateRule : uint8_t { sgd, adam, adamw, lamb };
 
+/// The rule `opt` applies. Throws ValueError for an optimizer zero cannot shard (SGD, Adam, AdamW
+/// and Lamb are supported).
+UpdateRule update_rule_of(const optim::Optimizer& opt);
+
 /// One rank's optimizer state for one dtype group, in the group's shard layout; undefined
 /// tensors are not used by the optimizer's configuration.
 struct ShardState {

@@ -59,6 +59,27 @@ std::string MemoryReport::str() const {
   return os.str();
 }
 
+std::vector<std::pair<std::string, Tensor>> trainable_parameters(const nn::Module& model,
+                                                                 const optim::Optimizer& opt,
+                                                                 const char* op) {
+  std::vector<std::pair<std::string, Tensor>> named;
+  for (auto& [name, p] : model.named_parameters()) {
+    if (p.requires_grad()) named.emplace_back(name, p);
+  }
+  // The optimizer must hold exactly the trainable parameters.
+  std::unordered_set<const TensorImpl*> in_opt;
+  for (size_t g = 0; g < opt.num_param_groups(); ++g) {
+    for (const Tensor& p : opt.params(g)) in_opt.insert(p.impl());
+  }
+  for (const auto& [name, p] : named) {
+    SL_CHECK(in_opt.count(p.impl()), op, ": trainable parameter '", name,
+             "' is not in the optimizer");
+  }
+  SL_CHECK(in_opt.size() == named.size(), op, ": the optimizer holds ", in_opt.size(),
+           " parameters but the model has ", named.size(), " trainable ones");
+  return named;
+}
+
 Strategy::Strategy(StrategyKind kind, std::shared_ptr<nn::Module> model, optim::Optimizer& opt,
                    StrategyOptions opts, ProcessGroupPtr group)
     : kind_(kind),
@@ -74,21 +95,7 @@ Strategy::Strategy(StrategyKind kind, std::shared_ptr<nn::Module> model, optim::
            opts_.first_bucket_cap_bytes);
   SL_CHECK(opts_.max_grad_norm >= 0 && !std::isnan(opts_.max_grad_norm),
            "make_strategy: max_grad_norm must be >= 0, got ", opts_.max_grad_norm);
-  for (auto& [name, p] : model_->named_parameters()) {
-    if (p.requires_grad()) named_params_.emplace_back(name, p);
-  }
-  // The optimizer must hold exactly the trainable parameters.
-  std::unordered_set<const TensorImpl*> in_opt;
-  for (size_t g = 0; g < opt_.num_param_groups(); ++g) {
-    for (const Tensor& p : opt_.params(g)) in_opt.insert(p.impl());
-  }
-  for (const auto& [name, p] : named_params_) {
-    SL_CHECK(in_opt.count(p.impl()), "make_strategy: trainable parameter '", name,
-             "' is not in the optimizer");
-  }
-  SL_CHECK(in_opt.size() == named_params_.size(), "make_strategy: the optimizer holds ",
-           in_opt.size(), " parameters but the model has ", named_params_.size(),
-           " trainable ones");
+  named_params_ = trainable_parameters(*model_, opt_, "make_strategy");
   if (opts_.loss_scaling) {
     // Validates the options exactly as GradScaler does.
     optim::GradScaler check(*opts_.loss_scaling);

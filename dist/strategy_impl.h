@@ -15,6 +15,12 @@ std::unique_ptr<Strategy> make_dp_strategy(std::shared_ptr<nn::Module> model, op
 std::unique_ptr<Strategy> make_flat_strategy(StrategyKind kind, std::shared_ptr<nn::Module> model,
                                              optim::Optimizer& opt, StrategyOptions opts);
 
+/// The model's trainable parameters with their names, in registration order. Throws ValueError
+/// unless the optimizer holds exactly those (the message starts with `op`).
+std::vector<std::pair<std::string, Tensor>> trainable_parameters(const nn::Module& model,
+                                                                 const optim::Optimizer& opt,
+                                                                 const char* op);
+
 /// Position of every parameter of `named` in the optimizer: (group, index). Throws ValueError
 /// for one the optimizer does not hold.
 std::vector<std::pair<size_t, size_t>> optimizer_index(

@@ -45,12 +45,13 @@ class AdamBase : public Optimizer {
   void set_lr(size_t group, double lr) override { options(group).lr = lr; }
   double momentum(size_t group) const override { return options(group).beta1; }
   void set_momentum(size_t group, double m) override { options(group).beta1 = m; }
+  bool master_weights(size_t group) const override { return options(group).master_weights; }
+  int state_tensors(size_t group) const override { return options(group).amsgrad ? 3 : 2; }
 
  protected:
   AdamBase() = default;
   serialize::Json group_to_json(size_t group) const override;
   void load_groups_from_json(const serialize::Json& groups) override;
-  bool master_weights(size_t group) const override { return options(group).master_weights; }
 
  private:
   std::vector<Options> options_;

@@ -64,11 +64,12 @@ class Lamb : public Optimizer {
   void set_lr(size_t group, double lr) override { options(group).lr = lr; }
   double momentum(size_t group) const override { return options(group).beta1; }
   void set_momentum(size_t group, double m) override { options(group).beta1 = m; }
+  bool master_weights(size_t group) const override { return options(group).master_weights; }
+  int state_tensors(size_t) const override { return 2; }
 
  protected:
   serialize::Json group_to_json(size_t group) const override;
   void load_groups_from_json(const serialize::Json& groups) override;
-  bool master_weights(size_t group) const override { return options(group).master_weights; }
 
  private:
   std::vector<LambOptions> options_;

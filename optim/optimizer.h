@@ -59,6 +59,13 @@ class Optimizer {
   virtual double momentum(size_t group) const = 0;
   virtual void set_momentum(size_t group, double m) = 0;
 
+  /// Whether a group keeps fp32 master copies of its low-precision parameters.
+  virtual bool master_weights(size_t group) const = 0;
+  /// How many element-wise state tensors a step keeps for each parameter of a group, each of
+  /// the parameter's size (in float32 beside a master copy, else in the parameter's dtype): SGD 1
+  /// with momentum, else 0; Adam/AdamW 2, 3 with amsgrad; Lamb 2. Memory estimates use it.
+  virtual int state_tensors(size_t group) const = 0;
+
   /// State of parameter `index` of `group` (empty before its first step).
   ParamState& state(size_t group, size_t index);
   const ParamState& state(size_t group, size_t index) const;
@@ -80,8 +87,6 @@ class Optimizer {
   /// Restores every group's hyperparameters from the saved "param_groups" array (as many as
   /// there are groups); parses all before changing any, throwing ValueError when malformed.
   virtual void load_groups_from_json(const serialize::Json& groups) = 0;
-  /// Whether a group keeps fp32 master copies of its low-precision parameters.
-  virtual bool master_weights(size_t group) const = 0;
   /// Calls f(group, index, param, grad, state) for each parameter that has a gradient, with
   /// the grad's shape checked.
   template <class F>

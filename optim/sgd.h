@@ -34,11 +34,12 @@ class SGD : public Optimizer {
   void set_lr(size_t group, double lr) override { options(group).lr = lr; }
   double momentum(size_t group) const override { return options(group).momentum; }
   void set_momentum(size_t group, double m) override { options(group).momentum = m; }
+  bool master_weights(size_t group) const override { return options(group).master_weights; }
+  int state_tensors(size_t group) const override { return options(group).momentum != 0.0 ? 1 : 0; }
 
  protected:
   serialize::Json group_to_json(size_t group) const override;
   void load_groups_from_json(const serialize::Json& groups) override;
-  bool master_weights(size_t group) const override { return options(group).master_weights; }
 
  private:
   std::vector<SGDOptions> options_;

@@ -9,6 +9,7 @@
 #include "../dist/support/tiny_training.h"
 #include "core/allocator.h"
 #include "cuda_testing.h"
+#include "dist/accounting.h"
 #include "dist/checkpoint.h"
 #include "dist/flat_strategy.h"
 #include "optim/adam.h"
@@ -181,6 +182,33 @@ TEST_CASE("offload_optimizer: the GPU gives up exactly the state's bytes" *
   CHECK(reports[1].master_weight_bytes == 0);
   CHECK(reports[1].offloaded_bytes == state_bytes + working);
   CHECK(reports[1].str().find("offloaded to the host") != std::string::npos);
+}
+
+TEST_CASE("offload_optimizer: estimate_memory gives the GPU's and the host's bytes" *
+          sl::testing::needs_gpu()) {
+  const TrainConfig c{.opt = OptKind::adamw, .steps = 1};
+  for (bool bf16 : {false, true}) {  // bf16: one group with masters, one without
+    for (const std::string kind : {"zero1", "zero2"}) {
+      for (bool offload : {false, true}) {
+        CAPTURE(kind);
+        CAPTURE(bf16);
+        CAPTURE(offload);
+        GpuRun r(kind, c, offload, bf16);
+        r.run(0, 1);
+        const MemoryReport m = r.strategy->memory_report();
+        const MemoryReport est =
+            estimate_memory(parse_strategy(kind), *r.net, *r.opt, 1,
+                            {.bucket_cap_bytes = c.bucket_cap, .offload_optimizer = offload});
+        INFO(m.str(), "\nestimated:\n", est.str());
+        CHECK(est.param_bytes == m.param_bytes);
+        CHECK(est.grad_bytes == m.grad_bytes);
+        CHECK(est.optimizer_state_bytes == m.optimizer_state_bytes);
+        CHECK(est.master_weight_bytes == m.master_weight_bytes);
+        CHECK(est.offloaded_bytes == m.offloaded_bytes);
+        CHECK((est.offloaded_bytes > 0) == offload);
+      }
+    }
+  }
 }
 
 TEST_CASE("offload_optimizer: sharded checkpoints move between host and GPU state" *

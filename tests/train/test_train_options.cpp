@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -88,7 +89,65 @@ double number_after(const std::string& out, const std::string& key) {
   return at == std::string::npos ? NAN : std::strtod(out.c_str() + at + key.size(), nullptr);
 }
 
+/// The numbers of --estimate-memory's row for (ranks, strategy): params, grads, optimizer,
+/// masters, device, host, ZeRO paper (MiB); empty when there is no such row.
+std::vector<double> estimate_row(const std::string& out, int ranks, const std::string& strategy) {
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream in(line);
+    int n = 0;
+    std::string kind;
+    if (!(in >> n >> kind) || n != ranks || kind != strategy) continue;
+    std::vector<double> row;
+    for (double v; in >> v;) row.push_back(v);
+    return row;
+  }
+  return {};
+}
+
 }  // namespace
+
+TEST_CASE("--estimate-memory N: each strategy's bytes per rank on 1..N ranks, without training") {
+  Data d("estimate");
+  // the job's own model (not the tiny one of the other tests): nothing trains
+  const std::vector<std::string> cnn = {
+      "--model", "cnn", "--data-dir", d.root + "/data", "--checkpoint-dir", d.dir("e")};
+  JobResult r = run_job(plus(cnn, {"--estimate-memory", "3"}));
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("epoch 1/") == std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(d.dir("e")));  // no checkpoint: nothing ran
+  const std::vector<double> single = estimate_row(r.out, 1, "single");
+  REQUIRE(single.size() == 7);
+  CHECK(single[0] > 1.0);  // the cnn's 421738 float32 parameters: 1.6 MiB
+  for (int n : {2, 3}) {   // 1, 2, then the N asked for
+    CAPTURE(n);
+    const auto ddp = estimate_row(r.out, n, "ddp"), z1 = estimate_row(r.out, n, "zero1"),
+               z2 = estimate_row(r.out, n, "zero2");
+    REQUIRE(ddp.size() == 7);
+    REQUIRE(z1.size() == 7);
+    REQUIRE(z2.size() == 7);
+    // padding adds less than n elements per bucket: within the table's rounding of the formula
+    CHECK(std::abs(ddp[2] - single[2]) <= 0.002);
+    CHECK(std::abs(z1[2] - single[2] / n) <= 0.002);
+    CHECK(std::abs(z2[1] - single[1] / n) <= 0.002);
+    for (const auto* row : {&ddp, &z1, &z2}) CHECK(std::abs((*row)[4] - (*row)[6]) <= 0.005);
+  }
+  CHECK(estimate_row(r.out, 4, "ddp").empty());
+  // --offload-optimizer plans for a GPU from this CPU: zero's state moves to the host column
+  r = run_job(plus(cnn, {"--estimate-memory", "2", "--offload-optimizer", "1"}));
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  const auto ddp = estimate_row(r.out, 2, "ddp"), z2 = estimate_row(r.out, 2, "zero2");
+  REQUIRE(ddp.size() == 7);
+  REQUIRE(z2.size() == 7);
+  CHECK(ddp[5] == 0);
+  CHECK(z2[2] == 0);
+  CHECK(z2[5] > ddp[2] / 2);  // the state's half plus the step's copies
+  r = run_job(plus(cnn, {"--estimate-memory", "-1"}));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.out.find("--estimate-memory must be a number of ranks in [1, 1048576] (0: "
+                           "train), got -1") != std::string::npos,
+                r.out);
+}
 
 TEST_CASE("--accumulate K: K micro-batches make the step of the whole batch") {
   Data d("accumulate");
@@ -213,6 +272,18 @@ TEST_CASE("--precision bf16-true: bfloat16 parameters, float32 master weights, 2
   CHECK(number_after(r.out, "grads ") * mib == doctest::Approx(2 * psi).epsilon(1e-5));
   CHECK(number_after(r.out, "master weights ") * mib == doctest::Approx(4 * psi).epsilon(1e-5));
   CHECK(number_after(r.out, "optimizer state ") * mib == doctest::Approx(8 * psi).epsilon(1e-5));
+  // --estimate-memory, before any training, printed the same bytes (its table: MiB to 3
+  // decimals, so within half a unit of its last digit)
+  JobResult est = run_job(plus(args, {"--estimate-memory", "1"}));
+  REQUIRE_MESSAGE(est.code == 0, est.out);
+  const std::vector<double> row = estimate_row(est.out, 1, "single");
+  REQUIRE(row.size() == 7);
+  const char* keys[] = {"params ", "grads ", "optimizer state ", "master weights "};
+  for (size_t i = 0; i < 4; ++i) {
+    CAPTURE(keys[i]);
+    CHECK(std::abs(row[i] - number_after(r.out, keys[i])) <= 0.0005 + 1e-9);
+  }
+  CHECK(est.out.find("epoch 1/") == std::string::npos);  // it trained nothing
   check_resume(plus(d.pos("single", "t2"), {"--precision", "bf16-true"}));
   // Its checkpoint holds bf16 tensors: a float32 run does not resume from it.
   JobResult e = run_job(plus(d.pos("single", "t"), {"--resume", "1"}));

@@ -14,6 +14,7 @@
 #include "dist/checkpoint.h"
 #include "dist/sampler.h"
 #include "dist/strategy.h"
+#include "memory_estimate.h"
 #include "models/classifier.h"
 #include "nn/loss.h"
 #include "step_profile.h"
@@ -176,6 +177,7 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   const double first_bucket_mb = opt.get_double("first-bucket-mb", 1.0);
   const std::string reduce_dtype_flag = opt.get_string("reduce-dtype", "same");
   const int64_t offload_optimizer = opt.get_int("offload-optimizer", 0);
+  const int64_t estimate_ranks = opt.get_int("estimate-memory", 0);
   const bool warmup_given = opt.extra.count("warmup-steps") > 0;      // else the job's default
   const int64_t warmup_flag = opt.get_int("warmup-steps", 0);
   StepProfile profile(opt, name, rank, world);
@@ -213,12 +215,16 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   }
   SL_CHECK(offload_optimizer == 0 || offload_optimizer == 1, name,
            ": --offload-optimizer must be 0 or 1, got ", offload_optimizer);
-  SL_CHECK(offload_optimizer == 0 ||
+  SL_CHECK(offload_optimizer == 0 || estimate_ranks > 0 ||
                (kind == dist::StrategyKind::zero1 || kind == dist::StrategyKind::zero2),
            name,
            ": --offload-optimizer 1 needs --strategy zero1 or zero2 (it moves the rank's "
            "optimizer shard to the host)");
-  SL_CHECK(offload_optimizer == 0 || device.is_cuda(), name,
+  SL_CHECK(estimate_ranks >= 0 && estimate_ranks <= 1 << 20, name,
+           ": --estimate-memory must be a number of ranks in [1, 1048576] (0: train), got ",
+           estimate_ranks);
+  // an estimate plans for GPUs wherever it runs
+  SL_CHECK(offload_optimizer == 0 || device.is_cuda() || estimate_ranks > 0, name,
            ": --offload-optimizer 1 moves the optimizer state from the GPU to the host; with "
            "--device ",
            device.str(), " it is in host memory already");
@@ -290,6 +296,11 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
       m->to(dtype);
       return m;
     };
+  }
+  if (estimate_ranks > 0) {
+    say("%s",
+        memory_estimate_table(*model, *optimizer, so, estimate_ranks, precision.params_16).c_str());
+    return 0;
   }
   std::unique_ptr<dist::Strategy> strategy =
       dist::make_strategy(opt.strategy, model, *optimizer, so);
@@ -522,6 +533,9 @@ const FlagDocs& loop_flags() {
       {"offload-optimizer", "0",
        "1: zero1/zero2 keep the optimizer state in host memory and update on the CPU "
        "(--device cuda)"},
+      {"estimate-memory", "0",
+       "N > 0: print each strategy's model-state bytes per rank on 1..N ranks (this model, "
+       "--precision, --optimizer, buckets, --offload-optimizer) and exit without training"},
       {"sync-batchnorm", "0",
        "1: BatchNorm normalises with every rank's batch (ddp, zero1, zero2; SyncBatchNorm)"},
       {"checkpoint-dir", "(checkpoints/<job>)", "sharded checkpoints go here"},

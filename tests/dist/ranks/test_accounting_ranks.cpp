@@ -1,6 +1,7 @@
 // Measured per-rank memory against the ZeRO paper's formula (dist/accounting.h), fp32 and
 // mixed precision (bf16 parameters with fp32 master weights), and bytes communicated per step.
-// Runs in the normal 2- and 3-rank launches and in a 4-rank one.
+// estimate_memory against what the strategies hold after a step, to the byte. Runs in the normal
+// 2- and 3-rank launches and in a 4-rank one.
 #include "../../support/testing.h"
 #include "dist/accounting.h"
 #include "dist/process_group.h"
@@ -42,7 +43,77 @@ Measured one_step(const char* kind, DType dt) {
   return {s->memory_report(), pg->stats()};
 }
 
+// fc1 in `low` (bf16 or f32), fc2 in float32: two dtype groups when low is bf16.
+struct MixedNet : nn::Module {
+  explicit MixedNet(DType low) : Module("MixedNet") {
+    fc1 = register_module("fc1",
+                          std::make_shared<nn::Linear>(40, 70, true, TensorOptions{.dtype = low}));
+    fc2 = register_module("fc2", std::make_shared<nn::Linear>(70, 33, true));
+  }
+  std::shared_ptr<nn::Linear> fc1, fc2;
+  Tensor forward(const Tensor& x) override {
+    return fc2->forward(fc1->forward(x.to(fc1->weight.dtype())).tanh().to(DType::f32));
+  }
+};
+
+// Optimizers covering every state rule: the optimizer groups are fc1's and fc2's parameters.
+std::unique_ptr<optim::Optimizer> make_opt(const std::string& which, MixedNet& net) {
+  TensorList a = net.fc1->parameters(), b = net.fc2->parameters();
+  if (which == "adamw") {  // masters for the bf16 group, amsgrad in one optimizer group only
+    return std::make_unique<optim::AdamW>(std::vector<optim::ParamGroup<optim::AdamWOptions>>{
+        {a, {.lr = 1e-3, .master_weights = true}},
+        {b, {.lr = 1e-3, .amsgrad = true, .master_weights = true}}});
+  }
+  if (which == "sgd") {  // momentum in one group only: zero keeps it for the whole shard
+    return std::make_unique<optim::SGD>(std::vector<optim::ParamGroup<optim::SGDOptions>>{
+        {a, {.lr = 0.1, .momentum = 0.9}}, {b, {.lr = 0.1}}});
+  }
+  return std::make_unique<optim::Lamb>(std::vector<optim::ParamGroup<optim::LambOptions>>{
+      {a, {.lr = 1e-3, .master_weights = true}}, {b, {.lr = 1e-3}}});
+}
+
 }  // namespace
+
+TEST_CASE("accounting: estimate_memory gives the bytes each strategy holds after a step") {
+  auto pg = world();
+  const int n = pg->size();
+  for (DType low : {DType::f32, DType::bf16}) {
+    const std::string dt = dtype_name(low);
+    for (const std::string which : {"adamw", "sgd", "lamb"}) {
+      for (const std::string kind : {"ddp", "zero1", "zero2"}) {
+        // small buckets: several per group, each padded to a multiple of n
+        StrategyOptions so{.group = pg, .bucket_cap_bytes = 4096, .first_bucket_cap_bytes = 1024};
+        CAPTURE(kind);
+        CAPTURE(which);
+        CAPTURE(dt);
+        manual_seed(5);
+        auto net = std::make_shared<MixedNet>(low);
+        auto opt = make_opt(which, *net);
+        // before the strategy moves the parameters into its flat buffers
+        MemoryReport est = estimate_memory(parse_strategy(kind), *net, *opt, n, so);
+        auto s = make_strategy(kind, net, *opt, so);
+        Generator gen(17 + static_cast<uint64_t>(pg->rank()));
+        s->zero_grad();
+        s->backward(s->forward(randn({6, 40}, {}, &gen)).square().mean());
+        REQUIRE(s->step().taken);
+        MemoryReport m = s->memory_report();
+        INFO(m.str(), "\nestimated:\n", est.str());
+        CHECK(est.strategy == m.strategy);
+        CHECK(est.world_size == n);
+        CHECK(est.numel == m.numel);
+        CHECK(est.param_bytes == m.param_bytes);
+        CHECK(est.grad_bytes == m.grad_bytes);
+        CHECK(est.optimizer_state_bytes == m.optimizer_state_bytes);
+        CHECK(est.master_weight_bytes == m.master_weight_bytes);
+        CHECK(est.offloaded_bytes == 0);
+        CHECK(est.comm_buffer_bytes == 0);
+        // zero's state is a shard: at most 3 float32 tensors (amsgrad) of Psi / N elements plus
+        // each bucket's padding (< N elements; under 30 buckets here)
+        if (kind != "ddp") CHECK(est.optimizer_state_bytes * n <= 12 * (est.numel + 30 * n));
+      }
+    }
+  }
+}
 
 TEST_CASE("accounting: per-rank bytes match the ZeRO paper's formula within 2%") {
   int n = world()->size();

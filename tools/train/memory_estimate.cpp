@@ -1,0 +1,75 @@
+#include "memory_estimate.h"
+
+#include <cstdio>
+#include <vector>
+
+#include "dist/accounting.h"
+
+namespace sl::train {
+
+namespace {
+
+std::string mib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", bytes / (1024.0 * 1024.0));
+  return buf;
+}
+
+}  // namespace
+
+std::string memory_estimate_table(const nn::Module& model, const optim::Optimizer& opt,
+                                  const dist::StrategyOptions& opts, int64_t max_ranks,
+                                  bool params_16) {
+  SL_CHECK(max_ranks >= 1, "--estimate-memory: need at least 1 rank, got ", max_ranks);
+  std::vector<int64_t> sizes;
+  for (int64_t n = 1; n < max_ranks; n *= 2) sizes.push_back(n);
+  sizes.push_back(max_ranks);
+  const double param_bpe = params_16 ? 2 : 4, k = params_16 ? 12 : 8;
+  const bool offload = opts.offload_optimizer;
+  std::string out;
+  char line[256];
+  for (int64_t n : sizes) {
+    std::vector<dist::StrategyKind> kinds{dist::StrategyKind::single};
+    if (n > 1)
+      kinds = {dist::StrategyKind::ddp, dist::StrategyKind::zero1, dist::StrategyKind::zero2};
+    for (dist::StrategyKind kind : kinds) {
+      const bool zero = kind == dist::StrategyKind::zero1 || kind == dist::StrategyKind::zero2;
+      dist::StrategyOptions o = opts;
+      o.offload_optimizer = offload && zero;
+      const dist::MemoryReport m = dist::estimate_memory(kind, model, opt, static_cast<int>(n), o);
+      if (out.empty()) {
+        std::snprintf(line, sizeof line,
+                      "model states per rank in MiB (Psi = %lld parameters; activations and "
+                      "communication buffers not included)\n",
+                      static_cast<long long>(m.numel));
+        out += line;
+        std::snprintf(line, sizeof line, "%6s  %-8s %10s %10s %10s %10s %10s %10s %12s\n", "ranks",
+                      "strategy", "params", "grads", "optimizer", "masters", "device", "host",
+                      "ZeRO paper");
+        out += line;
+      }
+      const double device = static_cast<double>(m.param_bytes + m.grad_bytes +
+                                                m.optimizer_state_bytes + m.master_weight_bytes);
+      // the paper's formula for the same strategy with the state on the device (Psi_bytes * K)
+      const double paper =
+          dist::predict_memory(kind, m.numel, static_cast<int>(n), param_bpe, k).total();
+      std::snprintf(line, sizeof line, "%6lld  %-8s %10s %10s %10s %10s %10s %10s %12s\n",
+                    static_cast<long long>(n), dist::strategy_name(kind),
+                    mib(static_cast<double>(m.param_bytes)).c_str(),
+                    mib(static_cast<double>(m.grad_bytes)).c_str(),
+                    mib(static_cast<double>(m.optimizer_state_bytes)).c_str(),
+                    mib(static_cast<double>(m.master_weight_bytes)).c_str(), mib(device).c_str(),
+                    mib(static_cast<double>(m.offloaded_bytes)).c_str(), mib(paper).c_str());
+      out += line;
+    }
+  }
+  out +=
+      "device: params + grads + optimizer + masters; host: the offloaded optimizer state, "
+      "masters and the step's copies (--offload-optimizer 1); ZeRO paper: (2 or 4 + K) Psi "
+      "bytes with the state on the device, K = ";
+  out += params_16 ? "12" : "8";
+  out += "\n";
+  return out;
+}
+
+}  // namespace sl::train

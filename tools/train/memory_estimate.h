@@ -1,0 +1,24 @@
+// The trainer's --estimate-memory N: a table of the model-state bytes per rank each strategy would
+// hold for the job's model, precision, optimizer and buckets on 1, 2, 4, ..., N ranks
+// (dist::estimate_memory, exact to the byte after the first step), beside the ZeRO paper's
+// formula; the run then exits without training, so it answers "which mode fits on how many
+// GPUs" on any machine.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "dist/strategy.h"
+
+namespace sl::train {
+
+/// The table, one line per (ranks, strategy): single on 1 rank, ddp/zero1/zero2 on 2, 4, ...,
+/// `max_ranks` (powers of two, then max_ranks itself). zero1/zero2 rows offload when
+/// opts.offload_optimizer (their optimizer bytes in the host column). `params_16`: the
+/// parameters are f16/bf16 with fp32 masters (the paper's K = 12), else float32 (K = 8; the
+/// trainer's optimizers keep two moments). Throws ValueError for max_ranks < 1.
+std::string memory_estimate_table(const nn::Module& model, const optim::Optimizer& opt,
+                                  const dist::StrategyOptions& opts, int64_t max_ranks,
+                                  bool params_16);
+
+}  // namespace sl::train
