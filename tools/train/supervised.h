@@ -11,7 +11,12 @@
 //            [--accumulate K] [--precision 32|bf16-mixed|f16-mixed|bf16-true]
 //            [--checkpoint-every N] [--stop-after-steps S] [--optimizer adamw|lamb]
 //            [--sync-batchnorm 0|1] [--bucket-mb 25] [--first-bucket-mb 1]
+//            [--reduce-dtype same|bf16|f16] [--offload-optimizer 0|1] [--estimate-memory N]
 //            (plus the job's own flags)
+//
+// --estimate-memory N prints, for the job's model and these flags, the model-state bytes per
+// rank of every strategy on 1, 2, 4, ..., N ranks (tools/train/memory_estimate.h) and exits
+// before training.
 //
 // --sync-batchnorm 1 (ddp, zero1, zero2) makes every BatchNorm of the model normalise, in
 // training, with the statistics of the whole global batch rather than of its rank's share
