@@ -92,11 +92,8 @@ ShardedOptimizer::ShardedOptimizer(const FlatBuffers& flat, int rank, optim::Opt
     const DType dt = L.groups()[g].dtype;
     DType state_dt = master[g] ? DType::f32 : dt;
     // offloaded: what crosses to and from the GPU every step is pinned where the backend can
-    if (master[g]) {
-      s.master = zeros_1d(n, DType::f32, offload_);
-    } else if (offload_) {
-      host_params_[g] = zeros_1d(n, dt, true);
-    }
+    if (master[g]) s.master = zeros_1d(n, DType::f32);
+    if (offload_) host_params_[g] = zeros_1d(n, dt, true);
     if (offload_) host_grads_[g] = zeros_1d(n, dt, true);
     if (rule_ == UpdateRule::sgd) {
       if (n_state > 0) s.momentum_buffer = zeros_1d(n, state_dt);
@@ -133,13 +130,33 @@ Tensor ShardedOptimizer::update_target(const Run& r) const {
 
 void ShardedOptimizer::write_back(const Run& r, const Tensor& target) const {
   if (!uses_master(r.group) && !offload_) return;  // updated in place
-  // rounds a master into the parameter's dtype; crosses devices when offloaded
-  ops::copy_(slice(flat_.param_buffer(r.group), r.flat_offset, r.numel), target);
+  Tensor src = target;
+  if (offload_ && uses_master(r.group)) {
+    // Round the master on the host into the pinned parameter copy, so the copy to the GPU is
+    // a direct asynchronous DMA instead of a staged copy of a fresh pageable cast that ends in
+    // a stream synchronize. The next write into this part of host_params_ is the next step's
+    // update, after stage_gradients has waited for the stream (see there).
+    src = slice(host_params_[static_cast<size_t>(r.group)], r.shard_offset, r.numel);
+    ops::copy_(src, target);
+  }
+  // rounds a master into the parameter's dtype (on the device that holds it); crosses devices
+  // when offloaded, asynchronously from pinned memory (Note [Pinned host memory])
+  ops::copy_(slice(flat_.param_buffer(r.group), r.flat_offset, r.numel), src);
 }
 
 const std::vector<Tensor>& ShardedOptimizer::stage_gradients(
     const std::vector<Tensor>& grad_shards) {
   if (!offload_) return grad_shards;
+  // Offloaded, write_back's copies from host_params_ to the GPU are asynchronous (pinned), and
+  // this step's update writes host_params_ again (in place, or rounding a master into it), so
+  // those copies must have run first. They were queued on the parameters' device's compute
+  // stream, and every copy here waits for that stream before it returns: a device-to-host
+  // copy into a pinned tensor synchronises the stream, a staged one waits for an event
+  // recorded after its last chunk (core/cuda/copy.cpp). The gradient shards live on the
+  // parameters' device, and a group whose shard is empty has no runs, so when any run writes
+  // host_params_, a non-empty copy here has waited for all copies of the previous step.
+  // (refresh_master writes host_params_ by device-to-host copies on the same stream, which are
+  // ordered after them on the GPU.)
   for (size_t g = 0; g < grad_shards.size(); ++g) ops::copy_(host_grads_[g], grad_shards[g]);
   return host_grads_;
 }

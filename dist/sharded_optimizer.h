@@ -19,11 +19,17 @@
 // Note [Optimizer offload]
 // With a state device other than the parameters' (StrategyOptions::offload_optimizer: the CPU
 // for parameters on a GPU, ZeRO-Offload's split), the state, the fp32 master shard and two
-// working copies live there: the rank's parameter shard (for groups without a master; it holds
-// the same values as the GPU's pieces between steps) and its gradient shard. A step copies the
-// gradient shard over, runs the same kernels there, and copies each updated run of parameters
-// back into the flat parameter buffer, which the strategy then all-gathers on the GPU. LAMB's
-// norm sums travel to the parameters' device for their all-reduce and back.
+// working copies live there, each in the group's parameter dtype, so 2 x the shard's bytes per
+// dtype group with or without a master: the rank's parameter shard and its gradient shard. For
+// a group without a master the parameter copy is what the update writes (it holds the same
+// values as the GPU's pieces between steps); for a group with one, the update writes the master
+// and the copy receives it rounded to the parameter dtype. A step copies the gradient shard
+// over, runs the same kernels there, and copies each updated run of parameters from the
+// parameter copy back into the flat parameter buffer, which the strategy then all-gathers on
+// the GPU. The working copies are in pinned memory where the backend has it, so those copies
+// back are asynchronous; the next step's gradient copy waits for the stream before the update
+// writes the parameter copy again (stage_gradients). LAMB's norm sums travel to the parameters'
+// device for their all-reduce and back.
 #pragma once
 
 #include <cstdint>
@@ -89,10 +95,13 @@ class ShardedOptimizer {
   Device state_device() const { return state_device_; }
   /// True when that is not the parameters' device (Note [Optimizer offload]).
   bool offloaded() const { return offload_; }
-  /// Bytes of the offloaded step's working copies (parameter and gradient shards); 0 otherwise.
+  /// Bytes of the offloaded step's working copies (parameter and gradient shards in the group
+  /// dtype, for every group: 2 x the shard's bytes per group); 0 otherwise.
   int64_t working_copy_bytes() const;
   /// The fp32 master copy of the owned pieces (when `masters`) and the offloaded parameter copy
-  /// (always) from the current parameter values, after a checkpoint load changed the parameters.
+  /// of groups without a master (always) from the current parameter values, after a checkpoint
+  /// load changed the parameters. (A master group's parameter copy is rewritten from the master
+  /// before every use.)
   void refresh_master(bool masters = true);
 
  private:
@@ -112,7 +121,8 @@ class ShardedOptimizer {
   /// Where run `r`'s parameters are updated: the master shard, the offloaded parameter copy, or
   /// the flat parameter buffer itself.
   Tensor update_target(const Run& r) const;
-  /// After the update: rounds / copies the target back into the flat parameter buffer.
+  /// After the update: rounds / copies the target back into the flat parameter buffer (offloaded
+  /// with a master: rounds it into host_params_ first and copies from there).
   void write_back(const Run& r, const Tensor& target) const;
   /// The gradient shards the update reads: `grad_shards`, or their copies on the state device.
   const std::vector<Tensor>& stage_gradients(const std::vector<Tensor>& grad_shards);
@@ -131,7 +141,7 @@ class ShardedOptimizer {
   AllReduceSum all_reduce_sum_;
   Device state_device_;
   bool offload_ = false;
-  std::vector<Tensor> host_params_;  // offload: per group without a master, the parameter shard
+  std::vector<Tensor> host_params_;  // offload: per group, the parameter shard (master: rounded)
   std::vector<Tensor> host_grads_;   // offload: per group, the gradient shard
   int64_t step_ = 0;
   bool momentum_initialized_ = false;

@@ -9,18 +9,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/cuda/pinned_uses.h"
 #include "core/cuda/runtime.h"
 #include "core/profiler.h"
 
 namespace sl::cuda {
 namespace {
-
-/// Power of two, at least 4 KiB: blocks of one size class are interchangeable.
-size_t round_size(size_t n) {
-  size_t size = 4096;
-  while (size < n) size *= 2;
-  return size;
-}
 
 /// True when e has completed; false while work before it is still queued.
 bool event_done(cudaEvent_t e) {
@@ -33,17 +27,38 @@ bool event_done(cudaEvent_t e) {
   return true;
 }
 
+/// The CUDA events behind PinnedBlockUses (Note [Pinned block uses] in pinned_uses.h).
+class CudaPinnedEvents final : public PinnedEvents {
+ public:
+  PinnedEventId create_event(int device) override {
+    DeviceGuard g(device);
+    cudaEvent_t e = nullptr;
+    CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    return reinterpret_cast<PinnedEventId>(e);
+  }
+  void record_event(PinnedEventId e, int device, PinnedStreamId stream) override {
+    DeviceGuard g(device);  // an event is recorded on a stream of the device it was made on
+    CUDA_CHECK(cudaEventRecord(ev(e), reinterpret_cast<cudaStream_t>(stream)));
+  }
+  bool query_event(PinnedEventId e) override { return event_done(ev(e)); }
+  void wait_event(PinnedEventId e) override { (void)cudaEventSynchronize(ev(e)); }
+  void destroy_event(PinnedEventId e) override { (void)cudaEventDestroy(ev(e)); }
+
+ private:
+  static cudaEvent_t ev(PinnedEventId e) { return reinterpret_cast<cudaEvent_t>(e); }
+};
+
 class PinnedHostAllocator final : public Allocator {
  public:
   void set_profile_name(const char* name) { stats_.set_profile_name(name); }
   void* allocate(size_t nbytes) override {
-    const size_t size = round_size(nbytes);
+    const size_t size = pinned_block_size(nbytes);
     std::lock_guard<std::mutex> lock(mu_);
     SL_CHECK(!shut_down_, "pinned allocator: allocation after process exit began");
     auto [first, last] = free_.equal_range(size);
     for (auto it = first; it != last; ++it) {
       Block& b = blocks_.at(it->second);
-      if (!uses_done(b)) continue;
+      if (!b.uses.done(events_)) continue;
       void* p = it->second;
       free_.erase(it);
       b.in_use = true;
@@ -99,11 +114,9 @@ class PinnedHostAllocator final : public Allocator {
     auto it = blocks_.find(block);
     SL_CHECK(it != blocks_.end() && it->second.in_use,
              "record_pinned_use: the pointer is not a live pinned block");
-    DeviceGuard g(device);
-    cudaEvent_t e = nullptr;
-    CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    it->second.uses.push_back(e);
-    CUDA_CHECK(cudaEventRecord(e, stream));
+    // one event per (device, stream), re-recorded: the record stays bounded for a block that
+    // lives long and is copied from every step (Note [Pinned block uses])
+    it->second.uses.record(events_, device, reinterpret_cast<PinnedStreamId>(stream));
   }
 
   /// At process exit: frees the cached blocks while the CUDA runtime is still up; blocks still
@@ -112,7 +125,7 @@ class PinnedHostAllocator final : public Allocator {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [p, b] : blocks_) {
       if (b.in_use) continue;
-      for (cudaEvent_t e : b.uses) (void)cudaEventSynchronize(e);
+      b.uses.wait(events_);
     }
     release_free_blocks();
     shut_down_ = true;
@@ -122,24 +135,14 @@ class PinnedHostAllocator final : public Allocator {
   struct Block {
     size_t size;
     bool in_use;
-    std::vector<cudaEvent_t> uses;  // recorded after asynchronous copies that read the block
+    PinnedBlockUses uses;  // the asynchronous copies that read the block
   };
-
-  /// True when every recorded use of b has completed (their events are then destroyed).
-  bool uses_done(Block& b) {
-    while (!b.uses.empty()) {
-      if (!event_done(b.uses.back())) return false;
-      (void)cudaEventDestroy(b.uses.back());
-      b.uses.pop_back();
-    }
-    return true;
-  }
 
   /// Frees the cached blocks whose uses have completed. Caller holds mu_.
   void release_free_blocks() {
     for (auto it = free_.begin(); it != free_.end();) {
       auto b = blocks_.find(it->second);
-      if (!uses_done(b->second)) {
+      if (!b->second.uses.done(events_)) {
         ++it;
         continue;
       }
@@ -152,6 +155,7 @@ class PinnedHostAllocator final : public Allocator {
   }
 
   std::mutex mu_;
+  CudaPinnedEvents events_;
   std::unordered_map<void*, Block> blocks_;  // every block page-locked, by address
   std::multimap<size_t, void*> free_;        // the cached ones, by size
   int64_t reserved_ = 0;

@@ -148,6 +148,15 @@ TEST_CASE("offload_optimizer: bf16 parameters update fp32 master weights on the 
     }
     CHECK(s.exp_avg.dtype() == (s.master.defined() ? DType::f32 : DType::f64));
   }
+  // the working copies: a parameter and a gradient shard in each group's dtype, the master
+  // group's too (its parameter copy receives the rounded master, the source of the copy back)
+  int64_t shard_bytes = 0;
+  for (const FlatGroup& g : L.groups())
+    shard_bytes += g.shard_numel * static_cast<int64_t>(dtype_size(g.dtype));
+  CHECK(offloaded.sharded().working_copy_bytes() == 2 * shard_bytes);
+  const MemoryReport m = offloaded.strategy->memory_report();
+  CHECK(m.offloaded_bytes ==
+        offloaded.sharded().state_bytes() + offloaded.sharded().master_bytes() + 2 * shard_bytes);
 }
 
 TEST_CASE("offload_optimizer: the GPU gives up exactly the state's bytes" *
