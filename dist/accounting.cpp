@@ -120,8 +120,8 @@ MemoryReport estimate_memory(StrategyKind kind, const nn::Module& model,
     const DType state_dt = master[g] ? DType::f32 : fg.dtype;
     state += n_state * bytes_of(fg.shard_numel, state_dt);
     if (master[g]) masters += bytes_of(fg.shard_numel, DType::f32);
-    // offloaded: the host's gradient shard, and its parameter shard where no master holds it
-    working += bytes_of(fg.shard_numel, fg.dtype) * (master[g] ? 1 : 2);
+    // offloaded: the host's gradient and parameter shards in the group's dtype
+    working += 2 * bytes_of(fg.shard_numel, fg.dtype);
     if (kind == StrategyKind::zero2) m.grad_bytes += bytes_of(fg.shard_numel, fg.dtype);
   }
   if (kind == StrategyKind::zero1) m.grad_bytes = m.param_bytes;
