@@ -335,6 +335,13 @@ void FlatStrategy::drain() {
 }
 
 void FlatStrategy::backward(const Tensor& loss) {
+  // Buckets an earlier micro-batch launched (ddp/zero1 without no_sync) are still being
+  // reduced from the gradient buffer this backward accumulates into: wait for them first. Their
+  // collectives are not ordered before this backward's kernels otherwise (on a GPU only
+  // Work::wait() orders them, Note [NCCL stream ordering]; on MPI the communication thread
+  // reads the buffer while this thread writes it). Nothing is pending in the usual loop, where
+  // step() or zero_grad() drained already.
+  drain();
   Strategy::backward(loss);
   end_round();
   // zero2 keeps no gradient buffer between micro-batches: finish this one's reduce-scatters

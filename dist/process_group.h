@@ -5,9 +5,23 @@
 // ranks must issue the same collectives in the same order (SL_DIST_DEBUG=1 checks this and
 // turns a disagreement into a DistError naming each rank's collective instead of a hang).
 //
+// The tensors of a collective belong to it from the call until its Work's wait() returns (or
+// is_completed() returns true): the caller must not read or write them in between (dropping
+// its references is fine: the backend keeps them alive until the collective finished). With
+// CUDA tensors (nccl) that holds for kernels too: the collective sees every kernel queued on the
+// device's compute stream before the call; kernels queued after the call run concurrently with
+// it, and are ordered after it only once wait() has returned (wait() blocks the host until the
+// collective finished and makes the device's compute stream wait for it; Note [NCCL stream
+// ordering] in dist/nccl/process_group_nccl.cpp). A Work dropped without wait() orders nothing.
+// After a collective failed (a timeout, a lost peer) an mpi or nccl group is broken: the
+// collectives already queued and every later one fail with a DistError "...: because an earlier
+// collective failed: <first error>" (from wait(); nccl throws from the call itself for a collective
+// issued after the failure).
+//
 // Backends: "single" (one rank, no communication), "mpi" (CPU tensors, launched with mpirun or
 // srun; one communication thread per process drives MPI so communication overlaps
-// computation), "nccl" (CUDA tensors; its unique id is exchanged over the MPI group).
+// computation), "nccl" (CUDA tensors, on a stream of its own that overlaps the compute stream;
+// its unique id is exchanged over the MPI group).
 //
 // Environment: SL_DIST_TIMEOUT (seconds, default 300) bounds every wait; SL_DIST_DEBUG=1 logs
 // each collective per rank (op, dtype, element count, sequence number) and checks, before
@@ -142,7 +156,11 @@ ProcessGroupPtr make_single_group(ProcessGroupOptions opts = ProcessGroupOptions
 /// A NCCL group over the same ranks as `bootstrap` (an MPI group, or a single rank), for CUDA
 /// tensors on `device` (one GPU per rank). Rank 0 creates the NCCL unique id and broadcasts it
 /// over `bootstrap`; collective, so every rank must call it. Throws DeviceError when Shardlight
-/// was built without NCCL or `device` is not a visible GPU.
+/// was built without NCCL or `device` is not a visible GPU. Its collectives run on a NCCL
+/// stream after the work already queued on `device`'s compute stream; the compute stream waits
+/// for one only in its Work's wait() (see the top of this header). A collective that times out
+/// or that NCCL reports an error for aborts the communicator; the group then throws DistError
+/// "...: not run because an earlier collective failed: <first error>" for every later one.
 ProcessGroupPtr make_nccl_group(const ProcessGroupPtr& bootstrap, Device device);
 /// True when the NCCL backend was compiled in.
 bool nccl_available();

@@ -32,6 +32,9 @@ void Work::wait(std::chrono::milliseconds timeout) {
         "SL_DIST_DEBUG=1 to compare the ranks' collectives; SL_DIST_TIMEOUT sets the timeout)");
   }
   if (error_) std::rethrow_exception(error_);
+  std::function<void()> after = after_wait_;
+  lock.unlock();
+  if (after) after();
 }
 
 void Work::complete(std::exception_ptr error) {
@@ -67,6 +70,11 @@ void Work::on_complete(std::function<void()> fn) {
     }
   }
   fn();
+}
+
+void Work::set_after_wait(std::function<void()> fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  after_wait_ = std::move(fn);
 }
 
 std::shared_ptr<Work> Work::completed(std::string what) {

@@ -5,6 +5,12 @@
 // overlap computation with the collective and wait() later; wait() never blocks forever: it
 // throws DistError after the timeout, naming the collective, so a lost peer becomes an error
 // instead of a hang.
+//
+// The collective's tensors belong to it until wait() has returned (or is_completed() returned
+// true): reading or writing them before, on the host or with a kernel, races with it, and so
+// does any use of them after a Work dropped without waiting. For CUDA tensors this includes
+// kernels queued on the compute stream after the collective was issued: they are not ordered
+// after it until wait() (Note [NCCL stream ordering] in dist/nccl/process_group_nccl.cpp).
 #pragma once
 
 #include <chrono>
@@ -32,6 +38,7 @@ class Work {
   bool is_success() const;
   /// Blocks until the collective finished, then rethrows its error (a DistError) if it failed.
   /// Throws DistError when it does not finish within `timeout` (default: the group's timeout).
+  /// After a successful wait, runs the backend's after-wait step (set_after_wait) on this thread.
   void wait() { wait(default_timeout_); }
   void wait(std::chrono::milliseconds timeout);
   const std::string& what() const { return what_; }
@@ -46,6 +53,10 @@ class Work {
   /// Runs `fn` when the work completes (immediately, on this thread, if it already has); `fn`
   /// must not throw. Used to release buffers and chain follow-up steps.
   void on_complete(std::function<void()> fn);
+  /// Backend side: `fn` runs on the waiting thread each time wait() returns without error, after
+  /// the host wait; what it throws, wait() throws. The NCCL backend makes the waiter's compute
+  /// stream wait for the collective there. Set before the Work is handed to the caller.
+  void set_after_wait(std::function<void()> fn);
 
   /// A Work that is already complete (single-rank groups, empty collectives).
   static std::shared_ptr<Work> completed(std::string what);
@@ -60,6 +71,7 @@ class Work {
   bool completing_ = false;
   std::exception_ptr error_;
   std::vector<std::function<void()>> callbacks_;
+  std::function<void()> after_wait_;
 };
 
 using WorkPtr = std::shared_ptr<Work>;

@@ -3,11 +3,38 @@
 // Rank 0 of the bootstrap group (MPI) creates the NCCL unique id and broadcasts it; every rank
 // then joins the NCCL communicator for its device. Collectives run on a dedicated stream that
 // first waits for the device's compute stream (Note [CUDA streams and synchronisation] in
-// core/cuda/cuda_api.h), so a collective sees every value computed before it was issued, and
-// the compute stream waits for the collective, so later kernels see its result. A
-// watcher thread polls each collective's completion event and completes its Work; one that does
-// not finish before the deadline aborts the communicator (ncclCommAbort) and fails with a
-// DistError, so a lost peer cannot hang the job.
+// core/cuda/cuda_api.h), so a collective sees every value computed before it was issued; the
+// compute stream waits for the collective only in Work::wait(), so the kernels queued in between
+// overlap with it (Note [NCCL stream ordering]). A watcher thread polls each collective's
+// completion event and completes its Work; one that does not finish before the deadline, or that
+// NCCL reports an error for, aborts the communicator (ncclCommAbort) and fails with a DistError,
+// so a lost peer cannot hang the job; the group is then broken, and every later collective fails
+// naming that first error.
+//
+// Note [NCCL stream ordering]
+// A collective issued by start() is ordered as
+//   compute stream --(ready event)--> NCCL stream: the collective --(done event)--> the
+//   compute stream of whoever calls Work::wait()
+// start() records `ready` on the compute stream and makes the group's NCCL stream (non-blocking,
+// so it does not order with the legacy default stream otherwise) wait for it, so the collective
+// reads what every kernel issued before it wrote. It records `done` on the NCCL stream after the
+// collective and does not make the compute stream wait: the kernels issued after start() (the
+// rest of backward, while a gradient bucket is reduced) run concurrently with the collective, so
+// they must not touch its tensors. Work::wait() blocks the host until the watcher saw `done`
+// complete and then makes the compute stream wait for `done` (cudaStreamWaitEvent), as PyTorch's
+// ProcessGroupNCCL Work::wait() does; every kernel queued after wait() returns sees the result.
+// The host wait alone already orders them (the watcher completes the Work only after `done`
+// completed); the stream wait states the dependency on the GPU and keeps it if wait() ever
+// stops blocking the host. A Work that is never waited for orders nothing: its tensors may be
+// used again only after is_completed() returned true. The caching allocator assumes a block is
+// used on the compute stream only (Note [Caching allocator]), so the watcher holds the
+// collective's tensors until `done` completed: a tensor the caller drops meanwhile is not reused
+// while NCCL still reads or writes it. A collective that failed (the communicator was aborted)
+// never releases its tensors while the group lives: an aborted kernel may still touch them.
+// Every use of the communicator (the collective calls in start(), ncclCommGetAsyncError and
+// ncclCommAbort on the watcher) holds NcclState::mu, since NCCL forbids using one communicator
+// from two threads at once; the broken check sits under the same lock, so no collective is
+// issued on a communicator that is being or has been aborted.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -15,7 +42,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "core/creation.h"
 #include "core/cuda/runtime.h"
@@ -80,14 +111,42 @@ ncclRedOp_t nccl_op(DType dt, ReduceOp op) {
   return ncclSum;
 }
 
-/// State shared by the group and its queued completions.
+/// A CUDA event of `device` (the current one), destroyed with its last owner (the Work's
+/// after-wait step and the watcher share `done`), on any thread, with `device` current as it
+/// is destroyed (as PyTorch's CUDAEvent), without throwing. Destroying an event whose work is
+/// still queued is allowed: CUDA releases it later.
+using EventPtr = std::shared_ptr<CUevent_st>;
+EventPtr make_event(int device) {
+  cudaEvent_t e = nullptr;
+  SL_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  return EventPtr(e, [device](cudaEvent_t ev) {
+    int prev = device;
+    (void)cudaGetDevice(&prev);
+    if (prev != device) (void)cudaSetDevice(device);
+    (void)cudaEventDestroy(ev);
+    if (prev != device) (void)cudaSetDevice(prev);
+  });
+}
+
+/// State shared by the group and its queued completions. `mu` guards every use of `comm` (Note
+/// [NCCL stream ordering]) and the fields below it.
 struct NcclState {
-  ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;
   int device = 0;
-  std::atomic<bool> broken{false};
   std::mutex mu;
-  std::string broken_reason;
+  ncclComm_t comm = nullptr;        ///< null once aborted
+  std::atomic<bool> broken{false};  ///< set (under mu) when the communicator was aborted
+  std::string broken_reason;        ///< the error that broke the group
+  /// Tensors of collectives that failed: kept from the caching allocator while the group lives.
+  std::vector<Tensor> held_after_abort;
+
+  /// Requires `mu`. Throws DistError naming the first failure when the group is broken.
+  void check_not_broken(const std::string& what) const {
+    if (broken.load()) {
+      detail::throw_error<DistError>(
+          what, ": not run because an earlier collective failed: ", broken_reason);
+    }
+  }
 };
 
 class ProcessGroupNCCL final : public ProcessGroup {
@@ -137,6 +196,7 @@ class ProcessGroupNCCL final : public ProcessGroup {
 
   ~ProcessGroupNCCL() override {
     watcher_.stop();
+    std::lock_guard<std::mutex> lock(state_->mu);
     if (state_->broken.load()) return;  // aborted already
     cudaStreamSynchronize(state_->stream);
     ncclCommDestroy(state_->comm);
@@ -149,10 +209,9 @@ class ProcessGroupNCCL final : public ProcessGroup {
  protected:
   WorkPtr start(const Collective& c, const Tensor& out, const Tensor& in) override {
     std::string what = detail::str_cat(who(), " nccl: ", c.str());
-    if (state_->broken.load()) {
+    {  // before the debug check's bootstrap round trip; checked again below, under the lock
       std::lock_guard<std::mutex> lock(state_->mu);
-      detail::throw_error<DistError>(
-          what, ": not run because an earlier collective failed: ", state_->broken_reason);
+      state_->check_not_broken(what);
     }
     if (options().debug) check_agreement(c, what);
     if (out.defined()) {
@@ -165,65 +224,83 @@ class ProcessGroupNCCL final : public ProcessGroup {
       // NCCL stream's first barrier runs after the fill, not concurrently with it.
       barrier_buf_ = zeros({1}, {.device = Device(DeviceKind::cuda, state_->device)});
     }
-    cudaEvent_t ready = nullptr, done = nullptr;
-    SL_CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
-    SL_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    EventPtr ready = make_event(state_->device), done = make_event(state_->device);
     cudaStream_t compute = sl::cuda::compute_stream(state_->device);
-    SL_CUDA_CHECK(cudaEventRecord(ready, compute));
-    SL_CUDA_CHECK(cudaStreamWaitEvent(state_->stream, ready, 0));
     size_t n = static_cast<size_t>(c.count);
-    ncclComm_t comm = state_->comm;
     cudaStream_t st = state_->stream;
-    switch (c.kind) {
-      case CollectiveKind::allreduce:
-        SL_NCCL_CHECK(ncclAllReduce(out.data_ptr(), out.data_ptr(), n, nccl_type(c.dtype),
-                                    nccl_op(c.dtype, c.op), comm, st),
-                      what);
-        break;
-      case CollectiveKind::reduce_scatter:
-        SL_NCCL_CHECK(ncclReduceScatter(in.data_ptr(), out.data_ptr(), n, nccl_type(c.dtype),
-                                        nccl_op(c.dtype, c.op), comm, st),
-                      what);
-        break;
-      case CollectiveKind::allgather:
-        SL_NCCL_CHECK(ncclAllGather(in.data_ptr(), out.data_ptr(), n, nccl_type(c.dtype), comm, st),
-                      what);
-        break;
-      case CollectiveKind::broadcast:
-        SL_NCCL_CHECK(
-            ncclBroadcast(out.data_ptr(), out.data_ptr(), n, nccl_type(c.dtype), c.root, comm, st),
-            what);
-        break;
-      case CollectiveKind::barrier: {
-        // NCCL has no barrier: a one-element allreduce on the group's stream.
-        SL_NCCL_CHECK(ncclAllReduce(barrier_buf_.data_ptr(), barrier_buf_.data_ptr(), 1,
-                                    ncclFloat32, ncclSum, comm, st),
-                      what);
-        break;
+    {
+      // From the broken check through the last NCCL call: the watcher cannot abort the
+      // communicator in between (Note [NCCL stream ordering]).
+      std::lock_guard<std::mutex> lock(state_->mu);
+      state_->check_not_broken(what);
+      ncclComm_t comm = state_->comm;
+      SL_CUDA_CHECK(cudaEventRecord(ready.get(), compute));
+      SL_CUDA_CHECK(cudaStreamWaitEvent(st, ready.get(), 0));
+      switch (c.kind) {
+        case CollectiveKind::allreduce:
+          SL_NCCL_CHECK(ncclAllReduce(out.data_ptr(), out.data_ptr(), n, nccl_type(c.dtype),
+                                      nccl_op(c.dtype, c.op), comm, st),
+                        what);
+          break;
+        case CollectiveKind::reduce_scatter:
+          SL_NCCL_CHECK(ncclReduceScatter(in.data_ptr(), out.data_ptr(), n, nccl_type(c.dtype),
+                                          nccl_op(c.dtype, c.op), comm, st),
+                        what);
+          break;
+        case CollectiveKind::allgather:
+          SL_NCCL_CHECK(
+              ncclAllGather(in.data_ptr(), out.data_ptr(), n, nccl_type(c.dtype), comm, st), what);
+          break;
+        case CollectiveKind::broadcast:
+          SL_NCCL_CHECK(ncclBroadcast(out.data_ptr(), out.data_ptr(), n, nccl_type(c.dtype), c.root,
+                                      comm, st),
+                        what);
+          break;
+        case CollectiveKind::barrier: {
+          // NCCL has no barrier: a one-element allreduce on the group's stream.
+          SL_NCCL_CHECK(ncclAllReduce(barrier_buf_.data_ptr(), barrier_buf_.data_ptr(), 1,
+                                      ncclFloat32, ncclSum, comm, st),
+                        what);
+          break;
+        }
       }
+      SL_CUDA_CHECK(cudaEventRecord(done.get(), st));
     }
-    SL_CUDA_CHECK(cudaEventRecord(done, st));
-    SL_CUDA_CHECK(cudaStreamWaitEvent(compute, done, 0));
+    // `ready` is released here: the NCCL stream's wait on it is already queued.
     auto work = std::make_shared<Work>(what, options().timeout);
+    // The consumer's side of the ordering: after the host wait, the compute stream waits for the
+    // collective (Note [NCCL stream ordering]). The legacy default stream is the current
+    // device's, hence the guard.
+    work->set_after_wait([done, device = state_->device] {
+      sl::cuda::DeviceGuard g(device);
+      SL_CUDA_CHECK(cudaStreamWaitEvent(sl::cuda::compute_stream(device), done.get(), 0));
+    });
     auto deadline = Clock::now() + options().timeout;
-    watcher_.post(
-        [state = state_, work, ready, done, deadline, what, out, in, timeout = options().timeout] {
-          cudaSetDevice(state->device);
-          auto nap = std::chrono::microseconds(10);
-          for (;;) {
-            cudaError_t q = cudaEventQuery(done);
+    watcher_.post([state = state_, work, done, deadline, what, out, in,
+                   timeout = options().timeout] {
+      cudaSetDevice(state->device);
+      auto nap = std::chrono::microseconds(10);
+      for (;;) {
+        std::string err;
+        bool finished = false;
+        {
+          std::lock_guard<std::mutex> lock(state->mu);
+          if (state->broken.load()) {
+            // Aborted by an earlier collective: this one's kernel exits early (its `done` may
+            // even complete), so its result is garbage, and the communicator is gone.
+            err = detail::str_cat(what, ": not completed because an earlier collective failed: ",
+                                  state->broken_reason);
+          } else {
+            cudaError_t q = cudaEventQuery(done.get());
             if (q == cudaSuccess) {
-              work->complete();
-              break;
-            }
-            std::string err;
-            if (q != cudaErrorNotReady) {
+              finished = true;
+            } else if (q != cudaErrorNotReady) {
               err = detail::str_cat(what, ": CUDA error ", cudaGetErrorString(q));
             } else if (Clock::now() > deadline) {
-              err = detail::str_cat(what, ": did not complete within ",
-                                    static_cast<double>(timeout.count()) / 1000.0,
-                                    " s; a peer rank may have died, stalled, or issued a different "
-                                    "collective (aborting the NCCL communicator)");
+              err = detail::str_cat(
+                  what, ": did not complete within ", static_cast<double>(timeout.count()) / 1000.0,
+                  " s; a peer rank may have died, stalled, or issued a different collective "
+                  "(aborting the NCCL communicator)");
             } else {
               ncclResult_t async_err = ncclSuccess;
               ncclCommGetAsyncError(state->comm, &async_err);
@@ -231,23 +308,31 @@ class ProcessGroupNCCL final : public ProcessGroup {
                 err = detail::str_cat(what, ": NCCL error ", ncclGetErrorString(async_err));
               }
             }
-            if (!err.empty()) {
-              {
-                std::lock_guard<std::mutex> lock(state->mu);
-                if (!state->broken.exchange(true)) {
-                  state->broken_reason = err;
-                  ncclCommAbort(state->comm);
-                }
-              }
-              work->complete(std::make_exception_ptr(DistError(err)));
-              break;
+            if (!err.empty()) {  // this collective broke the group
+              state->broken_reason = err;
+              state->broken.store(true);
+              ncclCommAbort(state->comm);
+              state->comm = nullptr;
             }
-            std::this_thread::sleep_for(nap);
-            nap = std::min(nap * 2, std::chrono::microseconds(200));
           }
-          cudaEventDestroy(ready);
-          cudaEventDestroy(done);
-        });
+          if (!err.empty()) {
+            if (out.defined()) state->held_after_abort.push_back(out);
+            if (in.defined() && !in.is_same(out)) state->held_after_abort.push_back(in);
+          }
+        }
+        // Completed outside the lock: a callback may issue the next collective.
+        if (finished) {
+          work->complete();
+          break;
+        }
+        if (!err.empty()) {
+          work->complete(std::make_exception_ptr(DistError(err)));
+          break;
+        }
+        std::this_thread::sleep_for(nap);
+        nap = std::min(nap * 2, std::chrono::microseconds(200));
+      }
+    });
     return work;
   }
 

@@ -78,6 +78,36 @@ TEST_CASE("Work: wait times out with a DistError naming the collective; callback
   CHECK(!failed.is_success());
 }
 
+TEST_CASE("Work: the after-wait step runs on the waiting thread after each successful wait") {
+  // The NCCL backend makes the waiter's compute stream wait for the collective here.
+  Work w("allreduce #3 (sum, float32 x 4)", std::chrono::milliseconds(5000));
+  std::atomic<int> steps{0};
+  std::thread::id ran_on;
+  w.set_after_wait([&] {
+    ran_on = std::this_thread::get_id();
+    ++steps;
+  });
+  std::thread t([&] { w.complete(); });
+  t.join();
+  CHECK(steps == 0);  // completing does not run it
+  w.wait();
+  CHECK(steps == 1);
+  CHECK(ran_on == std::this_thread::get_id());
+  w.wait();  // every wait orders the waiter again
+  CHECK(steps == 2);
+
+  Work failed("broadcast #4 (float32 x 4)", std::chrono::milliseconds(1000));
+  failed.set_after_wait([&] { ++steps; });
+  failed.complete(std::make_exception_ptr(DistError("broadcast #4: peer lost")));
+  SL_CHECK_THROWS(failed.wait(), DistError, "peer lost");
+  CHECK(steps == 2);  // not after a failed collective
+
+  Work throwing("barrier #5", std::chrono::milliseconds(1000));
+  throwing.set_after_wait([] { throw DistError("barrier #5: stream wait failed"); });
+  throwing.complete();
+  SL_CHECK_THROWS(throwing.wait(), DistError, "stream wait failed");
+}
+
 TEST_CASE("run_with_timeout: returns, rethrows, or gives up on a blocked call with a DistError") {
   using namespace std::chrono_literals;
   auto result = std::make_shared<int>(0);
