@@ -9,6 +9,9 @@ namespace sl::dist {
 
 namespace {
 
+// SyncBatchNorm's kernels read the results on the compute stream, so the collectives only order
+// that stream (Work::wait_stream): on NCCL the host does not wait for the GPU in a SyncBatchNorm
+// layer; on MPI (host collectives) it is a plain wait.
 class GroupStatsSync final : public nn::StatsSync {
  public:
   explicit GroupStatsSync(ProcessGroupPtr group) : group_(std::move(group)) {}
@@ -19,11 +22,13 @@ class GroupStatsSync final : public nn::StatsSync {
     const Tensor in = local.contiguous();
     const int64_t n = in.numel();
     Tensor out = empty({group_->size(), n}, {.dtype = in.dtype(), .device = in.device()});
-    group_->allgather(ops::view(out, {group_->size() * n}), in)->wait();
+    group_->allgather(ops::view(out, {group_->size() * n}), in)->wait_stream();
     return out;
   }
 
-  void all_reduce_sum(const Tensor& t) override { group_->allreduce(t, ReduceOp::sum)->wait(); }
+  void all_reduce_sum(const Tensor& t) override {
+    group_->allreduce(t, ReduceOp::sum)->wait_stream();
+  }
 
  private:
   ProcessGroupPtr group_;

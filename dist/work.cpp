@@ -72,6 +72,20 @@ void Work::on_complete(std::function<void()> fn) {
   fn();
 }
 
+void Work::wait_stream() {
+  std::function<void()> step;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done_ && error_) std::rethrow_exception(error_);
+    step = after_wait_;
+  }
+  if (!step) {
+    wait();
+    return;
+  }
+  step();
+}
+
 void Work::set_after_wait(std::function<void()> fn) {
   std::lock_guard<std::mutex> lock(mu_);
   after_wait_ = std::move(fn);

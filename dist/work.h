@@ -41,6 +41,13 @@ class Work {
   /// After a successful wait, runs the backend's after-wait step (set_after_wait) on this thread.
   void wait() { wait(default_timeout_); }
   void wait(std::chrono::milliseconds timeout);
+  /// Orders what the caller queues next on its compute stream after the collective, without
+  /// blocking the host where the backend orders streams itself (an after-wait step was set:
+  /// NCCL): it runs that step and returns, even before the collective finished. A failure found
+  /// later (an NCCL error, the timeout) breaks the group, so it surfaces at the group's next
+  /// collective or wait. Without such a step (MPI, host collectives) it is wait(). Rethrows this
+  /// collective's error when it is already known.
+  void wait_stream();
   const std::string& what() const { return what_; }
   /// The name wait() records under while the profiler is on (Note [Profiler]): a string that
   /// lives until the process ends, e.g. "wait allreduce". Default "wait".
@@ -54,8 +61,9 @@ class Work {
   /// must not throw. Used to release buffers and chain follow-up steps.
   void on_complete(std::function<void()> fn);
   /// Backend side: `fn` runs on the waiting thread each time wait() returns without error, after
-  /// the host wait; what it throws, wait() throws. The NCCL backend makes the waiter's compute
-  /// stream wait for the collective there. Set before the Work is handed to the caller.
+  /// the host wait, and that wait_stream() runs instead of a host wait; what it throws, they
+  /// throw. The NCCL backend makes the waiter's compute stream wait for the collective there.
+  /// Set before the Work is handed to the caller.
   void set_after_wait(std::function<void()> fn);
 
   /// A Work that is already complete (single-rank groups, empty collectives).

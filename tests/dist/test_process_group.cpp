@@ -108,6 +108,35 @@ TEST_CASE("Work: the after-wait step runs on the waiting thread after each succe
   SL_CHECK_THROWS(throwing.wait(), DistError, "stream wait failed");
 }
 
+TEST_CASE("Work: wait_stream orders the stream without a host wait where the backend can") {
+  using namespace std::chrono_literals;
+  // with a stream step (NCCL): it runs at once, before the collective finished
+  Work pending("allgather #6 (float64 x 9)", 5000ms);
+  std::atomic<int> steps{0};
+  pending.set_after_wait([&] { ++steps; });
+  pending.wait_stream();
+  CHECK(steps == 1);
+  CHECK_FALSE(pending.is_completed());
+  pending.complete();
+  // a failure already known is thrown, and the step does not run
+  Work failed("allreduce #7 (float64 x 4)", 5000ms);
+  failed.set_after_wait([&] { ++steps; });
+  failed.complete(std::make_exception_ptr(DistError("allreduce #7: peer lost")));
+  SL_CHECK_THROWS(failed.wait_stream(), DistError, "peer lost");
+  CHECK(steps == 1);
+  // without one (host collectives) it is wait(): it blocks until done, then times out
+  Work host("allgather #8 (float64 x 9)", 50ms);
+  std::thread t([&] {
+    std::this_thread::sleep_for(20ms);
+    host.complete();
+  });
+  host.wait_stream();
+  CHECK(host.is_completed());
+  t.join();
+  Work lost("allgather #9 (float64 x 9)", 20ms);
+  SL_CHECK_THROWS(lost.wait_stream(), DistError, "allgather #9");
+}
+
 TEST_CASE("run_with_timeout: returns, rethrows, or gives up on a blocked call with a DistError") {
   using namespace std::chrono_literals;
   auto result = std::make_shared<int>(0);
