@@ -229,18 +229,17 @@ void ShardedOptimizer::lamb_step(const std::vector<Tensor>& grad_shards) {
     updates[g] = ops::empty({grad_shards[g].numel()},
                             state_[g].master.defined() ? DType::f32 : grad_shards[g].dtype(), dev);
   }
-  auto target = [&](const Run& r) { return update_target(r); };
   for (const Run& r : runs_) {
     const ShardState& s = state_[static_cast<size_t>(r.group)];
     ops::lamb_moments(
-        target(r), slice(grad_shards[static_cast<size_t>(r.group)], r.shard_offset, r.numel),
+        update_target(r), slice(grad_shards[static_cast<size_t>(r.group)], r.shard_offset, r.numel),
         slice(s.exp_avg, r.shard_offset, r.numel), slice(s.exp_avg_sq, r.shard_offset, r.numel),
         slice(updates[static_cast<size_t>(r.group)], r.shard_offset, r.numel), r.bounds, r.params,
         sums, step_, lamb.options(r.opt_group).hyper());
   }
   if (all_reduce_sum_) all_reduce_sum_(sums);  // one collective: the norms of whole parameters
   for (const Run& r : runs_) {
-    Tensor param = target(r);
+    Tensor param = update_target(r);
     ops::lamb_apply(param, slice(updates[static_cast<size_t>(r.group)], r.shard_offset, r.numel),
                     r.bounds, r.params, sums, lamb.options(r.opt_group).lr);
     write_back(r, param);
