@@ -133,6 +133,26 @@ TEST_CASE("--estimate-memory N: each strategy's bytes per rank on 1..N ranks, wi
     for (const auto* row : {&ddp, &z1, &z2}) CHECK(std::abs((*row)[4] - (*row)[6]) <= 0.005);
   }
   CHECK(estimate_row(r.out, 4, "ddp").empty());
+  // activations, measured: the default batch of 128 is more than the 96 training images here
+  const std::string act = r.out.substr(r.out.find("activations and temporaries per rank"));
+  CHECK(act.find("1          128          -  (the training split has only 96 examples)") !=
+        std::string::npos);
+  CHECK(act.find("3            -          -  (--batch-size 128 does not split into 3 x 1 equal "
+                 "micro-batches)") != std::string::npos);
+  const std::vector<double> two = estimate_row(act, 2, "64");
+  REQUIRE(two.size() == 1);
+  // a batch of 32 (--batch-size 64 over 2 ranks) against one of 64 (over 1): the CNN's
+  // activations grow with the batch (its fixed temporaries are a small part at 32 images:
+  // measured 2026-12-03, 28.4 / 15.4 MiB)
+  r = run_job(plus(cnn, {"--estimate-memory", "2", "--batch-size", "64"}));
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  const std::string act64 = r.out.substr(r.out.find("activations and temporaries per rank"));
+  const std::vector<double> b64 = estimate_row(act64, 1, "64"), b32 = estimate_row(act64, 2, "32");
+  REQUIRE(b64.size() == 1);
+  REQUIRE(b32.size() == 1);
+  CHECK(b32[0] > 1.0);
+  CHECK(b64[0] > 1.5 * b32[0]);
+  CHECK(b64[0] < 2.5 * b32[0]);
   // --offload-optimizer plans for a GPU from this CPU: zero's state moves to the host column
   r = run_job(plus(cnn, {"--estimate-memory", "2", "--offload-optimizer", "1"}));
   REQUIRE_MESSAGE(r.code == 0, r.out);

@@ -17,13 +17,36 @@ std::string mib(double bytes) {
 
 }  // namespace
 
-std::string memory_estimate_table(const nn::Module& model, const optim::Optimizer& opt,
-                                  const dist::StrategyOptions& opts, int64_t max_ranks,
-                                  bool params_16) {
+std::vector<int64_t> estimate_rank_counts(int64_t max_ranks) {
   SL_CHECK(max_ranks >= 1, "--estimate-memory: need at least 1 rank, got ", max_ranks);
   std::vector<int64_t> sizes;
   for (int64_t n = 1; n < max_ranks; n *= 2) sizes.push_back(n);
   sizes.push_back(max_ranks);
+  return sizes;
+}
+
+std::string activation_table(const std::vector<ActivationSample>& samples, const Device& device) {
+  std::string out =
+      "activations and temporaries per rank: one forward and backward of its "
+      "micro-batch, measured on " +
+      device.str() + " (the allocator's peak above what stays allocated after it)\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "%6s  %11s %10s\n", "ranks", "micro-batch", "MiB");
+  out += line;
+  for (const ActivationSample& a : samples) {
+    const std::string micro = a.micro_batch > 0 ? std::to_string(a.micro_batch) : "-";
+    std::snprintf(line, sizeof line, "%6lld  %11s %10s%s%s\n", static_cast<long long>(a.ranks),
+                  micro.c_str(), a.bytes < 0 ? "-" : mib(static_cast<double>(a.bytes)).c_str(),
+                  a.why.empty() ? "" : "  ", a.why.c_str());
+    out += line;
+  }
+  return out;
+}
+
+std::string memory_estimate_table(const nn::Module& model, const optim::Optimizer& opt,
+                                  const dist::StrategyOptions& opts, int64_t max_ranks,
+                                  bool params_16) {
+  const std::vector<int64_t> sizes = estimate_rank_counts(max_ranks);
   const double param_bpe = params_16 ? 2 : 4, k = params_16 ? 12 : 8;
   const bool offload = opts.offload_optimizer;
   std::string out;

@@ -1,12 +1,15 @@
 // The trainer's --estimate-memory N: a table of the model-state bytes per rank each strategy would
 // hold for the job's model, precision, optimizer and buckets on 1, 2, 4, ..., N ranks
 // (dist::estimate_memory, exact to the byte after the first step), beside the ZeRO paper's
-// formula; the run then exits without training, so it answers "which mode fits on how many
-// GPUs" on any machine.
+// formula, then the activations of one forward and backward of each rank count's micro-batch as
+// measured on the run's device; the run then exits without training, so it answers "which mode
+// fits on how many GPUs" on any machine (activations are measured, so on the device planned for
+// they are exact only when measured there).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "dist/strategy.h"
 
@@ -20,5 +23,21 @@ namespace sl::train {
 std::string memory_estimate_table(const nn::Module& model, const optim::Optimizer& opt,
                                   const dist::StrategyOptions& opts, int64_t max_ranks,
                                   bool params_16);
+
+/// The rank counts of the table: 1, 2, 4, ... below max_ranks, then max_ranks.
+std::vector<int64_t> estimate_rank_counts(int64_t max_ranks);
+
+/// What one forward and backward of a rank's micro-batch allocated on its device beyond what stays
+/// allocated after it (the gradients): activations kept for backward and temporaries, at the
+/// allocator's peak. bytes < 0: not measured (`why` says why).
+struct ActivationSample {
+  int64_t ranks = 1;
+  int64_t micro_batch = 0;
+  int64_t bytes = -1;
+  std::string why;
+};
+
+/// The samples as a table under the model states' one, naming the device they were measured on.
+std::string activation_table(const std::vector<ActivationSample>& samples, const Device& device);
 
 }  // namespace sl::train

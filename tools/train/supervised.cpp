@@ -297,9 +297,50 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
       return m;
     };
   }
+  // Forward and loss (training and evaluation) under autocast in the mixed modes.
+  auto autocast = [&precision, &device]() -> std::unique_ptr<AutocastGuard> {
+    if (!precision.autocast) return nullptr;
+    return std::make_unique<AutocastGuard>(device.kind, precision.dtype);
+  };
   if (estimate_ranks > 0) {
     say("%s",
         memory_estimate_table(*model, *optimizer, so, estimate_ranks, precision.params_16).c_str());
+    // Activations cannot be computed from shapes alone: one forward and backward of each rank
+    // count's micro-batch (the first examples of the training split) under the single strategy.
+    auto single = dist::make_strategy("single", model, *optimizer, {});
+    model->train();
+    std::vector<ActivationSample> samples;
+    for (int64_t n : estimate_rank_counts(estimate_ranks)) {
+      ActivationSample a{.ranks = n};
+      if (batch % n != 0 || (batch / n) % accumulate != 0) {
+        a.why = "(--batch-size " + std::to_string(batch) + " does not split into " +
+                std::to_string(n) + " x " + std::to_string(accumulate) + " equal micro-batches)";
+        samples.push_back(a);
+        continue;
+      }
+      a.micro_batch = batch / n / accumulate;
+      if (a.micro_batch > train_set->size()) {
+        a.why = "(the training split has only " + std::to_string(train_set->size()) + " examples)";
+        samples.push_back(a);
+        continue;
+      }
+      std::vector<int64_t> first(static_cast<size_t>(a.micro_batch));
+      for (size_t i = 0; i < first.size(); ++i) first[i] = static_cast<int64_t>(i);
+      const nn::Batch b = train_set->get_batch(first);
+      single->zero_grad();
+      reset_peak_memory_stats(device);
+      {
+        auto cast_scope = autocast();
+        Tensor loss = job.loss(*single, b, device, 0);
+        cast_scope.reset();
+        single->backward(loss);
+      }
+      const MemoryStats st = memory_stats(device);
+      a.bytes = st.peak_bytes - st.live_bytes;
+      samples.push_back(a);
+    }
+    single->zero_grad();
+    say("%s", activation_table(samples, device).c_str());
     return 0;
   }
   std::unique_ptr<dist::Strategy> strategy =
@@ -351,11 +392,6 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
         precision.loss_scaling ? " with dynamic loss scaling" : "",
         static_cast<long long>(accumulate), static_cast<long long>(batch / world / accumulate));
   }
-  // Forward and loss (training and evaluation) under autocast in the mixed modes.
-  auto autocast = [&precision, &device]() -> std::unique_ptr<AutocastGuard> {
-    if (!precision.autocast) return nullptr;
-    return std::make_unique<AutocastGuard>(device.kind, precision.dtype);
-  };
 
   int64_t epoch0 = 0;
   if (resume) {
