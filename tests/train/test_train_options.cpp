@@ -169,6 +169,35 @@ TEST_CASE("--estimate-memory N: each strategy's bytes per rank on 1..N ranks, wi
                 r.out);
 }
 
+TEST_CASE("--estimate-memory on the GPU: activations measured on its allocator" *
+          needs_gpu_trainer("estimate-memory")) {
+  Data d("estimate_gpu");
+  const std::vector<std::string> cnn = {
+      "--model",           "cnn",  "--data-dir",          d.root + "/data",
+      "--device",          "cuda", "--batch-size",        "64",
+      "--estimate-memory", "2",    "--offload-optimizer", "1"};
+  JobResult gpu = run_job(cnn, gpu_train_bin());
+  REQUIRE_MESSAGE(gpu.code == 0, gpu.out);
+  JobResult cpu =
+      run_job(plus(std::vector<std::string>(cnn.begin(), cnn.begin() + 4),
+                   {"--batch-size", "64", "--estimate-memory", "2", "--offload-optimizer", "1"}));
+  REQUIRE_MESSAGE(cpu.code == 0, cpu.out);
+  // the model states are computed, so the same on either device
+  for (const char* kind : {"ddp", "zero1", "zero2"}) {
+    CAPTURE(kind);
+    CHECK(estimate_row(gpu.out, 2, kind) == estimate_row(cpu.out, 2, kind));
+  }
+  const auto at = gpu.out.find("activations and temporaries per rank");
+  REQUIRE(at != std::string::npos);
+  const std::string act = gpu.out.substr(at);
+  CHECK(act.find("measured on cuda:0") != std::string::npos);
+  const std::vector<double> b64 = estimate_row(act, 1, "64"), b32 = estimate_row(act, 2, "32");
+  REQUIRE(b64.size() == 1);
+  REQUIRE(b32.size() == 1);
+  CHECK(b64[0] > b32[0]);
+  CHECK(b32[0] > 1.0);
+}
+
 TEST_CASE("--accumulate K: K micro-batches make the step of the whole batch") {
   Data d("accumulate");
   JobResult whole = run_job(d.pos("single", "k1"));
