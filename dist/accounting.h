@@ -54,7 +54,8 @@ MemoryComparison compare_memory(const MemoryReport& measured, const MemoryPredic
 /// model's device, so a plan for GPUs can be made on a CPU). Not estimated (left 0): the
 /// buffers in flight during a step (comm_buffer_bytes; zero1 adds its gradient shard there,
 /// not counted here either) and activations (allocator_peak_bytes). single and dp report one
-/// device (dp: each replica's). Throws ValueError for world_size < 1, single with world_size
+/// device (dp: the model's, which keeps the optimizer state; the other replicas hold parameters
+/// and gradients only). Throws ValueError for world_size < 1, single with world_size
 /// != 1, offload_optimizer with single/dp/ddp, a bucket cap < 1, an optimizer zero1/zero2
 /// cannot shard, or trainable parameters and optimizer that do not match (as make_strategy).
 MemoryReport estimate_memory(StrategyKind kind, const nn::Module& model,

@@ -62,8 +62,8 @@ std::string memory_estimate_table(const nn::Module& model, const optim::Optimize
       const dist::MemoryReport m = dist::estimate_memory(kind, model, opt, static_cast<int>(n), o);
       if (out.empty()) {
         std::snprintf(line, sizeof line,
-                      "model states per rank in MiB (Psi = %lld parameters; activations and "
-                      "communication buffers not included)\n",
+                      "model states per rank in MiB (Psi = %lld parameters; activations "
+                      "below; communication buffers not included)\n",
                       static_cast<long long>(m.numel));
         out += line;
         std::snprintf(line, sizeof line, "%6s  %-8s %10s %10s %10s %10s %10s %10s %12s\n", "ranks",
