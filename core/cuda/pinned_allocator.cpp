@@ -92,6 +92,7 @@ class PinnedHostAllocator final : public Allocator {
     auto it = blocks_.find(p);
     SL_ASSERT(it != blocks_.end() && it->second.in_use);
     if (shut_down_) {  // after process exit began: nothing is cached any more
+      it->second.uses.wait(events_);  // its queued copies first (and their events released)
       (void)cudaFreeHost(p);
       reserved_ -= static_cast<int64_t>(it->second.size);
       blocks_.erase(it);

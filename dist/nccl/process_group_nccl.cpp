@@ -34,13 +34,19 @@
 // Every use of the communicator (the collective calls in start(), ncclCommGetAsyncError and
 // ncclCommAbort on the watcher) holds NcclState::mu, since NCCL forbids using one communicator
 // from two threads at once; the broken check sits under the same lock, so no collective is
-// issued on a communicator that is being or has been aborted.
+// issued on a communicator that is being or has been aborted. The one exception is the
+// watcher's last resort: an enqueue that still holds the lock past a collective's deadline is
+// blocked inside NCCL, and only ncclCommAbort from another thread releases it (PyTorch's
+// watchdog does the same), so the watcher then aborts without the lock rather than hang.
+// A failure seen only by stream-ordered waits (Work::wait_stream, SyncBatchNorm) surfaces at
+// the group's next collective, and is printed when a broken group is destroyed.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -129,14 +135,15 @@ EventPtr make_event(int device) {
 }
 
 /// State shared by the group and its queued completions. `mu` guards every use of `comm` (Note
-/// [NCCL stream ordering]) and the fields below it.
+/// [NCCL stream ordering]; the one exception is break_group's last resort) and the fields below
+/// it.
 struct NcclState {
   cudaStream_t stream = nullptr;
   int device = 0;
-  std::mutex mu;
+  std::timed_mutex mu;
   ncclComm_t comm = nullptr;        ///< null once aborted
-  std::atomic<bool> broken{false};  ///< set (under mu) when the communicator was aborted
-  std::string broken_reason;        ///< the error that broke the group
+  std::atomic<bool> broken{false};  ///< set when the communicator was aborted, after the reason
+  std::string broken_reason;        ///< the error that broke the group (written once)
   /// Tensors of collectives that failed: kept from the caching allocator while the group lives.
   std::vector<Tensor> held_after_abort;
 
@@ -146,6 +153,20 @@ struct NcclState {
       detail::throw_error<DistError>(
           what, ": not run because an earlier collective failed: ", broken_reason);
     }
+  }
+  /// Records `reason`, marks the group broken, aborts the communicator (which also releases an
+  /// NCCL call blocked on it) and keeps `out` / `in` from reuse. Requires `mu`, except on the
+  /// watcher's last resort (an enqueue blocked past a deadline holds it): then only the watcher
+  /// and that blocked call touch the state, and the call only through its own copy of `comm`.
+  void break_group(const std::string& reason, const Tensor& out, const Tensor& in) {
+    if (!broken.load()) {
+      broken_reason = reason;
+      broken.store(true);
+      if (comm != nullptr) ncclCommAbort(comm);
+      comm = nullptr;
+    }
+    if (out.defined()) held_after_abort.push_back(out);
+    if (in.defined() && !in.is_same(out)) held_after_abort.push_back(in);
   }
 };
 
@@ -196,8 +217,18 @@ class ProcessGroupNCCL final : public ProcessGroup {
 
   ~ProcessGroupNCCL() override {
     watcher_.stop();
-    std::lock_guard<std::mutex> lock(state_->mu);
-    if (state_->broken.load()) return;  // aborted already
+    std::lock_guard<std::timed_mutex> lock(state_->mu);
+    if (state_->broken.load()) {  // aborted already
+      // Said once more: a failure only SyncBatchNorm's stream-ordered waits saw (Work::
+      // wait_stream) reaches no caller when no collective follows it.
+      std::fprintf(stderr, "shardlight: %s nccl: the group was aborted: %s\n", who().c_str(),
+                   state_->broken_reason.c_str());
+      // An aborted kernel may still touch the failed collectives' tensors: they are never
+      // handed back to the caching allocator (the process is ending its use of this GPU's
+      // group anyway).
+      (void)new std::vector<Tensor>(std::move(state_->held_after_abort));
+      return;
+    }
     cudaStreamSynchronize(state_->stream);
     ncclCommDestroy(state_->comm);
     cudaStreamDestroy(state_->stream);
@@ -210,7 +241,7 @@ class ProcessGroupNCCL final : public ProcessGroup {
   WorkPtr start(const Collective& c, const Tensor& out, const Tensor& in) override {
     std::string what = detail::str_cat(who(), " nccl: ", c.str());
     {  // before the debug check's bootstrap round trip; checked again below, under the lock
-      std::lock_guard<std::mutex> lock(state_->mu);
+      std::lock_guard<std::timed_mutex> lock(state_->mu);
       state_->check_not_broken(what);
     }
     if (options().debug) check_agreement(c, what);
@@ -231,7 +262,7 @@ class ProcessGroupNCCL final : public ProcessGroup {
     {
       // From the broken check through the last NCCL call: the watcher cannot abort the
       // communicator in between (Note [NCCL stream ordering]).
-      std::lock_guard<std::mutex> lock(state_->mu);
+      std::lock_guard<std::timed_mutex> lock(state_->mu);
       state_->check_not_broken(what);
       ncclComm_t comm = state_->comm;
       SL_CUDA_CHECK(cudaEventRecord(ready.get(), compute));
@@ -264,7 +295,16 @@ class ProcessGroupNCCL final : public ProcessGroup {
           break;
         }
       }
-      SL_CUDA_CHECK(cudaEventRecord(done.get(), st));
+      const cudaError_t recorded = cudaEventRecord(done.get(), st);
+      if (recorded != cudaSuccess) {
+        // The collective is queued but cannot be watched: nothing may reuse its tensors, and
+        // the group cannot be trusted any more.
+        const std::string err = detail::str_cat(
+            what, ": CUDA error recording its completion event: ", cudaGetErrorString(recorded),
+            " (aborting the NCCL communicator)");
+        state_->break_group(err, out, in);
+        detail::throw_error<DistError>(err);
+      }
     }
     // `ready` is released here: the NCCL stream's wait on it is already queued.
     auto work = std::make_shared<Work>(what, options().timeout);
@@ -276,15 +316,30 @@ class ProcessGroupNCCL final : public ProcessGroup {
       SL_CUDA_CHECK(cudaStreamWaitEvent(sl::cuda::compute_stream(device), done.get(), 0));
     });
     auto deadline = Clock::now() + options().timeout;
-    watcher_.post([state = state_, work, done, deadline, what, out, in,
-                   timeout = options().timeout] {
+    const bool watched = watcher_.post([state = state_, work, done, deadline, what, out, in,
+                                        timeout = options().timeout] {
       cudaSetDevice(state->device);
       auto nap = std::chrono::microseconds(10);
       for (;;) {
         std::string err;
         bool finished = false;
         {
-          std::lock_guard<std::mutex> lock(state->mu);
+          std::unique_lock<std::timed_mutex> lock(state->mu, std::defer_lock);
+          if (!lock.try_lock_for(std::chrono::milliseconds(100))) {
+            // start() holds the communicator: an enqueue, normally microseconds. One still
+            // holding it past this collective's deadline is blocked inside NCCL (connecting to a
+            // dead peer, a queue full behind a hung collective), and only ncclCommAbort releases
+            // it: abort without the lock, as PyTorch's watchdog does. This last resort is the
+            // one use of the communicator from two threads at once, and it ends the group.
+            if (Clock::now() <= deadline) continue;
+            err = detail::str_cat(
+                what, ": did not complete within ", static_cast<double>(timeout.count()) / 1000.0,
+                " s, with an NCCL call on this communicator blocked; a peer rank may have died "
+                "(aborting the NCCL communicator)");
+            state->break_group(err, out, in);
+            work->complete(std::make_exception_ptr(DistError(err)));
+            break;
+          }
           if (state->broken.load()) {
             // Aborted by an earlier collective: this one's kernel exits early (its `done` may
             // even complete), so its result is garbage, and the communicator is gone.
@@ -308,17 +363,8 @@ class ProcessGroupNCCL final : public ProcessGroup {
                 err = detail::str_cat(what, ": NCCL error ", ncclGetErrorString(async_err));
               }
             }
-            if (!err.empty()) {  // this collective broke the group
-              state->broken_reason = err;
-              state->broken.store(true);
-              ncclCommAbort(state->comm);
-              state->comm = nullptr;
-            }
           }
-          if (!err.empty()) {
-            if (out.defined()) state->held_after_abort.push_back(out);
-            if (in.defined() && !in.is_same(out)) state->held_after_abort.push_back(in);
-          }
+          if (!err.empty()) state->break_group(err, out, in);  // this or an earlier collective
         }
         // Completed outside the lock: a callback may issue the next collective.
         if (finished) {
@@ -333,6 +379,13 @@ class ProcessGroupNCCL final : public ProcessGroup {
         nap = std::min(nap * 2, std::chrono::microseconds(200));
       }
     });
+    if (!watched) {  // the group is being destroyed: the queued collective cannot be watched
+      std::lock_guard<std::timed_mutex> lock(state_->mu);
+      const std::string err =
+          detail::str_cat(what, ": issued while the NCCL group is being destroyed");
+      state_->break_group(err, out, in);
+      detail::throw_error<DistError>(err);
+    }
     return work;
   }
 
