@@ -49,7 +49,14 @@ void host_to_device(const Tensor& dst, const Tensor& src) {
     cudaStream_t s = compute_stream(device);
     CUDA_CHECK(cudaMemcpyAsync(target.data_ptr(), host.data_ptr(), target.nbytes(),
                                cudaMemcpyHostToDevice, s));
-    record_pinned_use(host.storage()->data(), device, s);
+    try {
+      record_pinned_use(host.storage()->data(), device, s);
+    } catch (...) {
+      // the copy is queued but its use could not be recorded: let it finish before the block
+      // can be handed out again
+      (void)cudaStreamSynchronize(s);
+      throw;
+    }
   } else {
     staged_host_to_device(target.data_ptr(), host.data_ptr(), target.nbytes(), device);
   }
