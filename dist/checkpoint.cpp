@@ -518,9 +518,12 @@ Json load_sharded_checkpoint(const std::string& dir, Strategy& s) {
     }
     so.set_step_count(step);
     so.set_momentum_initialized(momentum);
-    bool any_master = false;
-    for (const auto& [name, p] : named) any_master = any_master || has_state("master", name);
-    so.refresh_master(/*masters=*/!any_master);  // the offloaded parameter copy in any case
+    // the masters the checkpoint did not hold (all, or those of parameters whose optimizer group
+    // kept none where it was saved) from the loaded parameters; the offloaded parameter copy in
+    // any case
+    std::vector<bool> master_loaded;
+    for (const auto& [name, p] : named) master_loaded.push_back(has_state("master", name));
+    so.refresh_master(master_loaded);
   } else {
     serialize::Section sec;
     Json meta = idx.optimizer_meta;

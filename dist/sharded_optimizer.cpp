@@ -162,10 +162,22 @@ const std::vector<Tensor>& ShardedOptimizer::stage_gradients(
 }
 
 void ShardedOptimizer::refresh_master(bool masters) {
+  refresh_master(std::vector<bool>(flat_.layout().params().size(), !masters));
+}
+
+void ShardedOptimizer::refresh_master(const std::vector<bool>& master_loaded) {
+  SL_CHECK(master_loaded.size() == flat_.layout().params().size(), "zero: ", master_loaded.size(),
+           " master flags for ", flat_.layout().params().size(), " parameters");
   NoGradGuard no_grad;
   for (const Run& r : runs_) {
-    if (uses_master(r.group) ? !masters : !offload_) continue;
-    ops::copy_(update_target(r), slice(flat_.param_buffer(r.group), r.flat_offset, r.numel));
+    if (!uses_master(r.group) && !offload_) continue;
+    const Tensor target = update_target(r);
+    const Tensor params = slice(flat_.param_buffer(r.group), r.flat_offset, r.numel);
+    for (size_t j = 0; j < r.params.size(); ++j) {
+      if (uses_master(r.group) && master_loaded[static_cast<size_t>(r.params[j])]) continue;
+      const int64_t b = r.bounds[j], n = r.bounds[j + 1] - b;
+      ops::copy_(slice(target, b, n), slice(params, b, n));
+    }
   }
 }
 

@@ -103,6 +103,11 @@ class ShardedOptimizer {
   /// load changed the parameters. (A master group's parameter copy is rewritten from the master
   /// before every use.)
   void refresh_master(bool masters = true);
+  /// The same, with the masters of the pieces of parameter p refreshed only where
+  /// !master_loaded[p] (flat parameter order): after a checkpoint that held the masters of some
+  /// parameters only (one saved by single/ddp, whose optimizer groups may keep masters for some
+  /// parameters of a dtype group that zero keeps masters for as a whole).
+  void refresh_master(const std::vector<bool>& master_loaded);
 
  private:
   /// Owned pieces merged into runs over which one kernel call applies.

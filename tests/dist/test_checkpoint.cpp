@@ -7,6 +7,8 @@
 
 #include "../support/testing.h"
 #include "dist/checkpoint.h"
+#include "dist/flat_strategy.h"
+#include "optim/adam.h"
 #include "support/tiny_training.h"
 
 using namespace sl;
@@ -70,6 +72,62 @@ TEST_CASE("checkpoint: every mode saves, every mode loads, bit for bit on one ra
           SL_CHECK_CLOSE(got_params[i], want_params[i], 0, 0);
       }
     }
+  }
+}
+
+TEST_CASE("checkpoint: zero refreshes the masters a single-mode checkpoint did not hold") {
+  // bf16 parameters whose weight group keeps fp32 masters and whose bias group does not: single
+  // saves masters for the weights only, while zero keeps one master for the whole bf16 group,
+  // so on loading, the biases' masters must come from the loaded biases.
+  auto make = [] {
+    auto net = sl::testing::make_tiny_net();
+    net->fc1->to(DType::bf16);
+    net->fc2->to(DType::bf16);
+    auto [decay, no_decay] = optim::split_no_decay(net->named_parameters(), {"bias", "scale"});
+    auto opt = std::make_unique<optim::AdamW>(std::vector<optim::ParamGroup<optim::AdamWOptions>>{
+        {decay, {.lr = 0.05, .master_weights = true}},
+        {no_decay, {.lr = 0.05, .master_weights = false}}});
+    return std::pair{net, std::move(opt)};
+  };
+  auto pg = make_single_group();
+  TempDir dir;
+  auto [net_a, opt_a] = make();
+  auto a = make_strategy("single", net_a, *opt_a, {.group = pg});
+  for (int step = 0; step < 3; ++step) {
+    auto [x, y] = sl::testing::global_batch(step, 12);
+    a->zero_grad();
+    a->backward((a->forward(x.to(DType::bf16)) - y).to(DType::f32).square().mean());
+    REQUIRE(a->step().taken);
+  }
+  save_sharded_checkpoint((dir.path / "ck").string(), *a, serialize::Json::object());
+  for (const char* kind : {"zero1", "zero2"}) {
+    CAPTURE(kind);
+    auto [net_b, opt_b] = make();  // the initial values, which the loaded ones replace
+    auto b = make_strategy(kind, net_b, *opt_b, {.group = pg});
+    load_sharded_checkpoint((dir.path / "ck").string(), *b);
+    auto& fs = dynamic_cast<FlatStrategy&>(*b);
+    const FlatLayout& L = fs.flat().layout();
+    const auto named = b->module().named_parameters();
+    int biases = 0, weights = 0;
+    for (size_t i = 0; i < L.params().size(); ++i) {
+      const ParamSlot& slot = L.slots()[i];
+      const Tensor& master =
+          fs.sharded_optimizer()->state()[static_cast<size_t>(slot.group)].master;
+      if (!master.defined()) continue;  // the float64 scale
+      CAPTURE(named[i].first);
+      // one rank: the shard is the whole group buffer, the piece at the parameter's offset
+      const Tensor m = master.narrow(0, slot.offset, slot.numel);
+      const Tensor p = named[i].second.reshape({slot.numel});
+      if (named[i].first.find("bias") != std::string::npos) {
+        SL_CHECK_CLOSE(m, p.to(DType::f32), 0, 0);  // no master saved: the loaded parameter
+        ++biases;
+      } else {
+        SL_CHECK_CLOSE(m.to(DType::bf16), p, 0, 0);  // the saved master, which p rounds
+        ++weights;
+      }
+    }
+    CHECK(biases == 2);
+    CHECK(weights == 2);
   }
 }
 
