@@ -11,8 +11,9 @@
 // CUDA tensors (nccl) that holds for kernels too: the collective sees every kernel queued on the
 // device's compute stream before the call; kernels queued after the call run concurrently with
 // it, and are ordered after it only once wait() has returned (wait() blocks the host until the
-// collective finished and makes the device's compute stream wait for it; Note [NCCL stream
-// ordering] in dist/nccl/process_group_nccl.cpp). A Work dropped without wait() orders nothing.
+// collective finished and makes the device's compute stream wait for it; wait_stream() only
+// makes the stream wait, for consumers that are kernels; Note [NCCL stream ordering] in
+// dist/nccl/process_group_nccl.cpp). A Work dropped without either orders nothing.
 // After a collective failed (a timeout, a lost peer) an mpi or nccl group is broken: the
 // collectives already queued and every later one fail with a DistError "...: because an earlier
 // collective failed: <first error>" (from wait(); nccl throws from the call itself for a collective
