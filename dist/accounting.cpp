@@ -104,16 +104,10 @@ MemoryReport estimate_memory(StrategyKind kind, const nn::Module& model,
     return m;
   }
   update_rule_of(opt);  // zero1/zero2 shard SGD, Adam, AdamW and Lamb only
-  // Note [Flat buffer layout] 5: state, masters and (zero2) gradients in shard layout; one set
-  // of state buffers per dtype group, as many as the most any optimizer group keeps
-  int n_state = 0;
-  for (size_t g = 0; g < opt.num_param_groups(); ++g) {
-    n_state = std::max(n_state, opt.state_tensors(g));
-  }
-  std::vector<bool> master(L.groups().size(), false);
-  for (size_t i = 0; i < named.size(); ++i) {
-    if (master_of(i)) master[static_cast<size_t>(L.slots()[i].group)] = true;
-  }
+  // Note [Flat buffer layout] 5: state, masters and (zero2) gradients in shard layout
+  const ShardStatePlan plan = plan_shard_state(L, opt, index);
+  const int n_state = plan.state_tensors;
+  const std::vector<bool>& master = plan.master;
   int64_t state = 0, masters = 0, working = 0;
   for (size_t g = 0; g < L.groups().size(); ++g) {
     const FlatGroup& fg = L.groups()[g];

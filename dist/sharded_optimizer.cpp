@@ -2,6 +2,7 @@
 
 #include "autograd/grad_mode.h"
 #include "core/allocator.h"
+#include "core/cuda/cuda_api.h"
 #include "core/ops/copy.h"
 #include "core/ops/optim.h"
 #include "core/ops/view.h"
@@ -38,6 +39,23 @@ std::vector<std::pair<std::string, Tensor>> ShardState::named() const {
   return out;
 }
 
+ShardStatePlan plan_shard_state(const FlatLayout& L, const optim::Optimizer& opt,
+                                const std::vector<std::pair<size_t, size_t>>& opt_index) {
+  SL_CHECK(opt_index.size() == L.params().size(), "zero: ", opt_index.size(),
+           " optimizer indices for ", L.params().size(), " parameters");
+  ShardStatePlan plan;
+  for (size_t g = 0; g < opt.num_param_groups(); ++g) {
+    plan.state_tensors = std::max(plan.state_tensors, opt.state_tensors(g));
+  }
+  plan.master.assign(L.groups().size(), false);
+  for (size_t i = 0; i < L.params().size(); ++i) {
+    if (optim::is_low_precision(L.params()[i].dtype) && opt.master_weights(opt_index[i].first)) {
+      plan.master[static_cast<size_t>(L.slots()[i].group)] = true;
+    }
+  }
+  return plan;
+}
+
 ShardedOptimizer::ShardedOptimizer(const FlatBuffers& flat, int rank, optim::Optimizer& opt,
                                    std::vector<std::pair<size_t, size_t>> opt_index,
                                    AllReduceSum all_reduce_sum, std::optional<Device> state_device)
@@ -49,8 +67,7 @@ ShardedOptimizer::ShardedOptimizer(const FlatBuffers& flat, int rank, optim::Opt
       state_device_(state_device.value_or(flat.device())),
       offload_(state_device_ != flat.device()) {
   const FlatLayout& L = flat.layout();
-  SL_CHECK(opt_index.size() == L.params().size(), "zero: ", opt_index.size(),
-           " optimizer indices for ", L.params().size(), " parameters");
+  const ShardStatePlan plan = plan_shard_state(L, opt, opt_index);  // checks opt_index's size
   SL_CHECK(rule_ != UpdateRule::lamb || all_reduce_sum_ || L.world_size() == 1, "zero: Lamb over ",
            L.world_size(),
            " ranks needs an all-reduce for its per-parameter norms (none was given)");
@@ -71,16 +88,8 @@ ShardedOptimizer::ShardedOptimizer(const FlatBuffers& flat, int rank, optim::Opt
     runs_.push_back(Run{
         pc.group, og, pc.flat_offset, pc.shard_offset, pc.numel(), {0, pc.numel()}, {pc.param}});
   }
-  // State buffers, one set per dtype group: as many as the most any optimizer group keeps.
-  int n_state = 0;
-  for (size_t g = 0; g < opt.num_param_groups(); ++g)
-    n_state = std::max(n_state, opt.state_tensors(g));
-  std::vector<bool> master(L.groups().size(), false);
-  for (size_t i = 0; i < L.params().size(); ++i) {
-    if (optim::is_low_precision(L.params()[i].dtype) && opt.master_weights(opt_index[i].first)) {
-      master[static_cast<size_t>(L.slots()[i].group)] = true;
-    }
-  }
+  const int n_state = plan.state_tensors;
+  const std::vector<bool>& master = plan.master;
   state_.resize(L.groups().size());
   if (offload_) {
     host_params_.resize(L.groups().size());
@@ -149,14 +158,11 @@ const std::vector<Tensor>& ShardedOptimizer::stage_gradients(
   if (!offload_) return grad_shards;
   // Offloaded, write_back's copies from host_params_ to the GPU are asynchronous (pinned), and
   // this step's update writes host_params_ again (in place, or rounding a master into it), so
-  // those copies must have run first. They were queued on the parameters' device's compute
-  // stream, and every copy here waits for that stream before it returns: a device-to-host
-  // copy into a pinned tensor synchronises the stream, a staged one waits for an event
-  // recorded after its last chunk (core/cuda/copy.cpp). The gradient shards live on the
-  // parameters' device, and a group whose shard is empty has no runs, so when any run writes
-  // host_params_, a non-empty copy here has waited for all copies of the previous step.
-  // (refresh_master writes host_params_ by device-to-host copies on the same stream, which are
-  // ordered after them on the GPU.)
+  // those copies must have run first: they were queued on the parameters' device's compute
+  // stream, which is drained here. (The device-to-host copies below would wait for it too, but
+  // only when a group's shard is not empty; refresh_master writes host_params_ by
+  // device-to-host copies on the same stream, ordered after them on the GPU.)
+  if (flat_.device().is_cuda()) cuda::synchronize(flat_.device().index);
   for (size_t g = 0; g < grad_shards.size(); ++g) ops::copy_(host_grads_[g], grad_shards[g]);
   return host_grads_;
 }
@@ -173,10 +179,19 @@ void ShardedOptimizer::refresh_master(const std::vector<bool>& master_loaded) {
     if (!uses_master(r.group) && !offload_) continue;
     const Tensor target = update_target(r);
     const Tensor params = slice(flat_.param_buffer(r.group), r.flat_offset, r.numel);
-    for (size_t j = 0; j < r.params.size(); ++j) {
-      if (uses_master(r.group) && master_loaded[static_cast<size_t>(r.params[j])]) continue;
-      const int64_t b = r.bounds[j], n = r.bounds[j + 1] - b;
-      ops::copy_(slice(target, b, n), slice(params, b, n));
+    // one copy per span of consecutive pieces to refresh (offloaded, each is a synchronising
+    // device-to-host copy)
+    auto keep = [&](size_t j) {
+      return uses_master(r.group) && master_loaded[static_cast<size_t>(r.params[j])];
+    };
+    for (size_t j = 0; j < r.params.size();) {
+      size_t k = j + 1;
+      while (k < r.params.size() && keep(k) == keep(j)) ++k;
+      if (!keep(j)) {
+        const int64_t b = r.bounds[j], n = r.bounds[k] - b;
+        ops::copy_(slice(target, b, n), slice(params, b, n));
+      }
+      j = k;
     }
   }
 }

@@ -27,7 +27,7 @@
 // over, runs the same kernels there, and copies each updated run of parameters from the
 // parameter copy back into the flat parameter buffer, which the strategy then all-gathers on
 // the GPU. The working copies are in pinned memory where the backend has it, so those copies
-// back are asynchronous; the next step's gradient copy waits for the stream before the update
+// back are asynchronous; the next step synchronises the parameters' device before the update
 // writes the parameter copy again (stage_gradients). LAMB's norm sums travel to the parameters'
 // device for their all-reduce and back.
 #pragma once
@@ -48,6 +48,20 @@ enum class UpdateRule : uint8_t { sgd, adam, adamw, lamb };
 /// The rule `opt` applies. Throws ValueError for an optimizer zero cannot shard (SGD, Adam, AdamW
 /// and Lamb are supported).
 UpdateRule update_rule_of(const optim::Optimizer& opt);
+
+/// What zero keeps per dtype group of a flat layout (Note [Flat buffer layout] 5): one set of
+/// state buffers per group, as many as the most any optimizer group keeps, and an fp32 master
+/// (with fp32 state) for a low-precision group when any of its parameters' optimizer groups asks
+/// for master weights. The one rule ShardedOptimizer allocates by and estimate_memory counts by.
+struct ShardStatePlan {
+  int state_tensors = 0;     ///< state buffers per dtype group
+  std::vector<bool> master;  ///< per dtype group: keeps an fp32 master shard
+};
+
+/// The plan for layout `L` and optimizer `opt`, whose `opt_index[i]` is (group, index) of flat
+/// parameter i. Throws ValueError when opt_index does not have one entry per flat parameter.
+ShardStatePlan plan_shard_state(const FlatLayout& L, const optim::Optimizer& opt,
+                                const std::vector<std::pair<size_t, size_t>>& opt_index);
 
 /// One rank's optimizer state for one dtype group, in the group's shard layout; undefined
 /// tensors are not used by the optimizer's configuration.

@@ -257,3 +257,26 @@ TEST_CASE("offload_optimizer: sharded checkpoints move between host and GPU stat
     }
   }
 }
+
+// write_back's copies from the pinned parameter copy to the GPU are asynchronous; the next
+// update writes that copy again, so every offloaded step drains the GPU's stream first
+// (stage_gradients). Counted on the fake GPU, whose synchronize hook stands in for the stream
+// synchronisation; the race itself (a copy still reading while the host writes) is not one a
+// test can force on a real GPU.
+TEST_CASE("offload_optimizer: a step drains the GPU's stream before it writes the host's copy" *
+          sl::testing::skip_when(!sl::testing::gpu_visible() || !sl::testing::fake_gpu_installed(),
+                                 "counts of the fake GPU's synchronize hook",
+                                 "no fake GPU (a real one, or none)")) {
+  const TrainConfig c{.opt = OptKind::adamw, .steps = 3};
+  for (const char* kind : {"zero1", "zero2"}) {
+    CAPTURE(kind);
+    int calls[2] = {0, 0};
+    for (int offload = 0; offload < 2; ++offload) {
+      GpuRun r(kind, c, offload == 1);
+      const int before = sl::testing::fake_synchronize_calls();
+      r.run(0, c.steps);
+      calls[offload] = sl::testing::fake_synchronize_calls() - before;
+    }
+    CHECK(calls[1] == calls[0] + c.steps);
+  }
+}

@@ -1,5 +1,6 @@
 #include "support/fake_gpu.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -76,7 +77,10 @@ Allocator* fake_allocator(int index) {
   return a;
 }
 int fake_device_count() { return 1; }
-void fake_synchronize(int /*device*/) {}
+std::atomic<int> g_synchronize_calls{0};
+void fake_synchronize(int /*device*/) {
+  g_synchronize_calls.fetch_add(1);
+}
 std::string fake_device_name(int /*device*/) { return "fake GPU (the CPU's kernels)"; }
 int fake_compute_capability(int /*device*/) { return 90; }
 
@@ -158,5 +162,8 @@ bool install_fake_gpu() {
 }
 
 bool fake_gpu_installed() { return g_installed; }
+int fake_synchronize_calls() {
+  return g_synchronize_calls.load();
+}
 
 }  // namespace sl::testing

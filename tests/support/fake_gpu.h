@@ -33,5 +33,9 @@ inline constexpr size_t kFakeGpuCapacity = size_t{16} << 30;
 bool install_fake_gpu();
 /// True when the fake GPU is installed.
 bool fake_gpu_installed();
+/// How often the fake GPU's synchronize hook (sl::cuda::synchronize) has run so far: the stand-in
+/// for a stream synchronisation, which tests count where one orders asynchronous copies. 0 when
+/// the fake GPU is not installed.
+int fake_synchronize_calls();
 
 }  // namespace sl::testing
