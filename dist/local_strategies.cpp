@@ -98,6 +98,14 @@ class DataParallelStrategy final : public Strategy {
     }
     SL_CHECK_DEVICE(devices_.front() == home, "dp: the model is on ", home,
                     " but the first dp device is ", devices_.front());
+    // Replicas run on threads of their own, one per device; two on one device would share its
+    // per-device library handles (cuDNN's may not be used by two threads at once).
+    for (size_t i = 1; i < devices_.size(); ++i) {
+      for (size_t j = 0; j < i; ++j) {
+        SL_CHECK(devices_[i] != devices_[j], "dp: dp_devices lists ", devices_[i], " twice (at ", j,
+                 " and ", i, "); each replica needs a device of its own");
+      }
+    }
     replicas_.push_back(model_);
     if (devices_.size() > 1) {
       SL_CHECK(static_cast<bool>(opts_.replica_factory),

@@ -90,8 +90,8 @@ struct StrategyOptions {
   /// and its updated parameter shard back. The GPU keeps parameters and gradients only (zero2:
   /// 4 Psi + 4 Psi / N bytes in float32). ValueError for single/dp/ddp and for CPU parameters.
   bool offload_optimizer = false;
-  /// dp: devices of the replicas, the model's device first (default: cpu:0..cpu:dp_replicas-1
-  /// on CPU, cuda:0..cuda:dp_replicas-1 on CUDA).
+  /// dp: devices of the replicas, the model's device first, each at most once (ValueError
+  /// otherwise; default: cpu:0..cpu:dp_replicas-1 on CPU, cuda:0..cuda:dp_replicas-1 on CUDA).
   std::vector<Device> dp_devices;
   int dp_replicas = 2;
   /// dp: builds a module with the model's structure (its values are overwritten before every

@@ -137,7 +137,9 @@ __global__ void __launch_bounds__(kThreads)
     float psum = 0.f;
 #pragma unroll
     for (int t = 0; t < kKeysPerThread; ++t) {
-      const float p = none ? 0.f : dmath::exp(s[t] - m_new);
+      // a NaN score (NaN input, or a NaN additive mask) makes the row NaN as in the unfused
+      // softmax: exp(NaN - m) is NaN, and while m_new is -inf it must not become a 0 weight
+      const float p = none ? (s[t] != s[t] ? s[t] : 0.f) : dmath::exp(s[t] - m_new);
       ps[r][sub + t * kGroup] = p;
       psum += p;
     }

@@ -10,6 +10,10 @@ namespace {
 
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 
+constexpr const char* kCudnnNoBf16 =
+    "bfloat16 input (cuDNN's legacy batch-norm and pooling calls are documented for float16, "
+    "float32 and float64; PyTorch keeps bfloat16 off cuDNN batch norm too)";
+
 /// a * b * c < 2^31 - 1, without overflowing int64 (all non-negative).
 bool product_below_int32(int64_t a, int64_t b, int64_t c) {
   if (a == 0 || b == 0 || c == 0) return true;
@@ -27,9 +31,9 @@ int64_t cudnn_pool_out(int64_t in, int64_t k, int64_t pad, int64_t stride) {
 }  // namespace
 
 const char* batch_norm_cudnn_refusal(const BatchNormCall& call) {
-  const bool half = call.input == DType::f16 || call.input == DType::bf16;
-  if (!half && call.input != DType::f32 && call.input != DType::f64) {
-    return "input dtype is not float16, bfloat16, float32 or float64";
+  if (call.input == DType::bf16) return kCudnnNoBf16;
+  if (call.input != DType::f16 && call.input != DType::f32 && call.input != DType::f64) {
+    return "input dtype is not float16, float32 or float64";
   }
   const DType want = call.input == DType::f64 ? DType::f64 : DType::f32;
   if (call.params && *call.params != want) {
@@ -65,9 +69,9 @@ std::optional<CudnnPlanes> pool_cudnn_planes(int64_t P) {
 
 const char* avg_pool_cudnn_refusal(const AvgPoolCall& call) {
   const Pool2dGeometry& g = call.g;
-  if (call.input != DType::f16 && call.input != DType::bf16 && call.input != DType::f32 &&
-      call.input != DType::f64) {
-    return "input dtype is not float16, bfloat16, float32 or float64";
+  if (call.input == DType::bf16) return kCudnnNoBf16;
+  if (call.input != DType::f16 && call.input != DType::f32 && call.input != DType::f64) {
+    return "input dtype is not float16, float32 or float64";
   }
   if (g.divisor_override != 0) return "divisor_override (cuDNN divides by the window)";
   if (g.dilation_h != 1 || g.dilation_w != 1) return "dilation (cuDNN pooling has none)";

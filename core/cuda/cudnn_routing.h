@@ -11,8 +11,11 @@
 // Batch norm (cudnn_norm.cpp, CUDNN_BATCHNORM_SPATIAL on x viewed as [N, C, S, 1], NCHW; the
 // kernels receive contiguous inputs, so no strided case reaches cuDNN):
 //  - cuDNN: forward training and evaluation, and the training backward, when
+//      * the input is float16, float32 or float64: bfloat16 stays on the own kernels (cuDNN's
+//        legacy calls document no bfloat16 data, and PyTorch keeps bfloat16 off cuDNN batch
+//        norm; a refusal at run time would be an error, not a fallback);
 //      * the parameters (weight, bias, running statistics, their gradients) are float32 beside a
-//        float32 / float16 / bfloat16 input and float64 beside a float64 input (cuDNN's derived
+//        float32 / float16 input and float64 beside a float64 input (cuDNN's derived
 //        scale/bias/mean/variance descriptor type), or are all absent;
 //      * S > 1 (2-d inputs and [N, C, 1, 1] stay on the own kernels: cuDNN's spatial kernels are
 //        an order of magnitude slower at H = W = 1, pytorch/pytorch#57034, which is why PyTorch
@@ -41,7 +44,8 @@
 //    reaches past the padding) and otherwise to ..._EXCLUDE_PADDING (divisor = the in-bounds
 //    elements; padding <= kernel / 2 means no window lies wholly in the padding); plus the
 //    size limits of pool_cudnn_planes and 32-bit element counts.
-//  - own kernels: ceil_mode windows cuDNN cannot express, divisor_override, dilation.
+//  - own kernels: bfloat16 (as for batch norm), ceil_mode windows cuDNN cannot express,
+//    divisor_override, dilation.
 //
 // Max pooling and adaptive average pooling always run on the own kernels. Max pooling returns
 // and consumes indices (the first maximum of a window on ties, NaN wins), which cuDNN's forward

@@ -4,6 +4,17 @@
 // with the bias epilogue, and linear + relu / tanh-gelu (linear_act) with the activation
 // epilogues.
 //
+// Note [GEMM accumulation]
+// float16 and bfloat16 GEMMs accumulate in float32 (CUBLAS_COMPUTE_32F) and round once into the
+// output, which is what the CUDA parity tolerances for 16-bit matmul assume. By default cuBLAS
+// and cuBLASLt may still pick a split-K algorithm that adds its partial sums in the output type
+// ("reduced precision reduction": PyTorch's allow_fp16/bf16_reduced_precision_reduction, on by
+// default there); for a small M x N with a large K (a weight gradient, K = batch x tokens) the
+// error then grows with K. Shardlight disallows it: the cuBLAS handle's math mode has
+// CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION (core/cuda/runtime.cpp) and every cuBLASLt
+// call restricts the reduction scheme to the compute type (or none). The cost is that the
+// heuristic may choose a slower algorithm for such shapes.
+//
 // Row-major to column-major: cuBLAS computes column-major products, and a row-major [M, N]
 // matrix is the column-major [N, M] matrix of its transpose, so out = a @ b is computed as
 // out^T = b^T @ a^T: cuBLAS gets b first, m = N, n = M.
@@ -169,6 +180,11 @@ bool lt_addmm_epilogue(const Tensor& out, const Tensor& a_in, const Tensor& b_in
   const uint64_t ws_bytes = kLtWorkspaceBytes;
   CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
       c.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof(ws_bytes)));
+  // float16/bfloat16: split-K partial sums added in float32 only (Note [GEMM accumulation])
+  const uint32_t reduction =
+      CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE | CUBLASLT_REDUCTION_SCHEME_NONE;
+  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      c.pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reduction, sizeof(reduction)));
   const uint32_t align_a = alignment_of(b.data_ptr()), align_b = alignment_of(a.data_ptr());
   const uint32_t align_d = alignment_of(out.data_ptr());
   CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(

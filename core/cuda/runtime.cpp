@@ -122,8 +122,11 @@ cublasHandle_t cublas_handle(int device) {
     DeviceGuard g(device);
     CUBLAS_CHECK(cublasCreate(&d.cublas));
     // Default math: float32 GEMMs use TF32 only when a call asks for it through its compute
-    // type (CUBLAS_COMPUTE_32F_FAST_TF32, see set_allow_tf32).
-    CUBLAS_CHECK(cublasSetMathMode(d.cublas, CUBLAS_DEFAULT_MATH));
+    // type (CUBLAS_COMPUTE_32F_FAST_TF32, see set_allow_tf32); 16-bit GEMMs add split-K
+    // partial sums in float32 (Note [GEMM accumulation], core/cuda/matmul.cpp).
+    CUBLAS_CHECK(cublasSetMathMode(
+        d.cublas, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
+                                            CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
   });
   CUBLAS_CHECK(cublasSetStream(d.cublas, compute_stream(device)));
   return d.cublas;

@@ -141,3 +141,31 @@ TEST_CASE("cuda fused attention: the kernel itself, against the blocked form on 
     SL_CHECK_CLOSE(fused.cpu().to(DType::f64), blocked.cpu(), 2e-4, 2e-4);  // see the file comment
   }
 }
+
+TEST_CASE("cuda fused attention: a NaN score makes its row NaN, even after masked keys" *
+          sl::testing::needs_gpu()) {
+  SL_REQUIRE_CUDA("fused attention NaN scores");
+  // Head dim 32: the kernel's key tiles hold 32 keys. In row 3 the first tile's keys are all
+  // masked (-inf) but one whose additive mask is NaN, and the later tiles' are finite: the
+  // kernel's running maximum is still -inf when it meets the NaN, where a weight of 0 would drop
+  // it. The unfused softmax (the reference) gives NaN for the whole row. Row 7: a wholly masked
+  // first tile, then finite keys, which must give that row's finite values.
+  manual_seed(63);
+  const int64_t L = 12, S = 80, E = 32;
+  Tensor q = randn({1, 2, L, E}), k = randn({1, 2, S, E}), v = randn({1, 2, S, E});
+  Tensor mask = randn({L, S});
+  mask.select(0, 3).narrow(0, 0, 32).fill_(-INFINITY);
+  mask.select(0, 3).narrow(0, 5, 1).fill_(NAN);
+  mask.select(0, 7).narrow(0, 0, 32).fill_(-INFINITY);
+  Tensor ref;
+  {
+    AttentionBackendScope scope(AttentionBackend::unfused);
+    ref = scaled_dot_product_attention(q.to(DType::f64), k.to(DType::f64), v.to(DType::f64),
+                                       mask.to(DType::f64), 0.0, false);
+  }
+  CHECK(ref.select(2, 3).isnan().all().item<bool>());
+  CHECK(ref.select(2, 7).isfinite().all().item<bool>());
+  Tensor gpu = ops::attention_fused_forward(q.to(kGPU), k.to(kGPU), v.to(kGPU), mask.to(kGPU),
+                                            false, 1.0 / std::sqrt(double(E)));
+  SL_CHECK_CLOSE(gpu.cpu().to(DType::f64), ref, 2e-4, 2e-4);  // NaN where ref is NaN
+}

@@ -69,16 +69,18 @@ TEST_CASE("cudnn routing: batch norm case table") {
   auto add = [&](const char* what, BatchNormCall c, const char* refusal) {
     cases.push_back({what, c, refusal});
   };
-  // dtypes: float parameters beside f32 / f16 / bf16 data, double beside double, or none
+  // dtypes: float parameters beside f32 / f16 data, double beside double, or none; bf16 data
+  // stays on the own kernels whatever the parameters
   add("f32 / f32 params", bn(DType::f32, DType::f32), nullptr);
   add("f32 / no params", bn(DType::f32, std::nullopt), nullptr);
   add("f16 / f32 params (mixed precision)", bn(DType::f16, DType::f32), nullptr);
-  add("bf16 / f32 params (mixed precision)", bn(DType::bf16, DType::f32), nullptr);
+  add("bf16 / f32 params (mixed precision)", bn(DType::bf16, DType::f32), "bfloat16 input");
+  add("bf16 / no params", bn(DType::bf16, std::nullopt), "bfloat16 input");
   add("f16 / no params", bn(DType::f16, std::nullopt), nullptr);
   add("f64 / f64 params", bn(DType::f64, DType::f64), nullptr);
   add("f64 / no params", bn(DType::f64, std::nullopt), nullptr);
   add("f16 / f16 params", bn(DType::f16, DType::f16), "parameters are not float32");
-  add("bf16 / bf16 params", bn(DType::bf16, DType::bf16), "parameters are not float32");
+  add("bf16 / bf16 params", bn(DType::bf16, DType::bf16), "bfloat16 input");
   add("f32 / f64 params", bn(DType::f32, DType::f64), "parameters are not float32");
   add("f64 / f32 params", bn(DType::f64, DType::f32), "not float64 beside a float64 input");
   add("i64 input", bn(DType::i64, std::nullopt), "input dtype");
@@ -187,7 +189,7 @@ TEST_CASE("cudnn routing: average pooling case table") {
        nullptr},
       {"f64", pool_call(s1, DType::f64, 3, 2, 1, false), nullptr},
       {"f16", pool_call(s1, DType::f16, 3, 2, 1, false), nullptr},
-      {"bf16", pool_call(s1, DType::bf16, 3, 2, 1, false), nullptr},
+      {"bf16", pool_call(s1, DType::bf16, 3, 2, 1, false), "bfloat16 input"},
       // H = 11, k 3, s 2, p 1: floor and ceil both give 6 rows, W = 7: 4 both ways
       {"ceil_mode adding no window", pool_call({2, 3, 11, 7}, DType::f32, 3, 2, 1, true), nullptr},
       // H = 10: ceil gives 6 rows, floor 5

@@ -160,6 +160,13 @@ TEST_CASE("strategy errors") {
   auto opt = sl::testing::make_optimizer(OptKind::sgd, *net);
   SL_CHECK_THROWS(make_strategy("dp", net, *opt, {.dp_replicas = 2}), ValueError,
                   "dp: replica_factory is required");
+  auto factory = [] { return std::static_pointer_cast<nn::Module>(sl::testing::make_tiny_net()); };
+  SL_CHECK_THROWS(make_strategy("dp", net, *opt,
+                                {.dp_devices = {kCPU, Device(DeviceKind::cpu, 1), kCPU},
+                                 .replica_factory = factory}),
+                  ValueError,
+                  "dp: dp_devices lists cpu twice (at 0 and 2); each replica needs a device of "
+                  "its own");
   SL_CHECK_THROWS(
       make_strategy("zero2", net, *opt, {.group = make_single_group(), .max_grad_norm = -1}),
       ValueError, "make_strategy: max_grad_norm must be >= 0, got -1");
