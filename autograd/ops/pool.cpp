@@ -16,10 +16,11 @@ std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input,
   auto [out, indices] = ops::max_pool2d_forward(input, g);
   if (needs_grad(input)) {
     Shape in_sizes = input.sizes();
-    record("MaxPool2DBackward", {input}, {&out},
-           [in_sizes, si = SavedTensor(indices)](const BackwardCtx& c) -> variable_list {
-             return {ops::max_pool2d_backward(c.grad(), si.unpack("MaxPool2DBackward"), in_sizes)};
-           });
+    record(
+        "MaxPool2DBackward", {input}, {&out},
+        [in_sizes, g, si = SavedTensor(indices)](const BackwardCtx& c) -> variable_list {
+          return {ops::max_pool2d_backward(c.grad(), si.unpack("MaxPool2DBackward"), in_sizes, g)};
+        });
   }
   return {out, indices};
 }

@@ -189,6 +189,8 @@ void max_pool_fwd(const Tensor& out, const Tensor& indices, const Tensor& input,
   });
 }
 
+/// Scatter in ascending output order from zero, in T: the order and precision the CUDA gather
+/// reproduces (Note [Max-pool backward order] in core/ops/pool.h); needs only the indices.
 template <class T>
 void max_pool_bwd(const Tensor& grad_input, const Tensor& grad_out, const Tensor& indices) {
   const int64_t P = grad_input.size(0), HW = grad_input.size(1) * grad_input.size(2);
@@ -350,7 +352,7 @@ void max_pool2d_forward_cpu(const Tensor& out, const Tensor& indices, const Tens
                   [&](auto z) { max_pool_fwd<decltype(z)>(out, indices, input, g); });
 }
 void max_pool2d_backward_cpu(const Tensor& grad_input, const Tensor& grad_out,
-                             const Tensor& indices) {
+                             const Tensor& indices, const Pool2dGeometry& /*g*/) {
   float_or_double(grad_out, "max_pool2d_backward",
                   [&](auto z) { max_pool_bwd<decltype(z)>(grad_input, grad_out, indices); });
 }

@@ -55,12 +55,13 @@ struct PoolGeom {
 };
 void launch_max_pool2d_forward(DType dt, void* out, int64_t* indices, const void* x, int64_t P,
                                int64_t H, int64_t W, const PoolGeom& g, cudaStream_t s);
-/// grad_input (zeroed here) += grad_out at indices (atomic adds: where windows overlap, the
-/// order of the few additions into one input element is not fixed). 16-bit gradients are summed
-/// in a float32 scratch buffer and rounded into grad_input once.
+/// grad_input [P, H, W] (overwritten) = the sum, per input element, of grad_out [P, Ho, Wo] over
+/// the outputs whose index (from launch_max_pool2d_forward with g) is that element: a gather in
+/// ascending output order, the CPU's order (Note [Max-pool backward order]), so the same bits on
+/// every run; 16-bit gradients are summed in float and rounded once.
 void launch_max_pool2d_backward(DType dt, void* grad_in, const void* grad_out,
-                                const int64_t* indices, int64_t P, int64_t HW, int64_t HWo,
-                                cudaStream_t s);
+                                const int64_t* indices, int64_t P, int64_t H, int64_t W,
+                                const PoolGeom& g, cudaStream_t s);
 void launch_avg_pool2d_forward(DType dt, void* out, const void* x, int64_t P, int64_t H, int64_t W,
                                const PoolGeom& g, cudaStream_t s);
 void launch_avg_pool2d_backward(DType dt, void* grad_in, const void* grad_out, int64_t P, int64_t H,

@@ -38,12 +38,11 @@ void max_pool2d_forward_cuda(const Tensor& out, const Tensor& indices, const Ten
 }
 
 void max_pool2d_backward_cuda(const Tensor& grad_input, const Tensor& grad_out,
-                              const Tensor& indices) {
+                              const Tensor& indices, const Pool2dGeometry& g) {
   DeviceGuard dg(grad_out.device());
   launch_max_pool2d_backward(grad_out.dtype(), grad_input.data_ptr(), grad_out.data_ptr(),
                              static_cast<const int64_t*>(indices.data_ptr()), grad_input.size(0),
-                             grad_input.size(1) * grad_input.size(2),
-                             grad_out.size(1) * grad_out.size(2),
+                             grad_input.size(1), grad_input.size(2), geom(g),
                              compute_stream(grad_out.device()));
 }
 

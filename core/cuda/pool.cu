@@ -1,19 +1,18 @@
 // CUDA kernels of the pool family, with the CPU kernels' window rules (core/cpu/pool.cpp): one
-// thread per output element forward; backward of the average pools gathers, for each input
-// element, the windows that contain it (a fixed order, so deterministic); max-pool backward
-// scatters through the saved indices with atomic adds.
+// thread per output element forward; backward kernels gather, one thread per input element, the
+// windows that contain it (core/cuda/pool_windows.h) in a fixed order, so results do not vary
+// from run to run. Max-pool backward adds the gradients of the windows whose saved index is the
+// element in ascending output order, the order in which the CPU's scatter adds them, so f32 and
+// f64 gradients are the CPU's bits.
 // Element types: float32, float64, and 16-bit storage (float16 / bfloat16) whose arithmetic is
 // done in float (comp_t): maxima are compared in float, window sums and gathered gradients are
-// accumulated in float and rounded to 16 bits once. Max-pool backward of a 16-bit gradient
-// scatters into a float32 scratch buffer (atomic adds in float, so overlapping windows lose no
-// precision to 16-bit partial sums), then rounds it into grad_input in one pass: the values
-// equal those of the float32 kernel followed by a cast.
+// accumulated in float and rounded to 16 bits once (the float32 kernel's values, then a cast).
 #include <cmath>
 
 #include "core/cuda/float_kernels.cuh"
 #include "core/cuda/kernels_nn.h"
 #include "core/cuda/loops.cuh"
-#include "core/cuda/reduce.cuh"
+#include "core/cuda/pool_windows.h"
 
 namespace sl::cuda {
 namespace {
@@ -49,23 +48,27 @@ __global__ void max_pool_fwd_kernel(T* y, int64_t* ind, const T* x, int64_t P, i
   }
 }
 
-/// gi (in the compute type: float for a 16-bit T) += go at the indices.
+/// gi[p, h, w] = sum of go[p, o] over the outputs o (ascending) with ind[p, o] == h * W + w: the
+/// windows with a tap at (h, w) hold every such o, since the forward's index is one of its
+/// window's taps (Note [Max-pool backward order]).
 template <class T>
-__global__ void max_pool_bwd_kernel(comp_t<T>* gi, const T* go, const int64_t* ind, int64_t P,
-                                    int64_t HW, int64_t HWo) {
-  const int64_t total = P * HWo;
+__global__ void max_pool_bwd_kernel(T* gi, const T* go, const int64_t* ind, int64_t P, int64_t H,
+                                    int64_t W, PoolGeom g) {
+  using C = comp_t<T>;
+  const int64_t total = P * H * W, HWo = g.out_h * g.out_w;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
        t += step) {
-    const int64_t i = ind[t];
-    if (i >= 0) atomicAdd(gi + (t / HWo) * HW + i, to_comp(go[t]));
+    const int64_t w = t % W, h = (t / W) % H, p = t / (W * H);
+    const int64_t at = h * W + w;
+    const int64_t* indp = ind + p * HWo;
+    const T* gop = go + p * HWo;
+    C s = 0;
+    for_each_window_with_tap(h, w, g, [&](int64_t o) {
+      if (indp[o] == at) s += to_comp(gop[o]);
+    });
+    gi[t] = convert<T>(s);
   }
-}
-
-/// out[i] = in[i] rounded to T.
-template <class T>
-__global__ void round_to_kernel(T* out, const float* in, int64_t n) {
-  grid_stride(n, [&](int64_t i) { out[i] = convert<T>(in[i]); });
 }
 
 struct AvgWindow {
@@ -105,16 +108,6 @@ __global__ void avg_pool_fwd_kernel(T* y, const T* x, int64_t P, int64_t H, int6
   }
 }
 
-/// Output rows whose (dilation-free) windows may contain input row h: oh with
-/// oh * stride - pad <= h < oh * stride - pad + k.
-__device__ __forceinline__ void window_range(int64_t h, int64_t k, int64_t stride, int64_t pad,
-                                             int64_t out, int64_t& lo, int64_t& hi) {
-  // oh >= (h + pad - k + 1) / stride (rounded up), oh <= (h + pad) / stride
-  const int64_t num = h + pad - k + 1;
-  lo = num <= 0 ? 0 : (num + stride - 1) / stride;
-  hi = min((h + pad) / stride, out - 1);
-}
-
 template <class T>
 __global__ void avg_pool_bwd_kernel(T* gi, const T* go, int64_t P, int64_t H, int64_t W,
                                     PoolGeom g) {
@@ -125,6 +118,7 @@ __global__ void avg_pool_bwd_kernel(T* gi, const T* go, int64_t P, int64_t H, in
        t += step) {
     const int64_t w = t % W, h = (t / W) % H, p = t / (W * H);
     int64_t oh0, oh1, ow0, ow1;
+    // average windows ignore dilation: their extent is k
     window_range(h, g.kh, g.stride_h, g.pad_h, g.out_h, oh0, oh1);
     window_range(w, g.kw, g.stride_w, g.pad_w, g.out_w, ow0, ow1);
     C s = 0;
@@ -203,26 +197,14 @@ void launch_max_pool2d_forward(DType dt, void* out, int64_t* indices, const void
 }
 
 void launch_max_pool2d_backward(DType dt, void* grad_in, const void* grad_out,
-                                const int64_t* indices, int64_t P, int64_t HW, int64_t HWo,
-                                cudaStream_t s) {
+                                const int64_t* indices, int64_t P, int64_t H, int64_t W,
+                                const PoolGeom& g, cudaStream_t s) {
   visit_float(dt, "max_pool2d_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (is_half_v<T>) {
-      DeviceScratch acc(static_cast<size_t>(P * HW) * sizeof(float));
-      CUDA_CHECK(
-          cudaMemsetAsync(acc.as<float>(), 0, static_cast<size_t>(P * HW) * sizeof(float), s));
-      max_pool_bwd_kernel<T><<<grid_for(P * HWo), kBlockThreads, 0, s>>>(
-          acc.as<float>(), static_cast<const T*>(grad_out), indices, P, HW, HWo);
-      CUDA_CHECK_LAUNCH();
-      round_to_kernel<T><<<grid_for(P * HW), kBlockThreads, 0, s>>>(static_cast<T*>(grad_in),
-                                                                    acc.as<float>(), P * HW);
-      CUDA_CHECK_LAUNCH();
-    } else {
-      CUDA_CHECK(cudaMemsetAsync(grad_in, 0, static_cast<size_t>(P * HW) * sizeof(T), s));
-      max_pool_bwd_kernel<T><<<grid_for(P * HWo), kBlockThreads, 0, s>>>(
-          static_cast<T*>(grad_in), static_cast<const T*>(grad_out), indices, P, HW, HWo);
-      CUDA_CHECK_LAUNCH();
-    }
+    if (P * H * W == 0) return;
+    max_pool_bwd_kernel<T><<<grid_for(P * H * W), kBlockThreads, 0, s>>>(
+        static_cast<T*>(grad_in), static_cast<const T*>(grad_out), indices, P, H, W, g);
+    CUDA_CHECK_LAUNCH();
   });
 }
 

@@ -7,8 +7,8 @@ namespace sl {
 
 SL_DEFINE_KERNEL(max_pool2d_forward_kernel, void(const Tensor& out, const Tensor& indices,
                                                  const Tensor& input, const Pool2dGeometry& g));
-SL_DEFINE_KERNEL(max_pool2d_backward_kernel,
-                 void(const Tensor& grad_input, const Tensor& grad_out, const Tensor& indices));
+SL_DEFINE_KERNEL(max_pool2d_backward_kernel, void(const Tensor& grad_input, const Tensor& grad_out,
+                                                  const Tensor& indices, const Pool2dGeometry& g));
 SL_DEFINE_KERNEL(avg_pool2d_forward_kernel,
                  void(const Tensor& out, const Tensor& input, const Pool2dGeometry& g));
 SL_DEFINE_KERNEL(avg_pool2d_backward_kernel,
@@ -113,17 +113,17 @@ std::pair<Tensor, Tensor> max_pool2d_forward(const Tensor& input, const Pool2dGe
   return {out, idx};
 }
 
-Tensor max_pool2d_backward(const Tensor& grad_out, const Tensor& indices,
-                           const Shape& input_sizes) {
+Tensor max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Shape& input_sizes,
+                           const Pool2dGeometry& g) {
   if (cpu_16bit_via_float32(grad_out)) {
-    return cast(max_pool2d_backward(cast(grad_out, DType::f32), indices, input_sizes),
+    return cast(max_pool2d_backward(cast(grad_out, DType::f32), indices, input_sizes, g),
                 grad_out.dtype());
   }
   Tensor gi = empty(input_sizes, grad_out.dtype(), grad_out.device());
   if (gi.numel() == 0) return gi;
   const int64_t H = input_sizes[input_sizes.size() - 2], W = input_sizes.back();
   max_pool2d_backward_kernel(grad_out.device().kind, view(gi, {-1, H, W}), planes(grad_out),
-                             planes(indices));
+                             planes(indices), g);
   return gi;
 }
 

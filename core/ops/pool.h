@@ -30,9 +30,19 @@ struct Pool2dGeometry {
 SL_DECLARE_KERNEL(max_pool2d_forward_kernel, void(const Tensor& out, const Tensor& indices,
                                                   const Tensor& input, const Pool2dGeometry& g));
 /// grad_input [P, H, W] = scatter-add of grad_out [P, Ho, Wo] at indices (grad_input is
-/// overwritten).
-SL_DECLARE_KERNEL(max_pool2d_backward_kernel,
-                  void(const Tensor& grad_input, const Tensor& grad_out, const Tensor& indices));
+/// overwritten); indices are those of max_pool2d_forward_kernel with g.
+///
+/// Note [Max-pool backward order]
+/// Where windows overlap (kernel 3, stride 2: ResNet's stem), an input element that is the
+/// maximum of several windows receives several gradients. The CPU scatters plane by plane in
+/// ascending output order (oh, ow), adding in the gradient's dtype from zero; the CUDA kernel
+/// (core/cuda/pool.cu) gathers instead, one thread per input element over the windows with a tap
+/// there (core/cuda/pool_windows.h), adding those whose index is that element in the same
+/// ascending order and precision. So f32 and f64 gradients agree bit for bit and are the same on
+/// every run, and 16-bit ones (summed in float, rounded once) are the float32 result's rounding.
+/// The gather needs g, and finds only indices inside their own windows, as the forward's are.
+SL_DECLARE_KERNEL(max_pool2d_backward_kernel, void(const Tensor& grad_input, const Tensor& grad_out,
+                                                   const Tensor& indices, const Pool2dGeometry& g));
 /// out [P, Ho, Wo] = window averages of input [P, H, W].
 SL_DECLARE_KERNEL(avg_pool2d_forward_kernel,
                   void(const Tensor& out, const Tensor& input, const Pool2dGeometry& g));
@@ -58,8 +68,10 @@ Pool2dGeometry pool2d_geometry(const char* op, const Tensor& input, ExpandingArr
                                ExpandingArray<2> dilation, bool ceil_mode);
 /// (out, indices) of shape [..., Ho, Wo] for a 3-d or 4-d input.
 std::pair<Tensor, Tensor> max_pool2d_forward(const Tensor& input, const Pool2dGeometry& g);
-/// Gradient w.r.t. the input (input_sizes) from grad_out and the saved indices.
-Tensor max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Shape& input_sizes);
+/// Gradient w.r.t. the input (input_sizes) from grad_out and the indices saved by
+/// max_pool2d_forward with the same geometry g.
+Tensor max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Shape& input_sizes,
+                           const Pool2dGeometry& g);
 Tensor avg_pool2d_forward(const Tensor& input, const Pool2dGeometry& g);
 Tensor avg_pool2d_backward(const Tensor& grad_out, const Shape& input_sizes,
                            const Pool2dGeometry& g);

@@ -170,20 +170,30 @@ TEST_CASE("cuda parity: conv2d / conv1d through cuDNN" *
 TEST_CASE("cuda parity: max, average and adaptive pooling" * sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("pool parity");
   manual_seed(14);
-  // 16-bit: native on CUDA (max-pool backward sums overlapping windows in a float32 scratch),
-  // float32 on the CPU
+  // 16-bit: native on CUDA (max-pool backward sums overlapping windows in float), float32 on
+  // the CPU
   for (DType dt : {DType::f64, DType::f32, DType::f16, DType::bf16}) {
     if ((dt == DType::f16 || dt == DType::bf16) && !sl::testing::gpu_kernels_take_16bit("pooling"))
       continue;
     CAPTURE(dt);
-    auto [rt, at] = dt == DType::f16 || dt == DType::bf16 ? tol16(dt) : tol(dt);
+    const bool half = dt == DType::f16 || dt == DType::bf16;
+    auto [rt, at] = half ? tol16(dt) : tol(dt);
+    // Max pooling exactly (tolerance 0) in f32 / f64, with overlapping windows: the forward picks
+    // an input value, and the backward gathers, per input element, the gradients of the windows
+    // whose maximum it is in ascending output order, the order in which the CPU's scatter adds
+    // them (Note [Max-pool backward order] in core/ops/pool.h), so the sums are the CPU's bits.
+    const double mrt = half ? rt : 0, mat = half ? at : 0;
+    // ResNet's stem (kernel 3, stride 2, padding 1): up to 4 windows over one element
     check_gpu_parity([](const TensorList& t) { return max_pool2d(t[0], 3, 2, 1); },
-                     {rnd({2, 3, 11, 10}, dt)}, rt, at);
+                     {rnd({2, 3, 11, 10}, dt)}, mrt, mat);
+    // stride 1: up to 9 windows over one element, on few distinct values (ties: the first wins)
+    check_gpu_parity([](const TensorList& t) { return max_pool2d(t[0], 3, 1, 1); },
+                     {round(randn({2, 3, 13, 12})).to(dt).requires_grad_()}, mrt, mat);
     check_gpu_parity(
         [](const TensorList& t) {
           return max_pool2d(t[0], {2, 3}, {2, 1}, 0, 2, true);
         },
-        {rnd({1, 2, 9, 9}, dt)}, rt, at);
+        {rnd({1, 2, 9, 9}, dt)}, mrt, mat);
     check_gpu_parity([](const TensorList& t) { return avg_pool2d(t[0], 3, 2, 1, true, false); },
                      {rnd({2, 3, 10, 7}, dt)}, rt, at);
     check_gpu_parity([](const TensorList& t) { return avg_pool2d(t[0], 2, {}, 0, false, true, 3); },
