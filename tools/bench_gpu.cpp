@@ -5,6 +5,8 @@
 //     the same GEMM with the bias epilogue followed by the activation kernel;
 //   - memory-bound ops (elementwise, reductions, LayerNorm and softmax when their CUDA kernels
 //     exist) in GB/s against a device-to-device copy of the same bytes;
+//   - index_add / scatter_add with few output columns and long indices (embedding backward),
+//     in ms;
 //   - scaled_dot_product_attention on the fused path against the unfused one (PyTorch's
 //     F.scaled_dot_product_attention at the same shapes comes from tools/bench_gpu_torch.py);
 //   - one training step of a small transformer encoder and a small ResNet (bench_gpu_train.cpp;
@@ -26,6 +28,7 @@
 #include "core/cuda/runtime.h"
 #include "core/ops/copy.h"
 #include "core/ops/elementwise.h"
+#include "core/ops/index.h"
 #include "core/ops/matmul.h"
 #include "core/ops/norm.h"
 #include "core/ops/reduce.h"
@@ -222,6 +225,43 @@ void bench_bandwidth(bool quick) {
   }
 }
 
+// ---- index_add / scatter_add with few columns -----------------------------------------------
+
+/// embedding backward's index_add (outer 1, inner D, k tokens into V rows) and a 1-d scatter_add:
+/// few output columns, many index entries, the shapes of the sorted path (Note [Sorted
+/// index_add] in core/cuda/index_plan.h); k < 256 takes the simple kernel, for the threshold.
+/// Timed with unchecked indexing (the indices are valid): the kernels, not the host's range check.
+void bench_index_add(bool quick) {
+  cuda::set_checked_indexing(false);
+  std::printf(
+      "\n### index_add / scatter_add with few columns (ms per call; the sorted path from 256 "
+      "entries, Note [Sorted index_add])\n\n| op | dtype | shape | ms |\n|---|---|---|---|\n");
+  const int64_t V = 32768, D = 768;
+  std::vector<int64_t> ks = {64, 255, 256, 1024, 8192};
+  if (!quick) ks.push_back(65536);
+  for (DType dt : {DType::f32, DType::bf16}) {
+    for (int64_t k : ks) {
+      Tensor self = zeros({V, D}, {.dtype = dt, .device = kGPU});
+      Tensor ids = randint(0, V, {k}, {.dtype = DType::i64, .device = kGPU});
+      Tensor rows = randn({k, D}, {.dtype = dt, .device = kGPU});
+      const double ms = time_ms([&] { (void)ops::index_add(self, 0, ids, rows); });
+      std::printf("| index_add (embedding backward) | %s | V %lld, D %lld, k %lld | %.3f |\n",
+                  dtype_name(dt), static_cast<long long>(V), static_cast<long long>(D),
+                  static_cast<long long>(k), ms);
+      std::fflush(stdout);
+    }
+  }
+  const int64_t n = quick ? (int64_t{1} << 16) : (int64_t{1} << 20);
+  Tensor base = zeros({V}, {.device = kGPU});
+  Tensor ids = randint(0, V, {n}, {.dtype = DType::i64, .device = kGPU});
+  Tensor src = randn({n}, {.device = kGPU});
+  const double ms = time_ms([&] { (void)ops::scatter_add(base, 0, ids, src); });
+  std::printf("| scatter_add (1-d) | float32 | %lld into %lld | %.3f |\n",
+              static_cast<long long>(n), static_cast<long long>(V), ms);
+  std::fflush(stdout);
+  cuda::set_checked_indexing(true);
+}
+
 // ---- attention ------------------------------------------------------------------------------
 
 /// scaled_dot_product_attention on the fused path (the one-pass kernel forward, the blocked
@@ -301,6 +341,7 @@ int main(int argc, char** argv) {
     bench_linear_act(quick);
     bench_bandwidth(quick);
     bench_attention(quick);
+    bench_index_add(quick);
     sl::bench::bench_training(quick);
   } catch (const std::exception& e) {
     std::printf("\nbench_gpu: failed: %s\n", e.what());

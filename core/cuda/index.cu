@@ -4,11 +4,15 @@
 // [Unchecked indexing]). Kernels that only move values (index_select, gather) work on raw
 // elements of 1, 2, 4 or 8 bytes; kernels that add give each output element to one thread, which
 // adds in the CPU's order (index order), so results are deterministic and, with every product
-// rounded before its sum (no FMA contraction), the CPU's bits.
+// rounded before its sum (no FMA contraction), the CPU's bits. When few output columns face many
+// index entries, they sort the index first and give each run of one target its own thread (Note
+// [Sorted index_add] in index_plan.h); the order of the additions, hence the bits, is the same.
 #include "core/cuda/block_reduce.cuh"
 #include "core/cuda/dev_types.cuh"
+#include "core/cuda/index_plan.h"
 #include "core/cuda/kernels_core.h"
 #include "core/cuda/loops.cuh"
+#include "core/cuda/reduce.cuh"
 
 namespace sl::cuda {
 namespace {
@@ -96,6 +100,34 @@ __global__ void index_add_kernel(T* out, const int64_t* index, const T* src, com
   }
 }
 
+/// The sorted path of index_add (Note [Sorted index_add]): work item w = p * chunks + c is sorted
+/// position p with output columns [c * blockDim.x, (c + 1) * blockDim.x); only the block of a
+/// run's first position works (the test is uniform over the block), one thread per column.
+/// sorted / perm: the index's targets in stable sorted order and their positions j.
+template <class T>
+__global__ void index_add_sorted_kernel(T* out, const int64_t* sorted, const int64_t* perm,
+                                        const T* src, comp_t<T> alpha, int64_t skip, int64_t outer,
+                                        int64_t n, int64_t inner, int64_t k, int64_t chunks,
+                                        const __grid_constant__ IndexGuard guard) {
+  const int64_t columns = outer * inner;
+  const int64_t work = k * chunks;
+  for (int64_t w = blockIdx.x; w < work; w += gridDim.x) {
+    const int64_t p = w / chunks;
+    if (!run_starts(sorted, 1, p)) continue;
+    const int64_t e = (w % chunks) * blockDim.x + threadIdx.x;
+    if (e >= columns) continue;
+    const int64_t t = sorted[p];
+    if (!index_ok(guard, t) || t == skip) continue;  // as the simple kernel, for the whole run
+    const int64_t o = e / inner, i = e % inner;
+    T* y_at = &out[(o * n + t) * inner + i];
+    T y = *y_at;  // this thread alone writes y: kept in a register, rounded to T every step
+    walk_run(sorted, perm, 1, k, p, [&](int64_t j) {
+      y = convert<T>(mul_add_rn(alpha, to_comp(src[(o * k + j) * inner + i]), to_comp(y)));
+    });
+    *y_at = y;
+  }
+}
+
 /// Element offsets of flat position p (row-major over g.sizes) in operands 0..N-1, leaving out
 /// dim g.dim; *c_dim gets p's coordinate along g.dim.
 template <int N>
@@ -132,7 +164,31 @@ __global__ void gather_kernel(R* out, const R* in, const int64_t* index,
   }
 }
 
-/// One thread per line along g.dim (lines numbered row-major over the other dims of the index).
+/// Element offsets of line l in the three operands (lines along g.dim, numbered row-major over
+/// the other dims of the index: l row-major over the sizes with dim g.dim taken as 1).
+__device__ __forceinline__ void line_offsets(const IndexGeom& g, int64_t l, int64_t (&off)[3]) {
+  off[0] = off[1] = off[2] = 0;
+  for (int e = g.ndim - 1; e >= 0; --e) {
+    if (e == g.dim) continue;
+    const int64_t c = l % g.sizes[e];
+    l /= g.sizes[e];
+    for (int k = 0; k < 3; ++k) off[k] += c * g.strides[k][e];
+  }
+}
+
+/// One scatter step: y = v, or y += v (bool: y || v) rounded to T.
+template <class T>
+__device__ __forceinline__ void scatter_step(T& y, T v, bool accumulate) {
+  if (!accumulate) {
+    y = v;
+  } else if constexpr (std::is_same_v<T, bool>) {
+    y = y || v;
+  } else {
+    y = convert<T>(to_comp(y) + to_comp(v));
+  }
+}
+
+/// One thread per line along g.dim.
 template <class T>
 __global__ void scatter_kernel(T* out, const T* src, const int64_t* index,
                                const __grid_constant__ IndexGeom g, int64_t lines, bool accumulate,
@@ -142,28 +198,51 @@ __global__ void scatter_kernel(T* out, const T* src, const int64_t* index,
   const int64_t len = g.sizes[d];
   for (int64_t l = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; l < lines;
        l += step) {
-    // the line's coordinates: l row-major over the sizes with dim d taken as 1
-    int64_t off[3] = {0, 0, 0};
-    int64_t rest = l;
-    for (int e = g.ndim - 1; e >= 0; --e) {
-      if (e == d) continue;
-      const int64_t c = rest % g.sizes[e];
-      rest /= g.sizes[e];
-      for (int k = 0; k < 3; ++k) off[k] += c * g.strides[k][e];
-    }
+    int64_t off[3];
+    line_offsets(g, l, off);
     for (int64_t j = 0; j < len; ++j) {
       const int64_t t = index[off[2] + j * g.strides[2][d]];
       if (!index_ok(guard, t)) continue;
-      const T v = src[off[1] + j * g.strides[1][d]];
-      T& y = out[off[0] + t * g.strides[0][d]];
-      if (!accumulate) {
-        y = v;
-      } else if constexpr (std::is_same_v<T, bool>) {
-        y = y || v;
-      } else {
-        y = convert<T>(to_comp(y) + to_comp(v));
-      }
+      scatter_step(out[off[0] + t * g.strides[0][d]], src[off[1] + j * g.strides[1][d]],
+                   accumulate);
     }
+  }
+}
+
+/// The sorted path of scatter (Note [Sorted index_add]): one thread per (line l, sorted position
+/// p); the thread of a run's first position writes the run's target. sorted / perm: each line's
+/// index in stable sorted order and the positions j along dim, [before, len, after] (before /
+/// after: the index's sizes before / after dim), so line l = b * after + a starts at b * len *
+/// after + a with stride `after`.
+template <class T>
+__global__ void scatter_sorted_kernel(T* out, const T* src, const int64_t* sorted,
+                                      const int64_t* perm, const __grid_constant__ IndexGeom g,
+                                      int64_t lines, int64_t after, bool accumulate,
+                                      const __grid_constant__ IndexGuard guard) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int d = g.dim;
+  const int64_t len = g.sizes[d];
+  const int64_t total = lines * len;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += step) {
+    const int64_t l = e / len, p = e % len;
+    const int64_t base = (l / after) * len * after + l % after;
+    const int64_t* ls = sorted + base;
+    const int64_t* lp = perm + base;
+    if (!run_starts(ls, after, p)) continue;
+    const int64_t t = ls[p * after];
+    if (!index_ok(guard, t)) continue;  // as the simple kernel, for the whole run
+    int64_t off[3];
+    line_offsets(g, l, off);
+    T* y_at = &out[off[0] + t * g.strides[0][d]];
+    if (!accumulate) {  // the CPU's last write: the run's largest j
+      *y_at = src[off[1] + run_last(ls, lp, after, len, p) * g.strides[1][d]];
+      continue;
+    }
+    T y = *y_at;  // this thread alone writes y
+    walk_run(ls, lp, after, len, p,
+             [&](int64_t j) { scatter_step(y, src[off[1] + j * g.strides[1][d]], true); });
+    *y_at = y;
   }
 }
 
@@ -233,13 +312,28 @@ void launch_index_add(DType dt, void* out, const int64_t* index, const void* src
                       int64_t skip, int64_t outer, int64_t n, int64_t inner, int64_t k,
                       const IndexGuard& guard, cudaStream_t s) {
   SL_CHECK_DTYPE(dt != DType::b8, "index_add: not supported for bool tensors");
-  if (outer * inner == 0 || k == 0) return;
+  const int64_t columns = outer * inner;
+  if (columns == 0 || k == 0) return;
   visit_dev_dtype(dt, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_same_v<T, bool>) {
-      index_add_kernel<T><<<grid_for(outer * inner), kBlockThreads, 0, s>>>(
-          static_cast<T*>(out), index, static_cast<const T*>(src), scalar_as<comp_t<T>>(alpha),
-          skip, outer, n, inner, k, guard);
+      if (!sorted_accumulate(columns, k)) {
+        index_add_kernel<T><<<grid_for(columns), kBlockThreads, 0, s>>>(
+            static_cast<T*>(out), index, static_cast<const T*>(src), scalar_as<comp_t<T>>(alpha),
+            skip, outer, n, inner, k, guard);
+        CUDA_CHECK_LAUNCH();
+        return;
+      }
+      // Note [Sorted index_add]: the targets in stable order, then a thread per (run, column)
+      DeviceScratch sorted(static_cast<size_t>(k) * sizeof(int64_t));
+      DeviceScratch perm(static_cast<size_t>(k) * sizeof(int64_t));
+      launch_sort(DType::i64, sorted.as<int64_t>(), perm.as<int64_t>(), index, 1, k, 1, k,
+                  /*descending=*/false, s);
+      const int64_t chunks = (columns + kBlockThreads - 1) / kBlockThreads;
+      index_add_sorted_kernel<T><<<capped_blocks(k * chunks), kBlockThreads, 0, s>>>(
+          static_cast<T*>(out), sorted.as<int64_t>(), perm.as<int64_t>(),
+          static_cast<const T*>(src), scalar_as<comp_t<T>>(alpha), skip, outer, n, inner, k, chunks,
+          guard);
       CUDA_CHECK_LAUNCH();
     }
   });
@@ -263,11 +357,34 @@ void launch_scatter(DType dt, void* out, const void* src, const int64_t* index, 
   int64_t total = 1;
   for (int d = 0; d < g.ndim; ++d) total *= g.sizes[d];
   if (total == 0) return;
-  const int64_t lines = total / g.sizes[g.dim];
+  const int64_t len = g.sizes[g.dim];
+  const int64_t lines = total / len;
+  // the sorted path reads the index as [before, len, after]: it needs it contiguous (it is:
+  // generic code passes a contiguous index), else the simple kernel
+  int64_t before = 1, after = 1, want_stride = 1;
+  bool contiguous = true;
+  for (int d = g.ndim - 1; d >= 0; --d) {
+    contiguous = contiguous && (g.sizes[d] == 1 || g.strides[2][d] == want_stride);
+    want_stride *= g.sizes[d];
+    if (d < g.dim) before *= g.sizes[d];
+    if (d > g.dim) after *= g.sizes[d];
+  }
   visit_dev_dtype(dt, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    scatter_kernel<T><<<grid_for(lines), kBlockThreads, 0, s>>>(
-        static_cast<T*>(out), static_cast<const T*>(src), index, g, lines, accumulate, guard);
+    if (!contiguous || !sorted_accumulate(lines, len)) {
+      scatter_kernel<T><<<grid_for(lines), kBlockThreads, 0, s>>>(
+          static_cast<T*>(out), static_cast<const T*>(src), index, g, lines, accumulate, guard);
+      CUDA_CHECK_LAUNCH();
+      return;
+    }
+    // Note [Sorted index_add]: each line's targets in stable order, then a thread per entry
+    DeviceScratch sorted(static_cast<size_t>(total) * sizeof(int64_t));
+    DeviceScratch perm(static_cast<size_t>(total) * sizeof(int64_t));
+    launch_sort(DType::i64, sorted.as<int64_t>(), perm.as<int64_t>(), index, before, len, after,
+                len, /*descending=*/false, s);
+    scatter_sorted_kernel<T><<<grid_for(total), kBlockThreads, 0, s>>>(
+        static_cast<T*>(out), static_cast<const T*>(src), sorted.as<int64_t>(),
+        perm.as<int64_t>(), g, lines, after, accumulate, guard);
     CUDA_CHECK_LAUNCH();
   });
 }

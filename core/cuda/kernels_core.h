@@ -42,8 +42,10 @@ void launch_index_select(int elem_size, void* out, const void* in, const int64_t
                          int64_t outer, int64_t n, int64_t inner, int64_t k,
                          const IndexGuard& guard, cudaStream_t s);
 /// out[:, index[j], :] += alpha * src[:, j, :] in order of j (skipping index[j] == skip and bad
-/// indices); one thread per (outer, inner) position, so the additions into an element keep the
-/// CPU's order. guard.size == n.
+/// indices); one thread per (outer, inner) position, or, when few positions face many entries,
+/// one per (run of equal targets in the stably sorted index, position) (Note [Sorted index_add]
+/// in index_plan.h): either way the additions into an element keep the CPU's order and
+/// roundings. guard.size == n.
 void launch_index_add(DType dt, void* out, const int64_t* index, const void* src, DevScalar alpha,
                       int64_t skip, int64_t outer, int64_t n, int64_t inner, int64_t k,
                       const IndexGuard& guard, cudaStream_t s);
@@ -61,8 +63,10 @@ struct IndexGeom {
 void launch_gather(int elem_size, void* out, const void* in, const int64_t* index,
                    const IndexGeom& g, const IndexGuard& guard, cudaStream_t s);
 /// out[p with coordinate `dim` replaced by index[p]] (+)= src[p]; one thread per line along dim
-/// (lines write disjoint output lines), walking the line in order as the CPU does; guard.size
-/// is out's size along dim; bad indices write nothing.
+/// (lines write disjoint output lines), walking the line in order as the CPU does, or, for few
+/// long lines, one per run of equal targets in each line's stably sorted index, walking the run
+/// in order (Note [Sorted index_add]); guard.size is out's size along dim; bad indices write
+/// nothing.
 void launch_scatter(DType dt, void* out, const void* src, const int64_t* index, const IndexGeom& g,
                     bool accumulate, const IndexGuard& guard, cudaStream_t s);
 

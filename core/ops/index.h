@@ -25,7 +25,9 @@
 // Dtype, shape and device checks (host metadata) run in every mode. one_hot with num_classes
 // -1 reads the index's max back in every mode (the result's shape needs it). Kernels that
 // accumulate (index_add, scatter_add) walk each output line in index order on one thread, so
-// results do not depend on the thread count even when indices repeat.
+// results do not depend on the thread count even when indices repeat (the CUDA kernels may sort
+// the index first to give each target's entries, still in index order, their own thread: Note
+// [Sorted index_add] in core/cuda/index_plan.h).
 #pragma once
 
 #include <cstdint>
