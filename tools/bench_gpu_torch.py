@@ -171,6 +171,42 @@ def attention():
                   f"{time_ms(fwd_bwd):.2f} ms |")
 
 
+def time_ms_det(f, deterministic):
+    """time_ms(f) under torch.use_deterministic_algorithms(deterministic), as text; an op that
+    has no deterministic CUDA implementation raises, which the table shows."""
+    torch.use_deterministic_algorithms(deterministic)
+    try:
+        return f"{time_ms(f):.3f}"
+    except RuntimeError as e:
+        return f"n/a ({str(e).splitlines()[0][:60]})"
+    finally:
+        torch.use_deterministic_algorithms(False)
+
+
+def index_add():
+    print("\n### PyTorch index_add / scatter_add with few columns (ms per call; default: atomic "
+          "adds, deterministic: torch.use_deterministic_algorithms(True))\n")
+    print("| op | dtype | shape | default | deterministic |\n|---|---|---|---|---|")
+    # the shapes of bench_gpu.cpp's index_add table
+    V, D = 32768, 768
+    ks = [64, 255, 256, 1024, 8192] + ([] if QUICK else [65536])
+    for dt in (torch.float32, torch.bfloat16):
+        for k in ks:
+            base = torch.zeros(V, D, device="cuda", dtype=dt)
+            ids = torch.randint(0, V, (k,), device="cuda")
+            rows = torch.randn(k, D, device="cuda", dtype=dt)
+            times = [time_ms_det(lambda: torch.index_add(base, 0, ids, rows), det)
+                     for det in (False, True)]
+            print(f"| index_add (embedding backward) | {str(dt).replace('torch.', '')} | "
+                  f"V {V}, D {D}, k {k} | {times[0]} | {times[1]} |")
+    n = (1 << 16) if QUICK else (1 << 20)
+    base = torch.zeros(V, device="cuda")
+    ids = torch.randint(0, V, (n,), device="cuda")
+    src = torch.randn(n, device="cuda")
+    times = [time_ms_det(lambda: torch.scatter_add(base, 0, ids, src), det) for det in (False, True)]
+    print(f"| scatter_add (1-d) | float32 | {n} into {V} | {times[0]} | {times[1]} |")
+
+
 def main():
     if not torch.cuda.is_available():
         print("bench_gpu_torch: no GPU visible; skipped")
@@ -180,6 +216,7 @@ def main():
     matmul()
     bandwidth()
     attention()
+    index_add()
     training_steps()
     print(f"\n(PyTorch side took {time.time() - t0:.0f} s)")
     return 0
