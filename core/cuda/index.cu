@@ -317,7 +317,7 @@ void launch_index_add(DType dt, void* out, const int64_t* index, const void* src
   visit_dev_dtype(dt, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_same_v<T, bool>) {
-      if (!sorted_accumulate(columns, k)) {
+      if (!sorted_accumulate(columns, k, 1)) {
         index_add_kernel<T><<<grid_for(columns), kBlockThreads, 0, s>>>(
             static_cast<T*>(out), index, static_cast<const T*>(src), scalar_as<comp_t<T>>(alpha),
             skip, outer, n, inner, k, guard);
@@ -371,7 +371,7 @@ void launch_scatter(DType dt, void* out, const void* src, const int64_t* index, 
   }
   visit_dev_dtype(dt, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if (!contiguous || !sorted_accumulate(lines, len)) {
+    if (!contiguous || !sorted_accumulate(lines, len, lines)) {
       scatter_kernel<T><<<grid_for(lines), kBlockThreads, 0, s>>>(
           static_cast<T*>(out), static_cast<const T*>(src), index, g, lines, accumulate, guard);
       CUDA_CHECK_LAUNCH();

@@ -20,15 +20,18 @@
 // the other coordinates fixed; each line's index is sorted on its own): scatter_add walks the run
 // adding in order, scatter writes the run's last (largest) j, the CPU's last write.
 //
-// When to sort (sorted_accumulate): the sort is a bitonic network of L (L + 1) / 2 launches
-// (L = log2 of k rounded up to a power of two), a few microseconds each; the simple kernel costs
-// about one dependent global read-modify-write (~0.5 us of latency) per entry per thread when
-// too few threads run to hide it. Estimates for an H100/H200-class GPU, not measurements:
-//  - k < kSortedMinEntries (256): the sort (36 launches at k = 256) costs about what walking k
-//    entries does; below, the simple kernel;
-//  - columns >= kSortedMaxColumns (65536 output columns: 256 blocks, ~2 per SM of a 132-SM GPU)
-//    already spread over the GPU; the simple kernel then does the same additions without the
-//    sort.
+// When to sort (sorted_accumulate): a cost model in estimated microseconds for an H100/H200-class
+// GPU (estimates, not measurements: bench_gpu times both sides of the choice). The simple kernel
+// is latency-bound when it runs few threads: about one dependent global read-modify-write
+// (kEntryLatencyUs) per entry, entries in a row. The sort is a bitonic network over `sorts` rows
+// of P entries (P: entries rounded up to a power of two; index_add sorts one row of k, scatter
+// one row per line) in L (L + 1) / 2 launches (L = log2 P), each a launch (kLaunchUs) plus a pass
+// reading and writing every key and position (kSortBytesPerEntry at kBytesPerUs). Sorted when
+// that is cheaper, except
+//  - from kSortedMaxColumns independent output columns (index_add: outer * inner; scatter:
+//    lines): 256 blocks, ~2 per SM of a 132-SM GPU, already spread the simple kernel's chains;
+//  - above kSortedMaxScratchEntries sorted entries (sorts * P): the sort's scratch (keys,
+//    positions, the sorted targets and permutation, ~32 bytes per entry) would exceed 4 GiB.
 // Worst case of the sorted path: all k entries one target, one run, walked serially as the
 // simple kernel would (plus the sort). Only the speed depends on the choice, never the bits.
 #pragma once
@@ -43,17 +46,32 @@
 
 namespace sl::cuda {
 
-/// Below this many entries per line the accumulating kernels do not sort (Note [Sorted
-/// index_add]).
-inline constexpr int64_t kSortedMinEntries = 256;
 /// From this many independent output columns (index_add: outer * inner; scatter: lines) up the
 /// accumulating kernels do not sort.
 inline constexpr int64_t kSortedMaxColumns = 65536;
+/// Above this many sorted entries (rows x padded length) the accumulating kernels do not sort.
+inline constexpr int64_t kSortedMaxScratchEntries = int64_t{1} << 27;
+/// The cost model's estimates (Note [Sorted index_add]).
+inline constexpr double kEntryLatencyUs = 0.5;
+inline constexpr double kLaunchUs = 4.0;
+inline constexpr double kSortBytesPerEntry = 32.0;
+inline constexpr double kBytesPerUs = 3.0e6;
 
 /// Whether an accumulation of `entries` index entries into each of `columns` independent output
-/// columns takes the sorted path (Note [Sorted index_add]).
-constexpr bool sorted_accumulate(int64_t columns, int64_t entries) {
-  return entries >= kSortedMinEntries && columns < kSortedMaxColumns;
+/// columns takes the sorted path, `sorts` rows of `entries` being sorted (index_add: 1; scatter:
+/// its lines) (Note [Sorted index_add]).
+constexpr bool sorted_accumulate(int64_t columns, int64_t entries, int64_t sorts) {
+  if (columns >= kSortedMaxColumns || entries < 2 || sorts < 1) return false;
+  int64_t P = 1, L = 0;
+  while (P < entries) {
+    P *= 2;
+    ++L;
+  }
+  if (sorts > kSortedMaxScratchEntries / P) return false;
+  const double pass_us =
+      kLaunchUs + static_cast<double>(sorts * P) * kSortBytesPerEntry / kBytesPerUs;
+  const double sorted_us = static_cast<double>(L * (L + 1) / 2) * pass_us;
+  return sorted_us < static_cast<double>(entries) * kEntryLatencyUs;
 }
 
 /// Whether position p (0 <= p < k) of a sorted index starts a run of equal targets; entry r of

@@ -88,8 +88,10 @@ std::vector<IndexOpCase> index_op_cases() {
 Tensor mixed_magnitudes(const Shape& s, DType dt) {
   if (!is_floating(dt)) return randint(-1000, 1000, s, {.dtype = dt});
   const int64_t e = (dt == DType::f16 || dt == DType::bf16) ? 6 : 12;
-  Tensor scale = (randint(-e, e + 1, s, {.dtype = DType::f32}) * std::log(2.0)).exp();
-  return (randn(s) * scale).to(dt).requires_grad_();
+  // float64 values drawn in float64 (53-bit mantissas), so their sums depend on the order too
+  const DType draw = dt == DType::f64 ? DType::f64 : DType::f32;
+  Tensor scale = (randint(-e, e + 1, s, {.dtype = draw}) * std::log(2.0)).exp();
+  return (randn(s, {.dtype = draw}) * scale).to(dt).requires_grad_();
 }
 
 /// The message of the exception fn throws ("" when it throws none).
@@ -190,17 +192,28 @@ TEST_CASE("cuda indexing: an error record gives one IndexError naming the op, th
 
 TEST_CASE("cuda indexing: the sorted path's plan, and its runs add in the index's order") {
   // when the accumulating kernels sort (Note [Sorted index_add])
-  CHECK(!cuda::sorted_accumulate(1, cuda::kSortedMinEntries - 1));
-  CHECK(cuda::sorted_accumulate(1, cuda::kSortedMinEntries));
-  CHECK(cuda::sorted_accumulate(768, 65536));  // embedding backward: outer 1, inner D, k tokens
-  CHECK(cuda::sorted_accumulate(cuda::kSortedMaxColumns - 1, 5000));
-  CHECK(!cuda::sorted_accumulate(cuda::kSortedMaxColumns, 5000));
-  CHECK(!cuda::sorted_accumulate(4096, 32));
+  CHECK(!cuda::sorted_accumulate(1, 255, 1));  // 36 launches cost more than 255 entries
+  CHECK(cuda::sorted_accumulate(1, 1000, 1));
+  CHECK(cuda::sorted_accumulate(768, 65536, 1));  // embedding backward: outer 1, inner D, k tokens
+  CHECK(cuda::sorted_accumulate(cuda::kSortedMaxColumns - 1, 5000, 1));
+  CHECK(!cuda::sorted_accumulate(cuda::kSortedMaxColumns, 5000, 1));
+  CHECK(!cuda::sorted_accumulate(4096, 32, 1));
+  CHECK(cuda::sorted_accumulate(1, int64_t{1} << 20, 1));  // a 1-d scatter_add
+  // scatter sorts every line: many lines of a few hundred entries cost more to sort than to walk
+  CHECK(!cuda::sorted_accumulate(60000, 256, 60000));
+  CHECK(!cuda::sorted_accumulate(1024, 4096, 1024));
+  CHECK(cuda::sorted_accumulate(16, 4096, 16));
+  // the sort's scratch stays under ~4 GiB: 2^27 entries at most
+  CHECK(cuda::sorted_accumulate(1, int64_t{1} << 27, 1));
+  CHECK(!cuda::sorted_accumulate(1, (int64_t{1} << 27) + 1, 1));
+  CHECK(!cuda::sorted_accumulate(2, int64_t{1} << 27, 2));
+  CHECK(!cuda::sorted_accumulate(1, 1, 1));
   // the shapes of the GPU cases below take the sorted path
-  CHECK(cuda::sorted_accumulate(64, 5000));
-  CHECK(cuda::sorted_accumulate(60, 1000));
-  CHECK(cuda::sorted_accumulate(7, 3000));
-  CHECK(cuda::sorted_accumulate(1, 300));
+  CHECK(cuda::sorted_accumulate(64, 5000, 1));
+  CHECK(cuda::sorted_accumulate(60, 1000, 1));
+  CHECK(cuda::sorted_accumulate(1, 5000, 1));
+  CHECK(cuda::sorted_accumulate(7, 3000, 7));
+  CHECK(cuda::sorted_accumulate(4, 3000, 4));
 
   // The kernels' run walk on the host: a stable sort of the index (positions as the tie-break,
   // as launch_sort orders), laid out `stride` apart as one line of scatter's [before, len,
@@ -449,7 +462,7 @@ TEST_CASE("cuda indexing: index_add with few columns and a long index (sorted) i
   SL_REQUIRE_CUDA("sorted index_add parity");
   manual_seed(41);
   const int64_t k = 5000, V = 50, D = 64;  // ~100 entries per target
-  REQUIRE(cuda::sorted_accumulate(D, k));
+  REQUIRE(cuda::sorted_accumulate(D, k, 1));
   const Tensor ids = from_vector<int64_t>(repeated_targets(k, V));
   for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i64, DType::i32}) {
     CAPTURE(dt);
@@ -464,7 +477,7 @@ TEST_CASE("cuda indexing: index_add with few columns and a long index (sorted) i
         {mixed_magnitudes({V, D}, dt), mixed_magnitudes({k, D}, dt)}, 0, 0);
   }
   // outer > 1: dim 1 of [3, V, 20] (60 columns), 1000 entries
-  REQUIRE(cuda::sorted_accumulate(3 * 20, 1000));
+  REQUIRE(cuda::sorted_accumulate(3 * 20, 1000, 1));
   const Tensor ids1 = from_vector<int64_t>(repeated_targets(1000, V));
   check_gpu_parity(
       [&](const TensorList& t) { return index_add(t[0], 1, ids1.to(t[0].device()), t[1], 0.7); },
@@ -490,8 +503,9 @@ TEST_CASE("cuda indexing: scatter and scatter_add along few long lines (sorted) 
   // dim 0 of [V, 7]: 7 lines whose entries lie 7 apart; dim 1 of [4, V]: 4 contiguous lines
   const Tensor idx0 = from_vector<int64_t>(repeated_targets(3000 * 7, V)).view({3000, 7});
   const Tensor idx2 = from_vector<int64_t>(repeated_targets(4 * 3000, V)).view({4, 3000});
-  REQUIRE(cuda::sorted_accumulate(1, 5000));
-  REQUIRE(cuda::sorted_accumulate(7, 3000));
+  REQUIRE(cuda::sorted_accumulate(1, 5000, 1));
+  REQUIRE(cuda::sorted_accumulate(7, 3000, 7));
+  REQUIRE(cuda::sorted_accumulate(4, 3000, 4));
   for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i64, DType::i32}) {
     CAPTURE(dt);
     auto on = [](const Tensor& i, const Tensor& like) { return i.to(like.device()); };
@@ -522,7 +536,10 @@ TEST_CASE("cuda indexing: scatter and scatter_add along few long lines (sorted) 
                  scatter(none, 0, idx1, flags), 0, 0);
 }
 
-TEST_CASE("cuda indexing: checked mode throws the same error on the sorted path as on the simple" *
+// In checked mode the op checks the index on the host before any kernel runs, so this case
+// tests that the error does not depend on the index's length (which decides the kernel), not the
+// sorted kernels themselves: the unchecked case below runs them on bad indices.
+TEST_CASE("cuda indexing: checked mode throws the same error for short and long indices" *
           sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("checked indexing, sorted path");
   REQUIRE(cuda::checked_indexing());
@@ -560,7 +577,7 @@ TEST_CASE("cuda indexing: unchecked mode on the sorted path skips bad runs, repo
   cuda::synchronize();
   manual_seed(43);
   const int64_t k = 5000, V = 50, D = 64;
-  REQUIRE(cuda::sorted_accumulate(D, k));
+  REQUIRE(cuda::sorted_accumulate(D, k, 1));
   for (int64_t bad : {V, int64_t{-1}, int64_t{1} << 40}) {
     CAPTURE(bad);
     const std::vector<int64_t> v = repeated_targets(k, V, bad);
@@ -594,8 +611,8 @@ TEST_CASE("cuda indexing: unchecked mode on the sorted path skips bad runs, repo
   }
   // kernels called directly (no host check in any mode) on the sorted path never write outside
   // their output: it is the middle of a buffer filled with a sentinel
-  constexpr int64_t n = 8, kk = 300;
-  REQUIRE(cuda::sorted_accumulate(1, kk));
+  constexpr int64_t n = 8, kk = 1000;
+  REQUIRE(cuda::sorted_accumulate(1, kk, 1));
   const float sentinel = -12345.0f;
   for (int64_t bad : {n, int64_t{-1}, 2 * n - 1, int64_t{-n}}) {
     CAPTURE(bad);
