@@ -526,6 +526,20 @@ TEST_CASE("cuda indexing: scatter and scatter_add along few long lines (sorted) 
     check_gpu_parity([&](const TensorList& t) { return scatter(t[0], 1, on(idx2, t[0]), t[1]); },
                      {mixed_magnitudes({4, V}, dt), mixed_magnitudes({5, 3100}, dt)}, 0, 0);
   }
+  // dim 1 of [2, V, 3]: sizes before and after the dim, 6 lines each `after` = 3 apart, at
+  // offsets b * len * after + a of the sorted index (the kernel's line numbering)
+  const Tensor idx3 = from_vector<int64_t>(repeated_targets(2 * 3000 * 3, V)).view({2, 3000, 3});
+  REQUIRE(cuda::sorted_accumulate(6, 3000, 6));
+  for (bool add : {true, false}) {
+    CAPTURE(add);
+    check_gpu_parity(
+        [&](const TensorList& t) {
+          const Tensor i = idx3.to(t[0].device());
+          return add ? scatter_add(t[0], 1, i, t[1]) : scatter(t[0], 1, i, t[1]);
+        },
+        {mixed_magnitudes({2, V, 3}, DType::f32), mixed_magnitudes({2, 3000, 3}, DType::f32)}, 0,
+        0);
+  }
   // a scalar (an expanded src) and bool, which only scatter takes
   Tensor base = randn({V});
   SL_CHECK_CLOSE(scatter(base.to(kGPU), 0, idx1.to(kGPU), 2.5).cpu(), scatter(base, 0, idx1, 2.5),
