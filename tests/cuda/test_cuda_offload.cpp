@@ -262,7 +262,8 @@ TEST_CASE("offload_optimizer: sharded checkpoints move between host and GPU stat
 // update writes that copy again, so every offloaded step drains the GPU's stream first
 // (stage_gradients). Counted on the fake GPU, whose synchronize hook stands in for the stream
 // synchronisation; the race itself (a copy still reading while the host writes) is not one a
-// test can force on a real GPU.
+// test can force on a real GPU. So it skips on a real GPU (no hook to count there) and without
+// any GPU, saying so.
 TEST_CASE("offload_optimizer: a step drains the GPU's stream before it writes the host's copy" *
           sl::testing::skip_when(!sl::testing::gpu_visible() || !sl::testing::fake_gpu_installed(),
                                  "counts of the fake GPU's synchronize hook",
