@@ -586,8 +586,8 @@ TEST_CASE("cuda indexing: checked mode throws the same error for short and long 
 }
 
 // Skipped on the fake GPU (needs_real_gpu), for the reason given above the unchecked cases: its
-// kernels are the CPU's, which check every index themselves, so the sorted kernels' guards and
-// the late report would not be what runs.
+// kernels are the CPU's, which have no late report and, called directly with bad indices, would
+// read and write outside their operands.
 TEST_CASE("cuda indexing: unchecked mode on the sorted path skips bad runs, reports them once" *
           sl::testing::needs_real_gpu()) {
   SL_REQUIRE_CUDA("unchecked indexing, sorted path");
