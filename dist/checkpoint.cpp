@@ -291,25 +291,34 @@ void save_sharded_checkpoint(const std::string& dir, Strategy& s, const Json& ex
   Source src = source_of(s);
   SL_CHECK(src.layout->world_size() == n, "save_sharded_checkpoint: layout for ",
            src.layout->world_size(), " ranks in a group of ", n);
-  fs::path target(dir);
-  fs::path parent = target.parent_path().empty() ? fs::path(".") : target.parent_path();
-  // 1. rank 0 makes the temporary directory and tells everyone its name
+  // 1. rank 0 checks the target (never replacing what is not a checkpoint, removing what crashed
+  // saves left), makes the temporary directory and tells everyone its name
   static std::atomic<int64_t> counter{0};
   int64_t nonce = 0;
   std::string err;
+  fs::path target, tmp;
   if (rank == 0) {
     nonce = static_cast<int64_t>(::getpid()) * 1000000 + counter.fetch_add(1) % 1000000;
-    std::error_code ec;
-    fs::create_directories(parent, ec);
-    fs::create_directory(
-        parent / ("." + target.filename().string() + ".tmp-" + std::to_string(nonce)), ec);
-    if (ec) err = detail::str_cat(dir, ": cannot create the temporary directory: ", ec.message());
+    try {
+      serialize::CheckpointTarget where = serialize::prepare_checkpoint_target(dir);
+      target = where.path;
+      tmp = where.parent / ("." + where.name + ".tmp-" + std::to_string(nonce));
+      std::error_code ec;
+      fs::create_directory(tmp, ec);
+      if (ec) err = detail::str_cat(dir, ": cannot create the temporary directory: ", ec.message());
+    } catch (const std::exception& e) {
+      err = e.what();
+    }
   }
   auto st = agree(pg, dev, err.empty(), nonce);
   throw_if_any_failed(st, "save_sharded_checkpoint: " + dir, err);
   nonce = st[0][1];
   std::string nonce_s = std::to_string(nonce);
-  fs::path tmp = parent / ("." + target.filename().string() + ".tmp-" + nonce_s);
+  if (rank != 0) {
+    // The path rank 0 made, without touching the file system: rank 0's check is the one.
+    target = serialize::checkpoint_target_path(dir);
+    tmp = target.parent_path() / ("." + target.filename().string() + ".tmp-" + nonce_s);
+  }
 
   // 2. every rank writes the pieces it owns
   int64_t mcrc = 0, msize = 0;

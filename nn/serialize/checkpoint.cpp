@@ -45,13 +45,8 @@ struct DirFd {
 
 /// (parent, name) of a checkpoint path, ignoring trailing slashes.
 std::pair<fs::path, std::string> split_target(const std::string& dir) {
-  SL_CHECK_IO(!dir.empty(), "checkpoint: empty directory path");
-  fs::path p = fs::absolute(fs::path(dir)).lexically_normal();
-  if (p.filename().empty()) p = p.parent_path();
-  std::string name = p.filename().string();
-  SL_CHECK_IO(!name.empty() && name != "." && name != "..", "checkpoint: '", dir,
-              "' does not name a directory");
-  return {p.parent_path(), name};
+  fs::path p = checkpoint_target_path(dir);
+  return {p.parent_path(), p.filename().string()};
 }
 
 bool starts_with(const std::string& s, const std::string& prefix) {
@@ -240,31 +235,50 @@ const Json& Checkpoint::data_position() const {
 
 // ---- save ------------------------------------------------------------------------------------
 
+fs::path checkpoint_target_path(const std::string& dir) {
+  SL_CHECK_IO(!dir.empty(), "checkpoint: empty directory path");
+  fs::path p = fs::absolute(fs::path(dir)).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();
+  std::string name = p.filename().string();
+  SL_CHECK_IO(!name.empty() && name != "." && name != "..", "checkpoint: '", dir,
+              "' does not name a directory");
+  return p;
+}
+
+CheckpointTarget prepare_checkpoint_target(const std::string& dir) {
+  auto [parent, name] = split_target(dir);
+  CheckpointTarget t{parent, name, parent / name, false};
+  std::error_code ec;
+  fs::create_directories(parent, ec);
+  SL_CHECK_IO(!ec, parent.string(), ": cannot create directory: ", ec.message());
+  t.exists = fs::exists(t.path, ec);
+  if (t.exists) {
+    bool is_ckpt = fs::is_directory(t.path, ec) &&
+                   (fs::exists(t.path / kManifest, ec) || fs::is_empty(t.path, ec));
+    SL_CHECK_IO(is_ckpt, t.path.string(),
+                ": exists and is not a Shardlight checkpoint (no manifest.json); refusing to "
+                "replace it");
+  }
+  for (const auto& entry : fs::directory_iterator(parent, ec)) {
+    std::string fname = entry.path().filename().string();
+    if (starts_with(fname, "." + name + ".tmp-") ||
+        (t.exists && starts_with(fname, "." + name + ".old-"))) {
+      remove_tree_quietly(entry.path());
+    }
+  }
+  return t;
+}
+
 void save_checkpoint(const std::string& dir, const Checkpoint& ckpt, const SaveOptions& opts) {
   auto hook = [&](SaveStage s, const std::string& detail) {
     if (opts.fault_hook) opts.fault_hook(s, detail);
   };
-  auto [parent, name] = split_target(dir);
-  fs::path target = parent / name;
+  CheckpointTarget where = prepare_checkpoint_target(dir);
+  const fs::path& parent = where.parent;
+  const std::string& name = where.name;
+  const fs::path& target = where.path;
+  const bool target_exists = where.exists;
   std::error_code ec;
-  fs::create_directories(parent, ec);
-  SL_CHECK_IO(!ec, parent.string(), ": cannot create directory: ", ec.message());
-  bool target_exists = fs::exists(target, ec);
-  if (target_exists) {
-    bool is_ckpt = fs::is_directory(target, ec) &&
-                   (fs::exists(target / kManifest, ec) || fs::is_empty(target, ec));
-    SL_CHECK_IO(is_ckpt, target.string(),
-                ": exists and is not a Shardlight checkpoint (no manifest.json); refusing to "
-                "replace it");
-  }
-  // Stale temporaries of crashed saves; old copies only once a checkpoint is in place again.
-  for (const auto& entry : fs::directory_iterator(parent, ec)) {
-    std::string fname = entry.path().filename().string();
-    if (starts_with(fname, "." + name + ".tmp-") ||
-        (target_exists && starts_with(fname, "." + name + ".old-"))) {
-      remove_tree_quietly(entry.path());
-    }
-  }
   std::string unique = std::to_string(::getpid()) + "-" + std::to_string(g_save_counter++);
   fs::path tmp = parent / ("." + name + ".tmp-" + unique);
   bool swapped = false;

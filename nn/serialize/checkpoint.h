@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <string>
@@ -89,6 +90,25 @@ struct SaveOptions {
   bool use_rename_exchange = true;
 };
 
+/// The absolute, normalised path a checkpoint `dir` names (a trailing '/' allowed); touches
+/// nothing. Throws IOError when `dir` is empty or names no directory ("." or "..").
+std::filesystem::path checkpoint_target_path(const std::string& dir);
+/// Where a save will write a checkpoint directory; see prepare_checkpoint_target.
+struct CheckpointTarget {
+  std::filesystem::path parent;  ///< absolute and existing
+  std::string name;              ///< the directory's own name
+  std::filesystem::path path;    ///< parent / name
+  bool exists = false;           ///< a checkpoint (or an empty directory) is there already
+};
+/// Checks and tidies the place a save of `dir` will write to, before anything is written:
+/// resolves `dir` (made absolute; a trailing '/' allowed), creates its parent, and throws
+/// IOError when something other than a Shardlight checkpoint (a directory with manifest.json) or
+/// an empty directory is there, since a save replaces the whole directory and a folder named by
+/// mistake would be lost. Then removes what crashed saves left beside it: temporaries
+/// ".<name>.tmp-*" always, copies moved aside by an interrupted swap (".<name>.old-*") only when
+/// a checkpoint is in place again. Used by save_checkpoint and dist::save_sharded_checkpoint
+/// (Note [Checkpoint directory]).
+CheckpointTarget prepare_checkpoint_target(const std::string& dir);
 /// Writes `ckpt` to directory `dir` atomically (Note [Checkpoint directory]), replacing an
 /// existing checkpoint there. Throws IOError (the temporary directory is removed) or whatever
 /// the fault hook throws.

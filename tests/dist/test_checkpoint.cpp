@@ -168,6 +168,46 @@ TEST_CASE("checkpoint: saving again replaces the old one; stale temporaries are 
   CHECK(entries == 2);
 }
 
+TEST_CASE("checkpoint: a save never replaces what is not a checkpoint; it tidies crashed saves") {
+  auto pg = make_single_group();
+  TempDir dir;
+  TinyTrainer a("zero2", {.opt = OptKind::adamw}, pg);
+  a.run(0, 1);
+  // A user's folder and a plain file named by mistake stay as they are (a save replaces the whole
+  // directory), with an error naming the path.
+  fs::create_directories(dir.path / "notes" / "sub");
+  { std::ofstream(dir.path / "notes" / "todo.txt") << "keep me"; }
+  { std::ofstream(dir.path / "file") << "keep me too"; }
+  for (const char* name : {"notes", "file"}) {
+    CAPTURE(name);
+    std::string target = (dir.path / name).string();
+    const std::string want = target + ": exists and is not a Shardlight checkpoint";
+    SL_CHECK_THROWS(save_sharded_checkpoint(target, *a.strategy), IOError, want.c_str());
+  }
+  CHECK(fs::exists(dir.path / "notes" / "todo.txt"));
+  CHECK(fs::is_directory(dir.path / "notes" / "sub"));
+  CHECK(fs::is_regular_file(dir.path / "file"));
+  // An empty directory is fine (made ahead for the run), and so is a trailing '/'.
+  fs::create_directory(dir.path / "empty");
+  save_sharded_checkpoint((dir.path / "empty").string() + "/", *a.strategy);
+  CHECK(fs::exists(dir.path / "empty" / "manifest.json"));
+  // What a killed save leaves beside the target (its temporary directory holding a whole
+  // checkpoint's files) is removed by the next save, and only what belongs to this target.
+  fs::create_directories(dir.path / ".empty.tmp-123" / "rank-00000");
+  fs::create_directories(dir.path / ".other.tmp-123");
+  a.run(1, 2);
+  save_sharded_checkpoint((dir.path / "empty").string(), *a.strategy);
+  CHECK_FALSE(fs::exists(dir.path / ".empty.tmp-123"));
+  CHECK(fs::exists(dir.path / ".other.tmp-123"));
+  int tmp_left = 0;
+  for (const auto& e : fs::directory_iterator(dir.path))
+    tmp_left += e.path().filename().string().rfind(".empty.", 0) == 0;
+  CHECK(tmp_left == 0);
+  TinyTrainer b("single", {.opt = OptKind::adamw}, pg);
+  load_sharded_checkpoint((dir.path / "empty").string(), *b.strategy);
+  CHECK(b.strategy->steps_taken() == 2);
+}
+
 TEST_CASE("checkpoint: corrupt, missing and mismatched checkpoints are clear errors") {
   auto pg = make_single_group();
   TempDir dir;
