@@ -101,7 +101,10 @@ void GradScaler::update() {
     scale_ *= o_.backoff_factor;
     growth_tracker_ = 0;
   } else if (++growth_tracker_ == o_.growth_interval) {
-    scale_ *= o_.growth_factor;
+    // As PyTorch's _amp_update_scale_: a grown scale past float32's range is not taken (an inf
+    // scale would make every later step overflow and be skipped for good); the count restarts.
+    const float grown = static_cast<float>(scale_ * o_.growth_factor);
+    if (std::isfinite(grown)) scale_ = grown;
     growth_tracker_ = 0;
   }
   // PyTorch keeps the scale as a float32 tensor

@@ -57,6 +57,33 @@ TEST_CASE("GradScaler: scales the loss, unscales gradients, skips steps with inf
   scaler.update();
 }
 
+TEST_CASE("GradScaler: the scale stops growing below float32's overflow, as PyTorch's") {
+  // PyTorch's update keeps the old scale when scale * growth_factor is not finite in float32
+  // (_amp_update_scale_); the largest power of two below FLT_MAX is 2^127.
+  Tensor w = ones({1}).requires_grad_(true);
+  SGD opt({w}, {.lr = 0.0});
+  GradScaler scaler({.init_scale = std::ldexp(1.0, 125), .growth_interval = 1});
+  std::vector<double> scales;
+  for (int i = 0; i < 4; ++i) {
+    w.set_grad(zeros({1}));
+    CHECK(scaler.step(opt));
+    scaler.update();
+    scales.push_back(scaler.get_scale());
+  }
+  CHECK(scales == std::vector<double>{std::ldexp(1.0, 126), std::ldexp(1.0, 127),
+                                      std::ldexp(1.0, 127), std::ldexp(1.0, 127)});
+  CHECK(scaler.growth_tracker() == 0);
+  // and it still backs off from there and grows back
+  w.set_grad(full({1}, std::numeric_limits<float>::infinity()));
+  CHECK_FALSE(scaler.step(opt));
+  scaler.update();
+  CHECK(scaler.get_scale() == std::ldexp(1.0, 126));
+  w.set_grad(zeros({1}));
+  CHECK(scaler.step(opt));
+  scaler.update();
+  CHECK(scaler.get_scale() == std::ldexp(1.0, 127));
+}
+
 TEST_CASE("GradScaler: the found-inf sync makes every rank skip together") {
   // a distributed wrapper all-reduces the flag; here another "rank" saw an overflow
   Tensor w = ones({2}).requires_grad_(true);
