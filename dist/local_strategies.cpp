@@ -94,6 +94,10 @@ class DataParallelStrategy final : public Strategy {
     devices_ = opts_.dp_devices;
     if (devices_.empty()) {
       SL_CHECK(opts_.dp_replicas >= 1, "dp: dp_replicas must be >= 1, got ", opts_.dp_replicas);
+      SL_CHECK(home.index + opts_.dp_replicas <= kMaxDevicesPerKind, "dp: dp_replicas ",
+               opts_.dp_replicas, " from ", home, " would need ", device_kind_name(home.kind), ":",
+               home.index + opts_.dp_replicas - 1, ", past the last device index (",
+               kMaxDevicesPerKind - 1, ")");
       for (int i = 0; i < opts_.dp_replicas; ++i) devices_.emplace_back(home.kind, home.index + i);
     }
     SL_CHECK_DEVICE(devices_.front() == home, "dp: the model is on ", home,

@@ -167,6 +167,10 @@ TEST_CASE("strategy errors") {
                   ValueError,
                   "dp: dp_devices lists cpu twice (at 0 and 2); each replica needs a device of "
                   "its own");
+  // replicas on cpu:0..cpu:99 would pass the last device index (kMaxDevicesPerKind = 64)
+  SL_CHECK_THROWS(
+      make_strategy("dp", net, *opt, {.dp_replicas = 100, .replica_factory = factory}), ValueError,
+      "dp: dp_replicas 100 from cpu would need cpu:99, past the last device index (63)");
   SL_CHECK_THROWS(
       make_strategy("zero2", net, *opt, {.group = make_single_group(), .max_grad_norm = -1}),
       ValueError, "make_strategy: max_grad_norm must be >= 0, got -1");

@@ -435,6 +435,66 @@ TEST_CASE("a flag no job reads fails before any work, with the closest known fla
       r.out.find("mlp: unknown flag --hiden (did you mean --hidden?)") != std::string::npos, r.out);
 }
 
+TEST_CASE("flag values out of range fail with the flag's name; none falls back to a default") {
+  // Before: --lr 0 / -1 / nan and --batch-size 0 / -1 silently ran with the job's defaults, and
+  // --epochs 99999999999999999999 was read as -1.
+  Data d("bad_values");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--lr", "0"}, "--lr: expected a number > 0, got 0"},
+      {{"--lr", "-1"}, "--lr: expected a number > 0, got -1"},
+      {{"--lr", "nan"}, "--lr: expected a finite number, got 'nan'"},
+      {{"--lr", "1e999"}, "--lr: expected a finite number, got '1e999'"},
+      {{"--batch-size", "0"}, "--batch-size: expected an integer >= 1, got 0"},
+      {{"--batch-size", "-1"}, "--batch-size: expected an integer >= 1, got -1"},
+      {{"--epochs", "99999999999999999999"},
+       "--epochs: 99999999999999999999 is out of range (a 64-bit integer)"},
+      {{"--epochs", "3000000000"}, "--epochs: expected an integer in [1, 2147483647], got "},
+      {{"--threads", "-2"}, "--threads: expected an integer in [0, 4096], got -2"},
+      {{"--log-every", "-1"}, "--log-every: expected an integer >= 0, got -1"},
+      {{"--resume", "2"}, "--resume: expected an integer in [0, 1], got 2"},
+      {{"--weight-decay", "-0.5"}, "--weight-decay: expected a number >= 0, got -0.5"},
+      {{"--dp-replicas", "0"}, "--dp-replicas: expected an integer in [1, 1024], got 0"},
+  };
+  for (const auto& [flags, want] : cases) {
+    CAPTURE(flags[0]);
+    CAPTURE(flags[1]);
+    JobResult r = run_job(plus(d.cnn("e"), flags));
+    CHECK(r.code == 1);
+    CHECK_MESSAGE(r.out.find(want) != std::string::npos, r.out);
+    CHECK(r.out.find("fashion-mnist:") == std::string::npos);  // failed before loading the data
+  }
+  // dp on the CPU with more replicas than device indices: a clear error, not the allocator's
+  JobResult r = run_job(plus(d.cnn("e"), {"--strategy", "dp", "--dp-replicas", "100"}));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.out.find("dp: dp_replicas 100 from cpu would need cpu:99") != std::string::npos,
+                r.out);
+}
+
+TEST_CASE("parse_int_flag / parse_number_flag / get_bool: ranges, overflow, non-finite") {
+  using sl::train::parse_int_flag;
+  using sl::train::parse_number_flag;
+  CHECK(parse_int_flag("--n", "-7") == -7);
+  CHECK(parse_int_flag("--n", "9223372036854775807") == INT64_MAX);
+  SL_CHECK_THROWS(parse_int_flag("--n", "9223372036854775808"), ValueError,
+                  "--n: 9223372036854775808 is out of range (a 64-bit integer)");
+  SL_CHECK_THROWS(parse_int_flag("--n", "4x"), ValueError, "--n: expected an integer, got '4x'");
+  SL_CHECK_THROWS(parse_int_flag("--n", "5", 0, 4), ValueError,
+                  "--n: expected an integer in [0, 4], got 5");
+  CHECK(parse_int_flag("--n", "4", 0, 4) == 4);
+  CHECK(parse_number_flag("--x", "2.5e-3") == 2.5e-3);
+  SL_CHECK_THROWS(parse_number_flag("--x", "inf"), ValueError,
+                  "--x: expected a finite number, got 'inf'");
+  SL_CHECK_THROWS(parse_number_flag("--x", "1.5", 0.0, 1.0), ValueError,
+                  "--x: expected a number in [0, 1], got 1.5");
+  sl::train::Options o;
+  o.extra = {{"on", "1"}, {"off", "0"}, {"bad", "2"}};
+  CHECK(o.get_bool("on", false));
+  CHECK_FALSE(o.get_bool("off", true));
+  CHECK(o.get_bool("absent", true));
+  SL_CHECK_THROWS(o.get_bool("bad", false), ValueError,
+                  "--bad: expected an integer in [0, 1], got 2");
+}
+
 TEST_CASE("sl_train --model NAME --help lists the job's flags with the code's defaults") {
   // Every job's table is also checked against its code by every run of the job in these tests
   // (Options::check_all_read): a flag read but not listed, or another default, fails the run.

@@ -29,19 +29,19 @@ BertFlags read_bert_flags(const Options& opt, const std::string& job) {
   const int64_t positions = opt.get_int("max-positions", f.seq_len);
   f.vocab_size = opt.get_int("vocab-size", 8192);
   f.max_texts = opt.get_int("max-texts", 0);
-  f.lower_case = opt.get_int("lower-case", 1) != 0;
-  f.checkpoint_activations = opt.get_int("checkpoint-activations", 0) != 0;
+  f.lower_case = opt.get_bool("lower-case", true);
+  f.checkpoint_activations = opt.get_bool("checkpoint-activations", false);
   SL_CHECK(f.seq_len >= 3, job, ": --seq-len must be >= 3 ([CLS], a token, [SEP]), got ",
            f.seq_len);
   SL_CHECK(positions >= f.seq_len, job, ": --max-positions ", positions, " must be >= --seq-len ",
            f.seq_len, " (one position embedding per token)");
   SL_CHECK(f.max_texts >= 0, job, ": --max-texts must be >= 0 (0: all), got ", f.max_texts);
   models::BertConfig& c = f.config;
-  c.num_hidden_layers = opt.get_int("layers", 2);
-  c.hidden_size = opt.get_int("hidden", 128);
-  c.num_attention_heads = opt.get_int("heads", 2);
-  c.intermediate_size = opt.get_int("intermediate", 512);
-  c.hidden_dropout_prob = c.attention_probs_dropout_prob = opt.get_double("dropout", 0.1);
+  c.num_hidden_layers = opt.get_int("layers", 2, 1);
+  c.hidden_size = opt.get_int("hidden", 128, 1);
+  c.num_attention_heads = opt.get_int("heads", 2, 1);
+  c.intermediate_size = opt.get_int("intermediate", 512, 1);
+  c.hidden_dropout_prob = c.attention_probs_dropout_prob = opt.get_double("dropout", 0.1, 0.0, 1.0);
   c.max_position_embeddings = positions;
   c.vocab_size = f.vocab_size;  // the trained vocabulary may be smaller: set after load_data
   return f;

@@ -91,7 +91,7 @@ int run_deepspeech2(const Options& opt) {
   mo.hidden_size = opt.get_int("hidden", mo.hidden_size);
   mo.num_layers = opt.get_int("layers", mo.num_layers);
   mo.conv_channels = opt.get_int("conv-channels", mo.conv_channels);
-  mo.bidirectional = opt.get_int("bidirectional", 1) != 0;
+  mo.bidirectional = opt.get_bool("bidirectional", true);
   const std::string rnn = opt.get_string("rnn", "gru");
   SL_CHECK(rnn == "gru" || rnn == "lstm", "deepspeech2: --rnn must be gru or lstm, got '", rnn,
            "'");

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <limits>
 #include <string>
 
 #include <shardlight/shardlight.h>
@@ -20,6 +21,10 @@
 #endif
 
 namespace {
+
+using sl::train::parse_int_flag;
+using sl::train::parse_number_flag;
+constexpr int64_t kIntMax = std::numeric_limits<int>::max();
 
 void usage(FILE* out) {
   std::fprintf(out,
@@ -38,20 +43,6 @@ bool model_given(int argc, char** argv) {
     if (a == "--model" || a.rfind("--model=", 0) == 0) return true;
   }
   return false;
-}
-
-int64_t to_int(const std::string& flag, const std::string& v) {
-  char* end = nullptr;
-  long long x = std::strtoll(v.c_str(), &end, 10);
-  SL_CHECK(!v.empty() && *end == '\0', flag, ": expected an integer, got '", v, "'");
-  return x;
-}
-
-double to_double(const std::string& flag, const std::string& v) {
-  char* end = nullptr;
-  double x = std::strtod(v.c_str(), &end);
-  SL_CHECK(!v.empty() && *end == '\0', flag, ": expected a number, got '", v, "'");
-  return x;
 }
 
 /// Fills `opt` from argv; returns false when the program should stop (list printed). `help`:
@@ -85,15 +76,17 @@ bool parse(int argc, char** argv, sl::train::Options& opt, bool& help) {
     } else if (key == "strategy") {
       opt.strategy = value;
     } else if (key == "epochs") {
-      opt.epochs = static_cast<int>(to_int(flag, value));
+      opt.epochs = static_cast<int>(parse_int_flag(flag, value, 1, kIntMax));
     } else if (key == "batch-size") {
-      opt.batch_size = to_int(flag, value);
+      opt.batch_size = parse_int_flag(flag, value, 1);
     } else if (key == "lr") {
-      opt.lr = to_double(flag, value);
+      opt.lr = parse_number_flag(flag, value);
+      // a zero or negative learning rate is a mistake, not a request for the job's default
+      SL_CHECK(opt.lr > 0, flag, ": expected a number > 0, got ", value);
     } else if (key == "seed") {
-      opt.seed = static_cast<uint64_t>(to_int(flag, value));
+      opt.seed = static_cast<uint64_t>(parse_int_flag(flag, value, 0));
     } else if (key == "threads") {
-      opt.threads = static_cast<int>(to_int(flag, value));
+      opt.threads = static_cast<int>(parse_int_flag(flag, value, 0, 4096));
     } else if (key == "data-dir") {
       opt.data_dir = value;
     } else if (key == "device") {

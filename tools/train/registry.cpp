@@ -1,9 +1,13 @@
 #include "registry.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -16,6 +20,20 @@ namespace {
 std::vector<Job>& jobs() {
   static std::vector<Job> all;  // function-local: safe from any static initialiser
   return all;
+}
+/// "in [min, max]", ">= min" or "<= max", leaving out the type's own limits.
+template <typename T>
+std::string range_text(T min, T max) {
+  const bool lo = min > std::numeric_limits<T>::lowest(), hi = max < std::numeric_limits<T>::max();
+  auto str = [](T v) {
+    std::ostringstream o;
+    o << v;
+    return o.str();
+  };
+  if (lo && hi) return "in [" + str(min) + ", " + str(max) + "]";
+  if (lo) return ">= " + str(min);
+  if (hi) return "<= " + str(max);
+  return "";
 }
 }  // namespace
 
@@ -36,30 +54,48 @@ std::vector<Job> all_jobs() {
   return v;
 }
 
-int64_t Options::get_int(const std::string& key, int64_t fallback) const {
+int64_t parse_int_flag(const std::string& flag, const std::string& text, int64_t min, int64_t max) {
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  SL_CHECK(!text.empty() && *end == '\0', flag, ": expected an integer, got '", text, "'");
+  SL_CHECK(errno != ERANGE, flag, ": ", text, " is out of range (a 64-bit integer)");
+  SL_CHECK(v >= min && v <= max, flag, ": expected an integer ", range_text(min, max), ", got ", v);
+  return v;
+}
+
+double parse_number_flag(const std::string& flag, const std::string& text, double min, double max) {
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(text.c_str(), &end);
+  SL_CHECK(!text.empty() && *end == '\0', flag, ": expected a number, got '", text, "'");
+  SL_CHECK(std::isfinite(v) && errno != ERANGE, flag, ": expected a finite number, got '", text,
+           "'");
+  SL_CHECK(v >= min && v <= max, flag, ": expected a number ", range_text(min, max), ", got ",
+           text);
+  return v;
+}
+
+int64_t Options::get_int(const std::string& key, int64_t fallback, int64_t min, int64_t max) const {
   read.insert(key);
   fallbacks[key] = std::to_string(fallback);
   auto it = extra.find(key);
   if (it == extra.end()) return fallback;
-  char* end = nullptr;
-  long long v = std::strtoll(it->second.c_str(), &end, 10);
-  SL_CHECK(!it->second.empty() && *end == '\0', "--", key, ": expected an integer, got '",
-           it->second, "'");
-  return v;
+  return parse_int_flag("--" + key, it->second, min, max);
 }
 
-double Options::get_double(const std::string& key, double fallback) const {
+double Options::get_double(const std::string& key, double fallback, double min, double max) const {
   read.insert(key);
   char text[32];
   std::snprintf(text, sizeof text, "%g", fallback);
   fallbacks[key] = text;
   auto it = extra.find(key);
   if (it == extra.end()) return fallback;
-  char* end = nullptr;
-  double v = std::strtod(it->second.c_str(), &end);
-  SL_CHECK(!it->second.empty() && *end == '\0', "--", key, ": expected a number, got '", it->second,
-           "'");
-  return v;
+  return parse_number_flag("--" + key, it->second, min, max);
+}
+
+bool Options::get_bool(const std::string& key, bool fallback) const {
+  return get_int(key, fallback ? 1 : 0, 0, 1) != 0;
 }
 
 std::string Options::get_string(const std::string& key, const std::string& fallback) const {

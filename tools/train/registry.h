@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -48,9 +49,16 @@ struct Options {
   const FlagDocs* documented = nullptr;
 
   /// extra[key] converted, or `fallback` when absent; records `key` as read. Throws ValueError
-  /// on a malformed value.
-  int64_t get_int(const std::string& key, int64_t fallback) const;
-  double get_double(const std::string& key, double fallback) const;
+  /// naming the flag on a malformed value, one out of int64's range or a non-finite number, and
+  /// on a given value outside [min, max] (the fallback is the code's and is not checked).
+  int64_t get_int(const std::string& key, int64_t fallback,
+                  int64_t min = std::numeric_limits<int64_t>::min(),
+                  int64_t max = std::numeric_limits<int64_t>::max()) const;
+  double get_double(const std::string& key, double fallback,
+                    double min = -std::numeric_limits<double>::max(),
+                    double max = std::numeric_limits<double>::max()) const;
+  /// A switch: 0 or 1 (its fallback as "0" / "1"); anything else throws ValueError.
+  bool get_bool(const std::string& key, bool fallback) const;
   std::string get_string(const std::string& key, const std::string& fallback) const;
   /// Throws ValueError "<job>: unknown flag --k ..." for the first key of `extra` that no get_*
   /// call has read, with the closest flag the job reads as a suggestion and the list of them: a
@@ -60,6 +68,16 @@ struct Options {
   /// the table or a literal default that differs from the code's fallback.
   void check_all_read(const std::string& job) const;
 };
+
+/// `text` as the value of `flag` ("--epochs"): a whole decimal integer within [min, max], or a
+/// finite number within [min, max]. Throw ValueError naming the flag, the text and what was
+/// expected (also for a value past int64's or double's range).
+int64_t parse_int_flag(const std::string& flag, const std::string& text,
+                       int64_t min = std::numeric_limits<int64_t>::min(),
+                       int64_t max = std::numeric_limits<int64_t>::max());
+double parse_number_flag(const std::string& flag, const std::string& text,
+                         double min = -std::numeric_limits<double>::max(),
+                         double max = std::numeric_limits<double>::max());
 
 /// Runs one training job; returns the process exit code (0 on success).
 using JobFn = int (*)(const Options&);

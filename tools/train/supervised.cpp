@@ -160,17 +160,17 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
 
   const int64_t batch = opt.batch_size > 0 ? opt.batch_size : job.default_batch_size;
   const double lr = opt.lr > 0 ? opt.lr : job.default_lr;
-  const double weight_decay = opt.get_double("weight-decay", 0.01);
+  const double weight_decay = opt.get_double("weight-decay", 0.01, 0.0);
   const std::string optimizer_name = opt.get_string("optimizer", "adamw");
   const std::string ckpt_dir = opt.get_string("checkpoint-dir", "checkpoints/" + name);
-  const bool resume = opt.get_int("resume", 0) != 0;
-  const int64_t stop_after = opt.get_int("stop-after-epochs", -1);
+  const bool resume = opt.get_bool("resume", false);
+  const int64_t stop_after = opt.get_int("stop-after-epochs", -1, -1);
   const int64_t checkpoint_every = opt.get_int("checkpoint-every", 0);
-  const int64_t stop_after_steps = opt.get_int("stop-after-steps", -1);
-  const int64_t log_every = opt.get_int("log-every", 100);
+  const int64_t stop_after_steps = opt.get_int("stop-after-steps", -1, -1);
+  const int64_t log_every = opt.get_int("log-every", 100, 0);
   const int64_t accumulate = opt.get_int("accumulate", 1);
   const Precision precision = parse_precision(name, opt.get_string("precision", "32"));
-  const int dp_replicas = static_cast<int>(opt.get_int("dp-replicas", 2));
+  const int dp_replicas = static_cast<int>(opt.get_int("dp-replicas", 2, 1, 1024));
   const double max_grad_norm = opt.get_double("max-grad-norm", 0.0);  // > 0: clip the 2-norm
   const int64_t sync_batchnorm = opt.get_int("sync-batchnorm", 0);
   const double bucket_mb = opt.get_double("bucket-mb", 25.0);
