@@ -149,7 +149,7 @@ Tensor sync_batch_norm(const Tensor& input_in, const Tensor& running_mean,
   // global sums (one all-reduce of 2C values), the parameters' gradients stay local.
   record(
       "SyncBatchNormBackward", {input, weight, bias}, {&out},
-      [sx = SavedTensor(input), sw = SavedTensor(weight), mean_t, invstd_t, sync, ct,
+      [sx = SavedTensor(input), sw = SavedTensor(weight), mean_t, invstd_t, sync, ct, eps,
        count = g.count.to(ct), wdt = weight.defined() ? weight.dtype() : input.dtype(),
        bdt = bias.defined() ? bias.dtype() : input.dtype()](const BackwardCtx& c) -> variable_list {
         const char* name = "SyncBatchNormBackward";
@@ -163,7 +163,7 @@ Tensor sync_batch_norm(const Tensor& input_in, const Tensor& running_mean,
         // layer has none) and sum(dy) (bias's slot).
         const TensorOptions o{.dtype = ct, .device = in.device()};
         auto local = ops::batch_norm_backward(dy, in, {Tensor(), mean_t, invstd_t}, ones({C}, o),
-                                              ct, false, {false, true, true});
+                                              ct, false, eps, {false, true, true});
         const Tensor sums = cat({local[2].to(ct), local[1].to(ct)});  // [sdy, sdyx * invstd]
         variable_list r(3);
         if (c.needs(1)) r[1] = local[1].to(wdt);

@@ -41,11 +41,11 @@ Tensor batch_norm(const Tensor& input_in, const Tensor& running_mean, const Tens
   if (needs_grad(input, weight, bias)) {
     record("NativeBatchNormBackward", {input, weight, bias}, {&out},
            [sx = SavedTensor(input), sw = SavedTensor(weight), mean = f.mean, rstd = f.rstd,
-            bdt = bias.defined() ? bias.dtype() : input.dtype(),
-            training](const BackwardCtx& c) -> variable_list {
+            bdt = bias.defined() ? bias.dtype() : input.dtype(), training,
+            eps](const BackwardCtx& c) -> variable_list {
              const char* name = "NativeBatchNormBackward";
              auto r = ops::batch_norm_backward(c.grad(), sx.unpack(name), {Tensor(), mean, rstd},
-                                               sw.unpack(name), bdt, training,
+                                               sw.unpack(name), bdt, training, eps,
                                                {c.needs(0), c.needs(1), c.needs(2)});
              return {r[0], r[1], r[2]};
            });

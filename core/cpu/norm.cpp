@@ -423,7 +423,8 @@ void batch_norm_forward_cpu(const Tensor& out, const Tensor& save_mean, const Te
 void batch_norm_backward_cpu(const Tensor& grad_input, const Tensor& grad_weight,
                              const Tensor& grad_bias, const Tensor& grad_out, const Tensor& input,
                              const Tensor& weight, const Tensor& save_mean,
-                             const Tensor& save_invstd, bool training) {
+                             const Tensor& save_invstd, bool training, double /*eps*/) {
+  // eps is unused: save_invstd already includes it (norm.h's contract).
   float_or_double(input.dtype(), "batch_norm_backward", [&](auto z) {
     batch_norm_bwd<decltype(z)>(grad_input, grad_weight, grad_bias, grad_out, input, weight,
                                 save_mean, save_invstd, training);

@@ -38,7 +38,12 @@ class CudaMemoryBackend final : public DeviceMemoryBackend {
     DeviceGuard g(device_);
     cudaEvent_t e = nullptr;
     CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    CUDA_CHECK(cudaEventRecord(e, reinterpret_cast<cudaStream_t>(stream)));
+    try {
+      CUDA_CHECK(cudaEventRecord(e, reinterpret_cast<cudaStream_t>(stream)));
+    } catch (...) {
+      (void)cudaEventDestroy(e);  // not left behind when recording fails
+      throw;
+    }
     return reinterpret_cast<EventId>(e);
   }
   bool query_event(EventId e) override {
@@ -55,6 +60,10 @@ class CudaMemoryBackend final : public DeviceMemoryBackend {
   }
   void destroy_event(EventId e) override {
     CUDA_CHECK(cudaEventDestroy(reinterpret_cast<cudaEvent_t>(e)));
+  }
+  void synchronize() override {
+    DeviceGuard g(device_);
+    CUDA_CHECK(cudaDeviceSynchronize());
   }
   std::string name() const override { return "cuda:" + std::to_string(device_); }
 

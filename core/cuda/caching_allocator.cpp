@@ -46,6 +46,7 @@ CachingAllocator::~CachingAllocator() {
     for (Block* b : *pool) delete b;
   }
   for (auto& [p, b] : allocated_) delete b;
+  for (PendingFree& f : pending_) delete f.block;
 }
 
 size_t CachingAllocator::round_size(size_t nbytes) {
@@ -157,17 +158,44 @@ void CachingAllocator::deallocate(void* ptr) {
       return;
     }
     Block* b = it->second;
-    allocated_.erase(it);
-    stats_.on_free(b->requested);
-    b->requested = 0;
     if (b->other_streams.empty()) {
+      allocated_.erase(it);
+      stats_.on_free(b->requested);
+      b->requested = 0;
       free_block(b);
       return;
     }
-    std::vector<EventId> events;
-    for (StreamId s : b->other_streams) events.push_back(backend_->record_event(s));
+    // Room first, so that nothing below but record_event can throw: a recorded event is never
+    // dropped, and the block always ends up in pending_ (Note [Caching allocator]).
+    PendingFree f{b, {}, false};
+    f.events.reserve(b->other_streams.size());
+    pending_.reserve(pending_.size() + 1);
+    std::string error;
+    for (StreamId s : b->other_streams) {
+      try {
+        f.events.push_back(backend_->record_event(s));
+      } catch (const std::exception& e) {
+        error = e.what();
+        f.unfenced = true;
+        break;
+      } catch (...) {
+        error = "unknown exception";
+        f.unfenced = true;
+        break;
+      }
+    }
+    allocated_.erase(it);
+    stats_.on_free(b->requested);
+    b->requested = 0;
     b->other_streams.clear();
-    pending_.emplace_back(b, std::move(events));
+    pending_.push_back(std::move(f));
+    if (!error.empty()) {
+      std::fprintf(stderr,
+                   "%s allocator: recording a stream event while freeing %p failed (%s); the "
+                   "block stays reserved until empty_cache or an out-of-memory retry "
+                   "synchronises the device\n",
+                   backend_->name().c_str(), ptr, error.c_str());
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "caching allocator: error while freeing %p: %s\n", ptr, e.what());
   }
@@ -210,25 +238,45 @@ void CachingAllocator::free_block(Block* b) {
 }
 
 void CachingAllocator::process_events(bool wait) {
-  for (size_t i = 0; i < pending_.size();) {
-    auto& [b, events] = pending_[i];
-    bool done = true;
-    for (EventId e : events) {
-      if (wait) {
-        backend_->wait_event(e);
-      } else if (!backend_->query_event(e)) {
-        done = false;
+  // Unfenced blocks (Note [Caching allocator]) are freed only after a device synchronisation,
+  // done once, and only when waiting; if it throws, nothing has changed yet.
+  bool synced = false;
+  if (wait) {
+    for (const PendingFree& f : pending_) {
+      if (f.unfenced) {
+        backend_->synchronize();
+        synced = true;
         break;
+      }
+    }
+  }
+  for (size_t i = 0; i < pending_.size();) {
+    PendingFree& f = pending_[i];
+    bool done = true;
+    if (f.unfenced) {
+      done = synced;
+    } else {
+      for (EventId e : f.events) {
+        if (wait) {
+          backend_->wait_event(e);
+        } else if (!backend_->query_event(e)) {
+          done = false;
+          break;
+        }
       }
     }
     if (!done) {
       ++i;
       continue;
     }
-    for (EventId e : events) backend_->destroy_event(e);
-    free_block(b);
-    pending_[i] = std::move(pending_.back());
+    // Out of pending_ and into the pool before the events are destroyed: a destroy that throws
+    // then leaks event handles, never a block, and no event is destroyed twice.
+    std::vector<EventId> events = std::move(f.events);
+    Block* b = f.block;
+    if (i + 1 != pending_.size()) pending_[i] = std::move(pending_.back());
     pending_.pop_back();
+    free_block(b);
+    for (EventId e : events) backend_->destroy_event(e);
   }
 }
 
@@ -265,6 +313,11 @@ size_t CachingAllocator::cached_bytes() const {
   for (Block* b : small_pool_) n += b->size;
   for (Block* b : large_pool_) n += b->size;
   return n;
+}
+
+size_t CachingAllocator::pending_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pending_.size();
 }
 
 size_t CachingAllocator::segment_count() const {

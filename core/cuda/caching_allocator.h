@@ -14,6 +14,18 @@
 // waits for pending events, returns every cached whole segment to the backend and retries once;
 // if that fails too it throws OutOfMemoryError with the requested, free and reserved sizes.
 // Nothing is ever returned to the backend except by empty_cache or that retry.
+//
+// A free cannot throw: it runs in Storage's destructor (implicitly noexcept, so an exception
+// would terminate the process). When recording an event on one of the other streams fails
+// (record_event throws; only after a CUDA error), nothing says when those streams are done with
+// the block, so it is "unfenced": it leaves the tensor statistics (live bytes drop, as for any
+// free) but stays out of the free pools, parked among the pending blocks with the events that
+// were recorded, and its segment stays reserved. Only a whole-device synchronisation
+// (backend synchronize, which covers every stream) makes it safe to reuse: empty_cache and the
+// out-of-memory retry, which wait for pending events anyway, synchronise once when an unfenced
+// block is parked, then destroy its events and cache it as any other free block (so its
+// segment can be released). If the synchronisation throws, the block stays parked and the error
+// propagates from empty_cache / allocate. The failure is reported on stderr at the free.
 #pragma once
 
 #include <cstddef>
@@ -51,6 +63,8 @@ class DeviceMemoryBackend {
   /// Blocks the host until the event has completed.
   virtual void wait_event(EventId e) = 0;
   virtual void destroy_event(EventId e) = 0;
+  /// Blocks the host until all work queued on the device, on every stream, has completed.
+  virtual void synchronize() = 0;
   /// "cuda:0", for messages.
   virtual std::string name() const = 0;
 };
@@ -76,17 +90,21 @@ class CachingAllocator {
   /// the backend's alignment. Throws OutOfMemoryError as described in the Note.
   void* allocate(size_t nbytes, StreamId stream);
   /// Returns a block to the cache. Never throws (called from destructors): an unknown pointer
-  /// or a failing event call is reported on stderr.
+  /// or a failing event call is reported on stderr; a block whose events could not all be
+  /// recorded is parked until a device synchronisation (the Note).
   void deallocate(void* ptr);
   /// Marks ptr (an allocated block) as used on `stream` too; see the Note.
   void record_stream(void* ptr, StreamId stream);
-  /// Waits for pending events and returns every cached whole segment to the backend.
+  /// Waits for pending events (synchronising the device when an unfenced block is parked) and
+  /// returns every cached whole segment to the backend. Throws what the backend throws.
   void empty_cache();
 
   MemoryStats stats() const { return stats_.snapshot(false); }
   void reset_peak() { stats_.reset_peak(); }
-  /// Bytes in free cached blocks.
+  /// Bytes in free cached blocks (pending blocks are not counted).
   size_t cached_bytes() const;
+  /// Freed blocks not yet cached: waiting for events on other streams, or unfenced.
+  size_t pending_count() const;
   /// Segments currently obtained from the backend.
   size_t segment_count() const;
   /// The rounded size a request of nbytes occupies.
@@ -112,8 +130,14 @@ class CachingAllocator {
   mutable std::mutex mu_;
   Pool small_pool_, large_pool_;
   std::unordered_map<void*, Block*> allocated_;
-  /// Freed blocks waiting for events on other streams: (block, events).
-  std::vector<std::pair<Block*, std::vector<EventId>>> pending_;
+  /// A freed block waiting for the events recorded on the other streams that used it; unfenced
+  /// when recording one failed (then only a device synchronisation frees it; the Note).
+  struct PendingFree {
+    Block* block;
+    std::vector<EventId> events;
+    bool unfenced;
+  };
+  std::vector<PendingFree> pending_;
   size_t reserved_ = 0;
   size_t segments_ = 0;
   AllocStats stats_;

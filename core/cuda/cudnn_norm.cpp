@@ -99,18 +99,20 @@ void cudnn_batch_norm_forward(const Tensor& out, const Tensor& save_mean, const 
 void cudnn_batch_norm_backward(const Tensor& grad_input, const Tensor& grad_weight,
                                const Tensor& grad_bias, const Tensor& grad_out, const Tensor& input,
                                const Tensor& weight, const Tensor& save_mean,
-                               const Tensor& save_invstd) {
+                               const Tensor& save_invstd, double eps) {
   const BnCall c(input, weight, "batch_norm_backward (cuDNN)");
   Tensor gi = or_scratch(grad_input, input.sizes(), input.dtype(), c.dev);
   Tensor gw = or_scratch(grad_weight, {c.C}, c.pdt, c.dev);
   Tensor gb = or_scratch(grad_bias, {c.C}, c.pdt, c.dev);
-  // cuDNN reads epsilon only to recompute the statistics when savedMean / savedInvVariance are
-  // null; they are always given here (the forward's, whichever path computed them: both mean
-  // mean and 1 / sqrt(var + eps)), so the backward kernel, which has no eps, passes the minimum.
+  // epsilon: the forward's, as cuDNN documents it ("Same epsilon as forward pass" at this
+  // parameter in cudnn_ops_v9.h; the forward's reads "Has to be >= CUDNN_BN_MIN_EPSILON. Should
+  // be the same in forward and backward functions"). savedMean / savedInvVariance are always
+  // given (the forward's, whichever path computed them: both mean mean and 1 / sqrt(var + eps)),
+  // so cuDNN does not recompute the statistics from it.
   CUDNN_CHECK(cudnnBatchNormalizationBackward(
       c.handle, kMode, c.blend.one, c.blend.zero, c.blend.one, c.blend.zero, c.x.get(),
       input.data_ptr(), c.x.get(), grad_out.data_ptr(), c.x.get(), gi.data_ptr(), c.p.get(),
-      c.weight.data_ptr(), gw.data_ptr(), gb.data_ptr(), kCudnnBnMinEpsilon, save_mean.data_ptr(),
+      c.weight.data_ptr(), gw.data_ptr(), gb.data_ptr(), eps, save_mean.data_ptr(),
       save_invstd.data_ptr()));
 }
 

@@ -20,11 +20,12 @@ void cudnn_batch_norm_forward(const Tensor& out, const Tensor& save_mean, const 
                               double momentum, double eps);
 /// batch_norm_backward_kernel's contract in training (gradients through the batch statistics
 /// save_mean / save_invstd), with cudnnBatchNormalizationBackward; undefined outputs are
-/// skipped (computed into scratch buffers), an undefined weight counts as ones. Same dtype rules
-/// as the forward. Throws CudaError when cuDNN fails.
+/// skipped (computed into scratch buffers), an undefined weight counts as ones. eps: the
+/// forward's epsilon, handed to cuDNN as it asks. Same dtype rules as the forward. Throws
+/// CudaError when cuDNN fails.
 void cudnn_batch_norm_backward(const Tensor& grad_input, const Tensor& grad_weight,
                                const Tensor& grad_bias, const Tensor& grad_out, const Tensor& input,
                                const Tensor& weight, const Tensor& save_mean,
-                               const Tensor& save_invstd);
+                               const Tensor& save_invstd, double eps);
 
 }  // namespace sl::cuda

@@ -48,7 +48,8 @@ const char* batch_norm_cudnn_refusal(const BatchNormCall& call) {
   const int64_t max_n = call.training ? kCudnnBnMaxBatchTraining : kCudnnBnMaxBatchEval;
   if (call.N > max_n) return "batch N above cuDNN's spatial batch-norm limit";
   if (!product_below_int32(call.N, call.C, call.S)) return "N * C * S >= 2^31 - 1";
-  if (!call.backward && !(call.eps >= kCudnnBnMinEpsilon)) return "eps below CUDNN_BN_MIN_EPSILON";
+  // The backward hands cuDNN the forward's eps too, so the rule holds in both directions.
+  if (!(call.eps >= kCudnnBnMinEpsilon)) return "eps below CUDNN_BN_MIN_EPSILON";
   return nullptr;
 }
 

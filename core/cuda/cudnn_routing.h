@@ -81,7 +81,7 @@ struct BatchNormCall {
   /// weight and the parameter gradients); nullopt when none is given.
   std::optional<DType> params;
   int64_t N = 0, C = 0, S = 0;
-  double eps = 1e-5;  ///< forward only (the backward takes the saved statistics)
+  double eps = 1e-5;  ///< the forward's epsilon (the backward hands cuDNN the same value)
 };
 
 /// Why `call` stays on the own kernels (a fixed sentence), or nullptr when it goes through

@@ -131,15 +131,15 @@ void batch_norm_forward_cuda(const Tensor& out, const Tensor& save_mean, const T
 void batch_norm_backward_cuda(const Tensor& grad_input, const Tensor& grad_weight,
                               const Tensor& grad_bias, const Tensor& grad_out, const Tensor& input,
                               const Tensor& weight, const Tensor& save_mean,
-                              const Tensor& save_invstd, bool training) {
+                              const Tensor& save_invstd, bool training, double eps) {
   const char* op = "batch_norm_backward";
   const DType pdt = params_dtype(op, input, {&weight, &grad_weight, &grad_bias});
   check_stats_dtype(op, input, save_mean);
   check_stats_dtype(op, input, save_invstd);
 #if SL_HAVE_CUDNN
-  if (batch_norm_via_cudnn(true, training, input, {&weight, &grad_weight, &grad_bias}, 0.0)) {
+  if (batch_norm_via_cudnn(true, training, input, {&weight, &grad_weight, &grad_bias}, eps)) {
     cudnn_batch_norm_backward(grad_input, grad_weight, grad_bias, grad_out, input, weight,
-                              save_mean, save_invstd);
+                              save_mean, save_invstd, eps);
     return;
   }
 #endif

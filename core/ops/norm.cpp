@@ -20,7 +20,8 @@ SL_DEFINE_KERNEL(batch_norm_forward_kernel,
 SL_DEFINE_KERNEL(batch_norm_backward_kernel,
                  void(const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias,
                       const Tensor& grad_out, const Tensor& input, const Tensor& weight,
-                      const Tensor& save_mean, const Tensor& save_invstd, bool training));
+                      const Tensor& save_mean, const Tensor& save_invstd, bool training,
+                      double eps));
 
 namespace ops {
 
@@ -205,7 +206,7 @@ NormForward batch_norm_forward(const Tensor& input, const Tensor& running_mean,
 
 std::array<Tensor, 3> batch_norm_backward(const Tensor& grad_out, const Tensor& input,
                                           const NormForward& saved, const Tensor& weight,
-                                          DType bias_dtype, bool training,
+                                          DType bias_dtype, bool training, double eps,
                                           std::array<bool, 3> needs) {
   const NormDTypes kt = norm_dtypes(input, {param_dtype(weight, input), bias_dtype});
   const int64_t N = input.size(0), C = input.size(1), S = tail_numel(input, 2);
@@ -216,7 +217,7 @@ std::array<Tensor, 3> batch_norm_backward(const Tensor& grad_out, const Tensor& 
     batch_norm_backward_kernel(input.device().kind, gi.defined() ? view(gi, {N, C, S}) : gi, gw, gb,
                                view(prep(grad_out, kt.x), {N, C, S}),
                                view(prep(input, kt.x), {N, C, S}), prep(weight, kt.params),
-                               saved.mean, saved.rstd, training);
+                               saved.mean, saved.rstd, training, eps);
   } else {
     for (Tensor* t : {&gw, &gb}) {
       if (t->defined()) fill_(*t, 0);

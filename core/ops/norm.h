@@ -45,11 +45,14 @@ SL_DECLARE_KERNEL(batch_norm_forward_kernel,
                        double momentum, double eps));
 /// Gradients of batch_norm (training: through the batch statistics; else they are constants).
 /// Each defined output among grad_input [N, C, S], grad_weight [C], grad_bias [C] is
-/// overwritten.
+/// overwritten. eps is the forward's epsilon: save_invstd already holds 1 / sqrt(var + eps), so
+/// the CPU and the own CUDA kernels ignore it; cuDNN's backward is handed it because its
+/// documentation asks for the forward's value (cudnn_ops_v9.h: "Same epsilon as forward pass").
 SL_DECLARE_KERNEL(batch_norm_backward_kernel,
                   void(const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias,
                        const Tensor& grad_out, const Tensor& input, const Tensor& weight,
-                       const Tensor& save_mean, const Tensor& save_invstd, bool training));
+                       const Tensor& save_mean, const Tensor& save_invstd, bool training,
+                       double eps));
 
 namespace ops {
 
@@ -76,9 +79,13 @@ std::array<Tensor, 3> layer_norm_backward(const Tensor& grad_out, const Tensor& 
 NormForward batch_norm_forward(const Tensor& input, const Tensor& running_mean,
                                const Tensor& running_var, const Tensor& weight, const Tensor& bias,
                                bool training, double momentum, double eps);
+/// {grad_input, grad_weight, grad_bias} of batch_norm_forward, each only when its flag is set,
+/// from its saved statistics; grad_bias in bias_dtype (as layer_norm_backward). training as
+/// in the forward; eps is the forward's epsilon (only cuDNN reads it, see
+/// batch_norm_backward_kernel).
 std::array<Tensor, 3> batch_norm_backward(const Tensor& grad_out, const Tensor& input,
                                           const NormForward& saved, const Tensor& weight,
-                                          DType bias_dtype, bool training,
+                                          DType bias_dtype, bool training, double eps,
                                           std::array<bool, 3> needs);
 
 }  // namespace ops

@@ -97,7 +97,7 @@ BnRun run_bn(Device d, const Tensor& x, const Tensor& w, const Tensor& b, const 
   r.mean = f.mean.cpu();
   r.invstd = f.rstd.cpu();
   const DType bias_dtype = b.defined() ? b.dtype() : x.dtype();
-  auto g = ops::batch_norm_backward(on(up), xd, f, wd, bias_dtype, training,
+  auto g = ops::batch_norm_backward(on(up), xd, f, wd, bias_dtype, training, eps,
                                     {true, w.defined(), b.defined()});
   r.gx = g[0].cpu();
   if (g[1].defined()) r.gw = g[1].cpu();
@@ -183,9 +183,9 @@ TEST_CASE("cudnn parity: batch norm backward takes either path's saved statistic
           sl::testing::needs_cudnn(/*on_fake=*/false)) {
   SL_REQUIRE_CUDA("cuDNN batch norm saved statistics");
   SL_REQUIRE_CUDNN("cuDNN batch norm saved statistics");
-  // A large eps makes 1 / sqrt(var + eps) far from 1 / sqrt(var): if the cuDNN backward
-  // recomputed the statistics from its (minimum) epsilon instead of reading save_invstd, the
-  // gradients would be off by tens of percent.
+  // A large eps makes 1 / sqrt(var + eps) far from 1 / sqrt(var): a cuDNN backward that
+  // normalised with another epsilon than the forward's (0.5, which it is handed) instead of
+  // reading save_invstd would be off by tens of percent.
   manual_seed(32);
   for (DType dt : {DType::f32, DType::f64}) {
     CAPTURE(dt);
@@ -202,11 +202,11 @@ TEST_CASE("cudnn parity: batch norm backward takes either path's saved statistic
       std::array<Tensor, 3> own, dnn;
       {
         CudnnSwitch off(false);
-        own = ops::batch_norm_backward(up, x, f, w, dt, true, {true, true, true});
+        own = ops::batch_norm_backward(up, x, f, w, dt, true, 0.5, {true, true, true});
       }
       {
         CudnnSwitch on(true);
-        dnn = ops::batch_norm_backward(up, x, f, w, dt, true, {true, true, true});
+        dnn = ops::batch_norm_backward(up, x, f, w, dt, true, 0.5, {true, true, true});
       }
       for (size_t i = 0; i < 3; ++i) {
         CAPTURE(i);

@@ -92,8 +92,8 @@ TEST_CASE("cudnn routing: batch norm case table") {
   add("evaluation backward", c, "evaluation backward");
   c.training = true;
   add("training backward", c, nullptr);
-  c.eps = -1;  // the backward takes the saved statistics: eps plays no part
-  add("training backward, eps unused", c, nullptr);
+  c.eps = -1;  // the backward hands cuDNN the forward's eps, which must be >= its minimum too
+  add("training backward, eps < 0", c, "eps");
   // S == 1: 2-d inputs and [N, C, 1, 1]
   c = bn(DType::f32, DType::f32);
   c.S = 1;

@@ -49,6 +49,7 @@ class HostMemoryBackend final : public cuda::DeviceMemoryBackend {
   bool query_event(cuda::EventId) override { return true; }
   void wait_event(cuda::EventId) override {}
   void destroy_event(cuda::EventId) override {}
+  void synchronize() override {}
   std::string name() const override { return "fake cuda:0"; }
 
  private:
