@@ -40,12 +40,15 @@ inline double time_ms(const std::function<void()>& it, int reps) {
 
 /// The command line of a benchmark program over `cases`:
 ///   PROGRAM [--threads N] [--filter SUBSTR | --case NAME] [--reps R] [--list] [--blas-core]
+///           [--profile ROWS]
 /// --list prints the selected names; --blas-core the BLAS kernel set this process runs (Note
 /// [BLAS kernel selection]) for bench_pairs.sh. Otherwise sets N threads, seeds 0, and times
-/// each selected case (set up only when selected). Returns the exit status: 2 for unknown
-/// arguments (usage on stderr), 0 otherwise.
+/// each selected case (set up only when selected). With --profile, each selected case instead
+/// runs one warm-up iteration and then one under the profiler (core/profiler.h), and prints the
+/// profile's summary with its ROWS rows of most self time (kernels and backward nodes).
+/// Returns the exit status: 2 for unknown arguments (usage on stderr), 0 otherwise.
 inline int bench_main(int argc, char** argv, const std::vector<Case>& cases) {
-  int threads = 1, reps_override = 0;
+  int threads = 1, reps_override = 0, profile_rows = 0;
   bool list = false;
   std::string filter, exact;
   for (int i = 1; i < argc; ++i) {
@@ -57,6 +60,8 @@ inline int bench_main(int argc, char** argv, const std::vector<Case>& cases) {
       exact = argv[++i];
     } else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) {
       reps_override = std::atoi(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--profile") && i + 1 < argc) {
+      profile_rows = std::atoi(argv[++i]);
     } else if (!std::strcmp(argv[i], "--list")) {
       list = true;
     } else if (!std::strcmp(argv[i], "--blas-core")) {
@@ -65,7 +70,7 @@ inline int bench_main(int argc, char** argv, const std::vector<Case>& cases) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--threads N] [--filter SUBSTR | --case NAME] [--reps R] [--list] "
-                   "[--blas-core]\n",
+                   "[--blas-core] [--profile ROWS]\n",
                    argv[0]);
       return 2;
     }
@@ -80,6 +85,14 @@ inline int bench_main(int argc, char** argv, const std::vector<Case>& cases) {
       continue;
     }
     auto it = c.setup();
+    if (profile_rows > 0) {
+      it();
+      profiler::start();
+      it();
+      std::printf("%s\n%s\n", c.name.c_str(), profiler::stop().summary(profile_rows).c_str());
+      std::fflush(stdout);
+      continue;
+    }
     double ms = time_ms(it, reps_override > 0 ? reps_override : c.reps);
     std::printf("%s\t%.2f\n", c.name.c_str(), ms);
     std::fflush(stdout);

@@ -118,12 +118,15 @@ def main(make_cases=cases):
     """The command line shared with tools/bench_zoo.py: times the selected cases of
     make_cases(), a list of (name, reps, setup); setup() returns one iteration (a callable), a
     list of alternatives (the fastest is reported), or None when this environment cannot run the
-    case (the setup says why on stderr; the time is printed as n/a)."""
+    case (the setup says why on stderr; the time is printed as n/a). With --profile ROWS, each
+    selected case instead runs one warm-up iteration and one under torch.profiler, and prints its
+    ROWS ops of most self CPU time (bench_cases.h's --profile, for comparing op by op)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--filter", default="")
     ap.add_argument("--case", default="")
     ap.add_argument("--reps", type=int, default=0)
+    ap.add_argument("--profile", type=int, default=0)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
@@ -133,6 +136,15 @@ def main(make_cases=cases):
         made = setup()
         if made is None:
             print(f"{name}\tn/a", flush=True)
+            continue
+        if a.profile > 0:
+            it = made[0].step if isinstance(made, list) else made
+            it()
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+                it()
+            print(name)
+            print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=a.profile),
+                  flush=True)
             continue
         if isinstance(made, list):  # AdamW: the faster of single-tensor and foreach
             ms = min(median_ms(o.step, a.reps or reps) for o in made)
