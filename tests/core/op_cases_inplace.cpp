@@ -19,7 +19,9 @@ using RefFn2 = std::function<double(double, double)>;
 
 /// A copy of x on x's device in a fresh buffer that is not contiguous: the last two dims are
 /// swapped in memory, or (1-d) every other element of a twice-longer buffer. 0-d stays 0-d.
-/// The copy is recorded (copy_), so gradients reach x.
+/// The copy is recorded (copy_), so gradients reach x. The buffer is detached from the
+/// transpose/slice that made it: an in-place op on a view that records is refused (Note
+/// [In-place on views]), and these cases test the ops, not views.
 Tensor noncontiguous_copy(const Tensor& x) {
   TensorOptions opts{.dtype = x.dtype(), .device = x.device()};
   Tensor buf;
@@ -32,6 +34,7 @@ Tensor noncontiguous_copy(const Tensor& x) {
   } else {
     buf = empty({}, opts);
   }
+  buf = buf.detach();
   buf.copy_(x);
   return buf;
 }
