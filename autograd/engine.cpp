@@ -13,16 +13,24 @@
 //   version moved and the base's grad_fn changed, and replace the view's grad_fn by an
 //   AsStridedBackward of the base's current history. A write under NoGradGuard (an optimizer
 //   step) leaves the base's grad_fn as it was, so the view keeps its graph, as in PyTorch.
+// - A recorded in-place op on a view (copy_ of a computed value into a slice of an output or
+//   padding buffer, v.mul_(w)): the op's node gets an edge to the base's previous history (the
+//   view's old values are part of it) instead of the view's, and the base's grad_fn becomes a
+//   CopySlices node (PyTorch's): its backward sends the base's gradient outside the view to the
+//   base's previous history unchanged, and inside the view through the op's backward, whose
+//   gradient for the view's old values is written back into that region. The view's grad_fn
+//   becomes an AsStridedBackward of the new base history, and other views of the base follow as
+//   above. A base that needed no grad (zeros()) requires grad afterwards.
 //
 // Refused with AutogradError while grad mode is on and the op would record (the view, its base
-// or an operand requires grad), before anything is written:
-// - any in-place op on a view: its base's history would have to be rewritten (PyTorch's
-//   CopySlices), which Shardlight does not do yet; apply the op out of place;
-// - in particular a view of a leaf that requires grad (optimizer steps run under NoGradGuard);
+// or an operand requires grad), before anything is written, as PyTorch refuses them:
+// - a view of a leaf that requires grad (the leaf rule; optimizer steps run under NoGradGuard);
 // - a view made under NoGradGuard: it is not in the graph, so whether the write belongs to the
-//   gradient is ambiguous (PyTorch refuses it too);
-// - one of several views from one op (split, chunk, heads), and an expanded view (several
-//   elements share one memory location).
+//   gradient is ambiguous;
+// - one of several views from one op (split, chunk, heads): they share one node, which cannot
+//   be rebased for one of them;
+// - an expanded view, or a view of an expanded base (several elements share one memory
+//   location): the write is not a function of each element.
 // detach_() refuses any tracked view (use detach()). In-place ops under NoGradGuard, and those
 // that record nothing (no tensor involved requires grad), are always allowed: they only bump
 // the version counter.

@@ -58,6 +58,10 @@ void check_inplace(const Tensor& self, const char* op, std::initializer_list<Ten
 namespace detail {
 void attach_node_inplace(const std::shared_ptr<Node>& node, Tensor& self,
                          std::initializer_list<Tensor> others) {
+  if (self.impl()->autograd && self.impl()->autograd->view) {
+    rebase_view(node, self, others);  // the base's history is rewritten (CopySlices)
+    return;
+  }
   node->next_edges.reserve(others.size() + 1);
   node->next_edges.push_back(gradient_edge(self));
   for (const auto& in : others) node->next_edges.push_back(gradient_edge(in));

@@ -81,6 +81,38 @@ class AsStridedBackward final : public Node {
   Geometry base_, view_;
 };
 
+/// The base's grad_fn after an in-place op `fn` on one of its views (PyTorch's CopySlices): the
+/// base's gradient outside the view goes to the base's previous history unchanged; inside the
+/// view it goes through fn's backward, whose gradient for the view's old values is written back
+/// into the view's region. fn's gradients for its other operands go to their edges.
+class CopySlices final : public Node {
+ public:
+  CopySlices(Geometry base, Geometry view, std::shared_ptr<Node> fn)
+      : base_(std::move(base)), view_(std::move(view)), fn_(std::move(fn)) {}
+  const char* name() const override { return "CopySlices"; }
+  variable_list apply(variable_list&& grads) override {
+    Tensor flat = zero_span(base_, grads[0]);
+    Tensor in_base = region(flat, base_, base_);
+    Tensor in_view = region(flat, view_, base_);
+    ops::copy_(in_base, grads[0]);
+    variable_list res = fn_->apply({ops::contiguous(in_view, /*force_copy=*/true)});
+    SL_CHECK_AUTOGRAD(res.size() == next_edges.size(), fn_->name(), ": backward returned ",
+                      res.size(), " gradients, expected ", next_edges.size());
+    if (res[0].defined()) {
+      ops::copy_(in_view, res[0]);
+    } else {
+      ops::fill_(in_view, 0);  // the op replaced the view's values (copy_, fill_)
+    }
+    res[0] = in_base;
+    return res;
+  }
+  void release_saved() override { fn_->release_saved(); }
+
+ private:
+  Geometry base_, view_;
+  std::shared_ptr<Node> fn_;
+};
+
 void throw_base_overlap(const char* op) {
   throw_error<AutogradError>(op,
                              ": the base of this view has elements that share one memory "
@@ -173,10 +205,36 @@ void check_inplace_view(const Tensor& self, const char* op, std::initializer_lis
   SL_CHECK_AUTOGRAD(!has_internal_overlap(geometry_of(*self.impl())), op,
                     ": the view has elements that share one memory location (an expanded view) "
                     "and cannot be modified in place while recording; clone() it first");
-  SL_CHECK_AUTOGRAD(false, op,
-                    ": in-place operation on a view is not supported while recording (its base's "
-                    "history would have to be rewritten); apply the op out of place (see Note "
-                    "[In-place on views])");
+  if (has_internal_overlap(geometry_of(*vm.base))) throw_base_overlap(op);
+}
+
+void rebase_view(const std::shared_ptr<Node>& fn, Tensor& self,
+                 std::initializer_list<Tensor> others) {
+  AutogradMeta& meta = self.impl()->autograd_meta();
+  ViewMeta& vm = *meta.view;
+  TensorImpl& base = *vm.base;
+  AutogradMeta& bm = base.autograd_meta();
+  Geometry bg = geometry_of(base);
+  if (has_internal_overlap(bg)) throw_base_overlap(fn->name());
+  // fn's first edge: the base's previous history (the view's old values are part of it); it
+  // only decides whether fn computes that gradient, CopySlices routes it
+  fn->next_edges.reserve(others.size() + 1);
+  fn->next_edges.push_back(bm.grad_fn ? Edge{bm.grad_fn, bm.output_nr} : Edge{});
+  for (const Tensor& o : others) fn->next_edges.push_back(gradient_edge(o));
+  fn->outputs.push_back(OutputMeta{self.sizes(), self.dtype(), self.device()});
+  auto copy = std::make_shared<CopySlices>(bg, geometry_of(*self.impl()), fn);
+  copy->next_edges = fn->next_edges;
+  copy->outputs.push_back(OutputMeta{base.sizes, base.dtype, base.storage->device()});
+  bm.grad_fn = copy;
+  bm.output_nr = 0;
+  bm.requires_grad = false;
+  // the view: a view of the base's new history
+  vm.attr_version = self.version();
+  vm.base_grad_fn = copy;
+  vm.base_output_nr = 0;
+  meta.grad_fn = make_view_node(base, *self.impl(), Edge{copy, 0});
+  meta.output_nr = 0;
+  meta.requires_grad = false;
 }
 
 }  // namespace sl::detail

@@ -19,9 +19,8 @@ using RefFn2 = std::function<double(double, double)>;
 
 /// A copy of x on x's device in a fresh buffer that is not contiguous: the last two dims are
 /// swapped in memory, or (1-d) every other element of a twice-longer buffer. 0-d stays 0-d.
-/// The copy is recorded (copy_), so gradients reach x. The buffer is detached from the
-/// transpose/slice that made it: an in-place op on a view that records is refused (Note
-/// [In-place on views]), and these cases test the ops, not views.
+/// The copy is recorded (copy_), so gradients reach x; it is a view of the buffer, so the op
+/// under test is recorded on a view too (CopySlices, Note [In-place on views]).
 Tensor noncontiguous_copy(const Tensor& x) {
   TensorOptions opts{.dtype = x.dtype(), .device = x.device()};
   Tensor buf;
@@ -34,7 +33,6 @@ Tensor noncontiguous_copy(const Tensor& x) {
   } else {
     buf = empty({}, opts);
   }
-  buf = buf.detach();
   buf.copy_(x);
   return buf;
 }
