@@ -1,8 +1,43 @@
 // Note [In-place on views]
-// PyTorch rewrites the graph of a view's base when the view is modified in place (CopySlices).
-// Shardlight does not: an in-place op on a view of a tensor that requires grad, with grad mode on,
-// throws AutogradError (check_inplace). Under NoGradGuard (optimizer steps on parameters that are
-// views of a flat buffer) in-place ops are always allowed and only bump the version counter.
+// Every floating view made by a Tensor view method (view, reshape when it does not copy, slice,
+// select, narrow, permute, transpose, t, expand, squeeze, unsqueeze, flatten, unflatten,
+// movedim) or by an op returning several views (split, chunk, attention heads) records its root
+// base and the base's grad_fn at that time (ViewMeta in core/tensor.h, autograd/view_tracking.h).
+// A view and its base share one version counter. Views made with core ops::* directly (dist/'s
+// flat parameter and gradient buffers) are not tracked and never take part in autograd.
+//
+// Supported, with PyTorch's results:
+// - An in-place op on the base after a view was taken (y.mul_(3) after v = y[0]): the view's
+//   grad_fn no longer describes its values. The accessors that read grad_fn (requires_grad,
+//   grad_fn, gradient_edge, so every op that takes the view as input, and backward) see that the
+//   version moved and the base's grad_fn changed, and replace the view's grad_fn by an
+//   AsStridedBackward of the base's current history. A write under NoGradGuard (an optimizer
+//   step) leaves the base's grad_fn as it was, so the view keeps its graph, as in PyTorch.
+// - A recorded in-place op on a view (copy_ of a computed value into a slice of an output or
+//   padding buffer, v.mul_(w)): the op's node gets an edge to the base's previous history (the
+//   view's old values are part of it) instead of the view's, and the base's grad_fn becomes a
+//   CopySlices node (PyTorch's): its backward sends the base's gradient outside the view to the
+//   base's previous history unchanged, and inside the view through the op's backward, whose
+//   gradient for the view's old values is written back into that region. The view's grad_fn
+//   becomes an AsStridedBackward of the new base history, and other views of the base follow as
+//   above. A base that needed no grad (zeros()) requires grad afterwards.
+//
+// Refused with AutogradError while grad mode is on and the op would record (the view, its base
+// or an operand requires grad), before anything is written, as PyTorch refuses them:
+// - a view of a leaf that requires grad (the leaf rule; optimizer steps run under NoGradGuard);
+// - a view made under NoGradGuard: it is not in the graph, so whether the write belongs to the
+//   gradient is ambiguous;
+// - one of several views from one op (split, chunk, heads): they share one node, which cannot
+//   be rebased for one of them;
+// - an expanded view, or a view of an expanded base (several elements share one memory
+//   location): the write is not a function of each element.
+// detach_() refuses any tracked view (use detach()). In-place ops under NoGradGuard, and those
+// that record nothing (no tensor involved requires grad), are always allowed: they only bump
+// the version counter.
+//
+// The refresh writes the view's autograd meta lazily from const accessors; like other autograd
+// state it is not synchronised, so one stale view must not be used from two threads at once.
+// Hooks and retain_grad registered on a view stay on the grad_fn it had when they were added.
 #include "autograd/engine.h"
 
 #include <queue>

@@ -1,5 +1,6 @@
 #include "autograd/function.h"
 
+#include "autograd/view_tracking.h"
 #include "core/ops/copy.h"
 #include "core/ops/reduce.h"
 #include "core/ops/view.h"
@@ -44,21 +45,23 @@ void attach_node(const std::shared_ptr<Node>& node, std::initializer_list<Tensor
 }
 }  // namespace detail
 
-void check_inplace(const Tensor& self, const char* op) {
+void check_inplace(const Tensor& self, const char* op, std::initializer_list<Tensor> others) {
   ops::check_defined(op, self);  // an undefined self would be dereferenced below
   if (!GradMode::is_enabled() || !self.impl()->autograd) return;
   const AutogradMeta& meta = *self.impl()->autograd;
   SL_CHECK_AUTOGRAD(!(meta.requires_grad && !meta.grad_fn), op,
                     ": a leaf tensor that requires grad is being used in an in-place operation "
                     "(wrap the update in sl::NoGradGuard)");
-  SL_CHECK_AUTOGRAD(!meta.is_view_of_grad, op,
-                    ": in-place operation on a view of a tensor that requires grad is not "
-                    "supported; apply the op out of place (see Note [In-place on views])");
+  if (meta.view) detail::check_inplace_view(self, op, others);
 }
 
 namespace detail {
 void attach_node_inplace(const std::shared_ptr<Node>& node, Tensor& self,
                          std::initializer_list<Tensor> others) {
+  if (self.impl()->autograd && self.impl()->autograd->view) {
+    rebase_view(node, self, others);  // the base's history is rewritten (CopySlices)
+    return;
+  }
   node->next_edges.reserve(others.size() + 1);
   node->next_edges.push_back(gradient_edge(self));
   for (const auto& in : others) node->next_edges.push_back(gradient_edge(in));

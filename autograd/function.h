@@ -54,9 +54,10 @@ void record(const char* name, const TensorList& inputs, const std::vector<Tensor
                       inputs, outputs);
 }
 
-/// Before an in-place op on `self`: throws AutogradError when autograd forbids it (a leaf that
-/// requires grad, or a view of a tensor that requires grad, while grad mode is on).
-void check_inplace(const Tensor& self, const char* op);
+/// Before an in-place op on `self` computed from `others`: throws AutogradError when autograd
+/// cannot record it while grad mode is on: self is a leaf that requires grad, or a view that
+/// check_inplace_view (autograd/view_tracking.h) refuses.
+void check_inplace(const Tensor& self, const char* op, std::initializer_list<Tensor> others = {});
 /// After an in-place op on self computed from `others`: bumps self's version and, when recording,
 /// makes a new node (edge 0: self's previous history, then `others`) self's grad_fn.
 template <class F>

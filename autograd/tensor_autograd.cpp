@@ -1,16 +1,25 @@
 // Tensor's autograd methods (declared in core/tensor.h).
 #include "autograd/function.h"
 #include "autograd/node.h"
+#include "autograd/view_tracking.h"
 
 namespace sl {
 
 namespace {
 const Tensor kUndefined;
 const std::shared_ptr<Node> kNoNode;
+
+/// The autograd meta of `impl` (null if none), with a view's grad_fn brought up to date first.
+const AutogradMeta* current_meta(TensorImpl& impl) {
+  const AutogradMeta* m = impl.autograd.get();
+  if (m && m->view) detail::refresh_view(impl);
+  return m;
+}
 }  // namespace
 
 bool Tensor::requires_grad() const {
-  const auto* m = checked().autograd.get();
+  checked();
+  const auto* m = current_meta(*impl_);
   return m && (m->requires_grad || m->grad_fn);
 }
 
@@ -42,12 +51,14 @@ void Tensor::set_grad(const Tensor& g) const {
 }
 
 const std::shared_ptr<Node>& Tensor::grad_fn() const {
-  const auto* m = checked().autograd.get();
+  checked();
+  const auto* m = current_meta(*impl_);
   return m ? m->grad_fn : kNoNode;
 }
 
 uint32_t Tensor::output_nr() const {
-  const auto* m = checked().autograd.get();
+  checked();
+  const auto* m = current_meta(*impl_);
   return m ? m->output_nr : 0;
 }
 
@@ -59,11 +70,14 @@ Tensor Tensor::detach() const {
 }
 
 Tensor& Tensor::detach_() {
+  checked();
+  SL_CHECK_AUTOGRAD(!(impl()->autograd && impl()->autograd->view),
+                    "detach_: cannot detach a view in place (its base would keep a history "
+                    "the view no longer has); use detach(), which returns a new tensor");
   if (impl()->autograd) {
     impl()->autograd->grad_fn.reset();
     impl()->autograd->output_nr = 0;
     impl()->autograd->requires_grad = false;
-    impl()->autograd->is_view_of_grad = false;
   }
   return *this;
 }

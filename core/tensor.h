@@ -189,7 +189,8 @@ class Tensor {
   void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
   /// Same data, cut from the graph (shares storage and version counter).
   Tensor detach() const;
-  /// Detaches in place: drops grad_fn and requires_grad.
+  /// Detaches in place: drops grad_fn and requires_grad. Throws AutogradError on a view (made by
+  /// a view method; use detach()), as PyTorch does.
   Tensor& detach_();
   /// Keeps .grad() on a non-leaf after backward.
   void retain_grad() const;
@@ -353,6 +354,30 @@ class Tensor {
   std::shared_ptr<TensorImpl> impl_;
 };
 
+/// How a tracked view was made; decides whether an in-place op on it may rewrite its base's
+/// history (Note [In-place on views], autograd/engine.cpp).
+enum class ViewCreation : uint8_t {
+  normal,        ///< by a view method with grad mode on
+  no_grad,       ///< under NoGradGuard: never joins the graph; in-place ops that would record fail
+  multi_output,  ///< one of several views from one op (split, chunk, attention heads)
+};
+
+/// Autograd's record of a view made by a Tensor view method (view, slice, select, ...): its root
+/// base and what it knew of the base's history when its grad_fn was last made. Maintained by
+/// autograd/view_tracking.cpp.
+struct ViewMeta {
+  /// The root base (itself never a tracked view); shares this view's storage.
+  std::shared_ptr<TensorImpl> base;
+  ViewCreation creation = ViewCreation::normal;
+  /// For multi_output views: the op that made them (named in errors).
+  const char* creator = nullptr;
+  /// The storage version when grad_fn was last checked against the base's history.
+  uint32_t attr_version = 0;
+  /// The base's grad_fn and output_nr at that check (null: the base had no history).
+  std::shared_ptr<Node> base_grad_fn;
+  uint32_t base_output_nr = 0;
+};
+
 struct AutogradMeta {
   bool requires_grad = false;
   bool retains_grad = false;
@@ -364,9 +389,8 @@ struct AutogradMeta {
   /// Hooks on gradients arriving at a leaf (before accumulation); null entries were removed.
   std::vector<GradHook> hooks;
   std::vector<PostAccumulateHook> post_accumulate_hooks;
-  /// Set on views of tensors that require grad: in-place ops on them are refused (see
-  /// autograd/engine.cpp, Note [In-place on views]).
-  bool is_view_of_grad = false;
+  /// Set on views made by Tensor view methods (see ViewMeta and Note [In-place on views]).
+  std::unique_ptr<ViewMeta> view;
 };
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t);

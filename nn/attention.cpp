@@ -9,6 +9,7 @@
 #include "autograd/ops/attention.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/matmul.h"
+#include "autograd/view_tracking.h"
 #include "core/creation.h"
 #include "core/ops/copy.h"
 #include "core/ops/view.h"
@@ -45,8 +46,9 @@ std::array<Tensor, 3> split_heads(const Tensor& proj, int64_t H) {
              for (int64_t p = 0; p < 3; ++p) ops::copy_(head_view(g, p, H), c.grad(p));
              return {g};
            });
-    for (Tensor& t : qkv) t.impl()->autograd_meta().is_view_of_grad = true;
   }
+  for (Tensor& t : qkv)
+    detail::mark_view(t, proj, ViewCreation::multi_output, "SplitHeadsBackward");
   return qkv;
 }
 }  // namespace

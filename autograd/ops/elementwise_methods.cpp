@@ -74,7 +74,7 @@ Tensor Tensor::isfinite() const { return sl::isfinite(*this); }
 // ---- in-place ----------------------------------------------------------------------------------
 
 Tensor& Tensor::add_(const Tensor& o, Scalar alpha) {
-  check_inplace(*this, "add_");
+  check_inplace(*this, "add_", {o});
   bool rec = needs_grad(*this, o);
   Shape so = o.defined() ? o.sizes() : Shape{};
   ops::binary_(BinaryOp::add, *this, o, alpha);
@@ -107,7 +107,7 @@ Tensor& Tensor::sub_(Scalar o) {
 }
 
 Tensor& Tensor::mul_(const Tensor& o) {
-  check_inplace(*this, "mul_");
+  check_inplace(*this, "mul_", {o});
   bool rec = needs_grad(*this, o);
   SavedTensor self_before = rec && o.requires_grad() ? SavedTensor(ops::contiguous(*this, true))
                                                      : SavedTensor();
@@ -140,7 +140,7 @@ Tensor& Tensor::mul_(Scalar o) {
 }
 
 Tensor& Tensor::div_(const Tensor& o) {
-  check_inplace(*this, "div_");
+  check_inplace(*this, "div_", {o});
   bool rec = needs_grad(*this, o);
   SavedTensor other = rec ? SavedTensor(o) : SavedTensor();
   Shape so = o.defined() ? o.sizes() : Shape{};
@@ -323,7 +323,7 @@ Tensor& Tensor::pow_(Scalar e) {
 }
 
 Tensor& Tensor::pow_(const Tensor& e) {
-  check_inplace(*this, "pow_");
+  check_inplace(*this, "pow_", {e});
   bool rec = needs_grad(*this, e);
   SavedTensor sx = rec ? SavedTensor(ops::contiguous(*this, true)) : SavedTensor();
   SavedTensor se = rec ? SavedTensor(e) : SavedTensor();
@@ -363,7 +363,7 @@ void record_overwrite(const char* name, Tensor& self, bool rec) {
 }  // namespace
 
 Tensor& Tensor::copy_(const Tensor& src) {
-  check_inplace(*this, "copy_");
+  check_inplace(*this, "copy_", {src});
   bool rec = needs_grad(*this, src);
   ops::copy_(*this, src);
   if (rec) {

@@ -3,6 +3,7 @@
 
 #include "autograd/function.h"
 #include "autograd/ops/index.h"
+#include "autograd/view_tracking.h"
 #include "core/ops/copy.h"
 #include "core/ops/reduce.h"
 #include "core/ops/shape.h"
@@ -17,13 +18,13 @@ bool is_legacy_empty(const Tensor& t) {
 
 /// One node for all the pieces of a split: their gradients are concatenated back.
 std::vector<Tensor> record_split(const Tensor& x, std::vector<Tensor> pieces, int64_t dim) {
+  for (Tensor& p : pieces) detail::mark_view(p, x, ViewCreation::multi_output, "SplitBackward");
   if (!needs_grad(x)) return pieces;
   int64_t d = wrap_dim(dim, x.dim(), "split");
   std::vector<Tensor*> outs;
   for (Tensor& p : pieces) outs.push_back(&p);
   record("SplitBackward", {x}, outs,
          [d](const BackwardCtx& c) -> variable_list { return {ops::cat(c.grads, d)}; });
-  for (Tensor& p : pieces) p.impl()->autograd_meta().is_view_of_grad = true;
   return pieces;
 }
 }  // namespace

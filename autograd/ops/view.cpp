@@ -1,7 +1,7 @@
 // Differentiable views and copies: the Tensor methods view, reshape, permute, ... declared in
-// core/tensor.h. A view of a tensor that requires grad is marked, so in-place ops on it are
-// refused while recording (Note [In-place on views]).
+// core/tensor.h. Every floating view is tracked with its base (Note [In-place on views]).
 #include "autograd/function.h"
+#include "autograd/view_tracking.h"
 #include "core/creation.h"
 #include "core/ops/copy.h"
 #include "core/ops/view.h"
@@ -14,9 +14,10 @@ namespace {
 template <class F>
 Tensor view_result(const char* name, const Tensor& a, Tensor out, F fn) {
   if (needs_grad(a)) {
-    record(name, {a}, {&out}, [fn](const BackwardCtx& c) -> variable_list { return {fn(c.grad())}; });
-    out.impl()->autograd_meta().is_view_of_grad = true;
+    record(name, {a}, {&out},
+           [fn](const BackwardCtx& c) -> variable_list { return {fn(c.grad())}; });
   }
+  detail::mark_view(out, a);
   return out;
 }
 

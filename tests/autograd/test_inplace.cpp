@@ -43,7 +43,8 @@ TEST_CASE("in-place ops on leaves that require grad, or their views, are refused
   SL_CHECK_THROWS(w.add_(1.0), AutogradError,
                   "add_: a leaf tensor that requires grad is being used in an in-place operation");
   SL_CHECK_THROWS(w.narrow(0, 0, 2).mul_(2), AutogradError,
-                  "mul_: in-place operation on a view of a tensor that requires grad");
+                  "mul_: a view of a leaf tensor that requires grad is being used in an in-place "
+                  "operation");
   {
     NoGradGuard ng;  // an optimizer step
     w.add_(1.0);

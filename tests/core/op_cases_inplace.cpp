@@ -19,7 +19,8 @@ using RefFn2 = std::function<double(double, double)>;
 
 /// A copy of x on x's device in a fresh buffer that is not contiguous: the last two dims are
 /// swapped in memory, or (1-d) every other element of a twice-longer buffer. 0-d stays 0-d.
-/// The copy is recorded (copy_), so gradients reach x.
+/// The copy is recorded (copy_), so gradients reach x; it is a view of the buffer, so the op
+/// under test is recorded on a view too (CopySlices, Note [In-place on views]).
 Tensor noncontiguous_copy(const Tensor& x) {
   TensorOptions opts{.dtype = x.dtype(), .device = x.device()};
   Tensor buf;

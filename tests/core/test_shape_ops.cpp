@@ -10,9 +10,14 @@ TEST_CASE("split pieces are views; gradients of unused pieces are zero") {
   for (const Tensor& t : p) CHECK(t.is_same_storage(x));
   (p[1] * 2).sum().backward();
   CHECK(x.grad().to_vector<double>() == std::vector<double>{0, 0, 2, 2, 0, 0});
-  // in-place on a view of a tensor that requires grad is refused while recording
+  // in-place on a piece is refused while recording: a view of a leaf that requires grad, or
+  // (of a non-leaf) one of several views made by one op
   Tensor q = chunk(x, 2)[0];
-  SL_CHECK_THROWS(q.mul_(2), AutogradError, "mul_: in-place operation on a view");
+  SL_CHECK_THROWS(q.mul_(2), AutogradError,
+                  "mul_: a view of a leaf tensor that requires grad is being used in an in-place "
+                  "operation");
+  SL_CHECK_THROWS(chunk(x * 1, 2)[1].mul_(2), AutogradError,
+                  "mul_: this tensor is one of several views returned by one op (SplitBackward)");
 }
 
 TEST_CASE("chunk and split sizes follow PyTorch") {
