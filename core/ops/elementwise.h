@@ -53,7 +53,7 @@ enum class BinaryOp : uint8_t {
   eq, ne, lt, le, gt, ge,                   // bool results
   logical_and, logical_or, logical_xor,     // bool results
   // Fused backward helpers: a = incoming gradient, b = saved tensor (x or y as named).
-  relu_backward,       // a * (b > 0), b = x (or y)
+  relu_backward,       // b <= 0 ? 0 : a, b = y (or x); a NaN b passes a, as PyTorch
   sigmoid_backward,    // a * b * (1 - b), b = y
   tanh_backward,       // a * (1 - b^2), b = y
   gelu_backward,       // a * d/dx gelu(x), b = x
