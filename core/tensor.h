@@ -37,7 +37,10 @@ struct TensorOptions {
 
 /// A hook on a gradient in flight: receives the gradient and returns the one to use instead
 /// (return the argument unchanged to only observe it). On a leaf, a hook that returns an
-/// undefined Tensor consumes the gradient: nothing is accumulated into .grad().
+/// undefined Tensor consumes the gradient: nothing is accumulated into .grad(). The gradient
+/// returned must keep the size, dtype and device of the one received: backward throws
+/// ShapeError, DTypeError or DeviceError otherwise (PyTorch's "hook has changed the size of
+/// value").
 using GradHook = std::function<Tensor(const Tensor&)>;
 /// A hook that runs after a gradient was accumulated into a leaf's .grad(); receives the leaf.
 using PostAccumulateHook = std::function<void(const Tensor&)>;
