@@ -58,12 +58,14 @@ Tensor linspace(double start, double end, int64_t steps, TensorOptions opts) {
   Tensor host = ops::empty({steps}, DType::f64, kCPU);
   double* p = static_cast<double*>(host.data_ptr());
   double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
-  // symmetric formula as PyTorch: first half from start, second half from end
+  // symmetric formula as PyTorch: first half from start, second half from end; one step is
+  // start (PyTorch fills it), not the formula's end
   int64_t half = steps / 2;
   for (int64_t i = 0; i < steps; ++i) {
     p[i] = i < half ? start + step * static_cast<double>(i)
                     : end - step * static_cast<double>(steps - 1 - i);
   }
+  if (steps == 1) p[0] = start;
   return finish(ops::to_device(ops::cast(host, opts.dtype), opts.device), opts);
 }
 
