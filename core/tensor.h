@@ -179,7 +179,9 @@ class Tensor {
   Tensor& requires_grad_(bool on = true);
   /// The accumulated gradient of a leaf (undefined until backward reaches it).
   const Tensor& grad() const;
-  /// Replaces (or with an undefined tensor, clears) the stored gradient.
+  /// Replaces (or with an undefined tensor, clears) the stored gradient. A defined g must have
+  /// this tensor's shape (ShapeError), dtype (DTypeError) and device (DeviceError), as PyTorch's
+  /// "assigned grad has data of a different size / type / device".
   void set_grad(const Tensor& g) const;
   /// The node that produced this tensor, or null for leaves.
   const std::shared_ptr<Node>& grad_fn() const;
