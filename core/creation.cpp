@@ -22,6 +22,7 @@ Tensor empty(const Shape& sizes, TensorOptions opts) {
 }
 
 Tensor full(const Shape& sizes, Scalar value, TensorOptions opts) {
+  ops::check_scalar_fits("full", value, opts.dtype);
   Tensor t = ops::empty(sizes, opts.dtype, opts.device);
   ops::fill_(t, value);
   return finish(t, opts);

@@ -473,12 +473,12 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 
 Tensor where(const Tensor& cond, const Tensor& a, Scalar b) {
   ops::check_defined("where", a);
-  return where(cond, a, ops::scalar_tensor(b, ops::result_type(a, b), a.device()));
+  return where(cond, a, ops::scalar_tensor(b, ops::result_type(a, b), a.device(), "where"));
 }
 
 Tensor where(const Tensor& cond, Scalar a, const Tensor& b) {
   ops::check_defined("where", b);
-  return where(cond, ops::scalar_tensor(a, ops::result_type(b, a), b.device()), b);
+  return where(cond, ops::scalar_tensor(a, ops::result_type(b, a), b.device(), "where"), b);
 }
 
 Tensor masked_fill(const Tensor& a, const Tensor& mask, Scalar value) {
