@@ -147,7 +147,10 @@ void execute(GraphTask& task, const std::vector<std::pair<Edge, Tensor>>& roots,
         Tensor& g = grads[hook.output_nr];
         if (g.defined() && hook.fn) {
           Tensor r = hook.fn(g);
-          if (r.defined()) g = r;
+          if (r.defined()) {
+            check_hook_result("a non-leaf", g, r);
+            g = r;
+          }
         }
       }
       auto cap = task.captures.find(node);

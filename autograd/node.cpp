@@ -64,6 +64,18 @@ variable_list LambdaNodeBase::apply(variable_list&& grads) {
   return call(ctx);
 }
 
+void check_hook_result(const char* on, const Tensor& given, const Tensor& returned) {
+  SL_CHECK_SHAPE(returned.sizes() == given.sizes(), "register_hook: a hook on ", on,
+                 " tensor has changed the size of the gradient: was ", shape_str(given.sizes()),
+                 ", got ", shape_str(returned.sizes()));
+  SL_CHECK_DTYPE(returned.dtype() == given.dtype(), "register_hook: a hook on ", on,
+                 " tensor has changed the dtype of the gradient: was ", dtype_name(given.dtype()),
+                 ", got ", dtype_name(returned.dtype()));
+  SL_CHECK_DEVICE(returned.device() == given.device(), "register_hook: a hook on ", on,
+                  " tensor has changed the device of the gradient: was ", given.device(), ", got ",
+                  returned.device());
+}
+
 AccumulateGrad::AccumulateGrad(Tensor variable) : variable_(std::move(variable)) {
   sequence_nr = UINT64_MAX;  // run as soon as ready
   outputs.push_back(OutputMeta{variable_.sizes(), variable_.dtype(), variable_.device()});
@@ -74,8 +86,10 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
   AutogradMeta& meta = variable_.impl()->autograd_meta();
   for (auto& hook : meta.hooks) {
     if (!hook) continue;
-    g = hook(g);
-    if (!g.defined()) return {};  // consumed by the hook
+    Tensor r = hook(g);
+    if (!r.defined()) return {};  // consumed by the hook
+    check_hook_result("a leaf", g, r);
+    g = std::move(r);
   }
   if (!meta.grad.defined()) {
     // Steal the incoming buffer when nobody else can see it; otherwise copy, so that .grad()

@@ -109,6 +109,11 @@ class LambdaNode final : public LambdaNodeBase {
   std::optional<F> fn_;
 };
 
+/// Throws when a gradient hook returned a gradient of another size (ShapeError), dtype
+/// (DTypeError) or device (DeviceError) than the one it was given, as PyTorch ("hook has changed
+/// the size of value"): `on` says where the hook sits ("a leaf", "a non-leaf").
+void check_hook_result(const char* on, const Tensor& given, const Tensor& returned);
+
 /// Adds incoming gradients into a leaf's .grad(), running the leaf's hooks.
 class AccumulateGrad final : public Node {
  public:

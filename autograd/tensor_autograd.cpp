@@ -44,6 +44,8 @@ void Tensor::set_grad(const Tensor& g) const {
   if (g.defined()) {
     SL_CHECK_SHAPE(g.sizes() == sizes(), "set_grad: gradient of shape ", shape_str(g.sizes()),
                    " for a tensor of shape ", shape_str(sizes()));
+    SL_CHECK_DTYPE(g.dtype() == dtype(), "set_grad: gradient of dtype ", dtype_name(g.dtype()),
+                   " for a tensor of dtype ", dtype_name(dtype()));
     SL_CHECK_DEVICE(g.device() == device(), "set_grad: gradient on ", g.device(),
                     " for a tensor on ", device());
   }

@@ -22,6 +22,7 @@ Tensor empty(const Shape& sizes, TensorOptions opts) {
 }
 
 Tensor full(const Shape& sizes, Scalar value, TensorOptions opts) {
+  ops::check_scalar_fits("full", value, opts.dtype);
   Tensor t = ops::empty(sizes, opts.dtype, opts.device);
   ops::fill_(t, value);
   return finish(t, opts);
@@ -39,7 +40,34 @@ Tensor arange(Scalar start, Scalar end, Scalar step) {
   return arange(start, end, step, TensorOptions{.dtype = all_int ? DType::i64 : kDefaultFloat});
 }
 
+namespace {
+/// arange of integer bounds into an integer dtype, computed in int64 as PyTorch's (through double
+/// the values above 2^53 would round). The count is ceil((e - s) / st) in 128 bits; each value
+/// s + i * st lies in [s, e), so it is formed modulo 2^64 without overflow.
+Tensor arange_int64(int64_t s, int64_t e, int64_t st, TensorOptions opts) {
+  SL_CHECK(st != 0, "arange: step must be nonzero");
+  SL_CHECK((st > 0 && e >= s) || (st < 0 && e <= s),
+           "arange: upper bound and larger bound are inconsistent with step sign (start ", s,
+           ", end ", e, ", step ", st, ")");
+  const __int128 span = static_cast<__int128>(e) - s;
+  const __int128 count = (span + st - (st > 0 ? 1 : -1)) / st;
+  SL_CHECK(count <= INT64_MAX, "arange: [", s, ", ", e, ") in steps of ", st,
+           " has more elements than int64 can count");
+  const auto n = static_cast<int64_t>(count);
+  Tensor host = ops::empty({n}, DType::i64, kCPU);
+  auto* p = static_cast<int64_t*>(host.data_ptr());
+  for (int64_t i = 0; i < n; ++i) {
+    p[i] = static_cast<int64_t>(static_cast<uint64_t>(s) +
+                                static_cast<uint64_t>(i) * static_cast<uint64_t>(st));
+  }
+  return finish(ops::to_device(ops::cast(host, opts.dtype), opts.device), opts);
+}
+}  // namespace
+
 Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions opts) {
+  if (start.is_integral() && end.is_integral() && step.is_integral() && is_integral(opts.dtype)) {
+    return arange_int64(start.to_int(), end.to_int(), step.to_int(), opts);
+  }
   double s = start.to_double(), e = end.to_double(), st = step.to_double();
   SL_CHECK(st != 0.0, "arange: step must be nonzero");
   SL_CHECK(std::isfinite(s) && std::isfinite(e), "arange: start and end must be finite, got ", s,
@@ -58,12 +86,14 @@ Tensor linspace(double start, double end, int64_t steps, TensorOptions opts) {
   Tensor host = ops::empty({steps}, DType::f64, kCPU);
   double* p = static_cast<double*>(host.data_ptr());
   double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
-  // symmetric formula as PyTorch: first half from start, second half from end
+  // symmetric formula as PyTorch: first half from start, second half from end; one step is
+  // start (PyTorch fills it), not the formula's end
   int64_t half = steps / 2;
   for (int64_t i = 0; i < steps; ++i) {
     p[i] = i < half ? start + step * static_cast<double>(i)
                     : end - step * static_cast<double>(steps - 1 - i);
   }
+  if (steps == 1) p[0] = start;
   return finish(ops::to_device(ops::cast(host, opts.dtype), opts.device), opts);
 }
 

@@ -22,7 +22,8 @@ Tensor full(const Shape& sizes, Scalar value, TensorOptions opts = {});
 Tensor scalar_tensor(Scalar value, TensorOptions opts = {});
 /// [start, end) in steps of `step` (ValueError when step is 0 or the range is inconsistent).
 /// The dtype defaults to int64 when all three are integers, as torch.arange; pass opts to
-/// override.
+/// override. Integer bounds into an integer dtype are computed in int64 (exact beyond 2^53);
+/// otherwise in double.
 Tensor arange(Scalar end);
 Tensor arange(Scalar start, Scalar end, Scalar step = 1);
 Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions opts);

@@ -37,7 +37,10 @@ struct TensorOptions {
 
 /// A hook on a gradient in flight: receives the gradient and returns the one to use instead
 /// (return the argument unchanged to only observe it). On a leaf, a hook that returns an
-/// undefined Tensor consumes the gradient: nothing is accumulated into .grad().
+/// undefined Tensor consumes the gradient: nothing is accumulated into .grad(). The gradient
+/// returned must keep the size, dtype and device of the one received: backward throws
+/// ShapeError, DTypeError or DeviceError otherwise (PyTorch's "hook has changed the size of
+/// value").
 using GradHook = std::function<Tensor(const Tensor&)>;
 /// A hook that runs after a gradient was accumulated into a leaf's .grad(); receives the leaf.
 using PostAccumulateHook = std::function<void(const Tensor&)>;
@@ -176,7 +179,9 @@ class Tensor {
   Tensor& requires_grad_(bool on = true);
   /// The accumulated gradient of a leaf (undefined until backward reaches it).
   const Tensor& grad() const;
-  /// Replaces (or with an undefined tensor, clears) the stored gradient.
+  /// Replaces (or with an undefined tensor, clears) the stored gradient. A defined g must have
+  /// this tensor's shape (ShapeError), dtype (DTypeError) and device (DeviceError), as PyTorch's
+  /// "assigned grad has data of a different size / type / device".
   void set_grad(const Tensor& g) const;
   /// The node that produced this tensor, or null for leaves.
   const std::shared_ptr<Node>& grad_fn() const;

@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "autograd/grad_mode.h"
+#include "autograd/node.h"
 #include "core/ops/copy.h"
 
 namespace sl::optim {
@@ -29,6 +30,10 @@ void Optimizer::add_params(const TensorList& params) {
     SL_CHECK(p.defined(), name(), ": parameter ", i, " of group ", params_.size(), " is undefined");
     SL_CHECK_DTYPE(p.is_floating_point(), name(), ": can only optimize floating tensors, got ",
                    dtype_name(p.dtype()), " (parameter ", i, " of group ", params_.size(), ")");
+    // as PyTorch: the step writes the tensor in place, which a non-leaf's graph would not see
+    SL_CHECK(p.is_leaf(), name(), ": can't optimize a non-leaf tensor (parameter ", i, " of group ",
+             params_.size(), " has grad_fn ", p.grad_fn()->name(),
+             "); pass the leaf, or detach() it");
     for (size_t j = 0; j < i; ++j) {
       SL_CHECK(!params[j].is_same(p), name(), ": parameter ", i, " appears twice in group ",
                params_.size());

@@ -80,7 +80,9 @@ class Optimizer {
 
  protected:
   Optimizer() = default;
-  /// Adds a group: checks the parameters (defined, floating, not already present).
+  /// Adds a group: checks the parameters (defined, floating, a leaf as PyTorch's "can't optimize
+  /// a non-leaf Tensor", not already present), throwing ValueError (DTypeError for the dtype)
+  /// that names the optimizer and the parameter's index in its group.
   void add_params(const TensorList& params);
   /// Hyperparameters of a group as JSON (without "params").
   virtual serialize::Json group_to_json(size_t group) const = 0;

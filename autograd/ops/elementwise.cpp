@@ -222,16 +222,19 @@ Tensor max_min(BinaryOp op, const char* name, const Tensor& a, const Tensor& b) 
             name](const BackwardCtx& c) -> variable_list {
              const Tensor& g = c.grad();
              Tensor x = va.unpack(name), y = vb.unpack(name);
-             Tensor a_wins = is_max ? gt(x, y) : lt(x, y);
              Tensor tie = eq(x, y);
              Tensor half = mul(g, 0.5);
              Tensor zero = zeros_like(g);
              Tensor ga, gb;
-             // the winner takes the gradient, ties split it evenly
-             if (c.needs(0)) ga = sum_to(where(a_wins, g, where(tie, half, zero)), sa);
+             // The loser gets 0, ties split the gradient evenly, and otherwise it passes, as
+             // PyTorch's formula: where a NaN meets anything neither loses, so both get all of it.
+             if (c.needs(0)) {
+               Tensor a_loses = is_max ? lt(x, y) : gt(x, y);
+               ga = sum_to(where(a_loses, zero, where(tie, half, g)), sa);
+             }
              if (c.needs(1)) {
-               Tensor b_wins = logical_not(logical_or(a_wins, tie));
-               gb = sum_to(where(b_wins, g, where(tie, half, zero)), sb);
+               Tensor b_loses = is_max ? gt(x, y) : lt(x, y);
+               gb = sum_to(where(b_loses, zero, where(tie, half, g)), sb);
              }
              return {ga, gb};
            });
@@ -372,14 +375,15 @@ Tensor hardtanh(const Tensor& a, double min_val, double max_val) {
            max_val, ")");
   Tensor out = ops::clamp(a, Scalar(min_val), Scalar(max_val));
   if (needs_grad(a)) {
-    // Unlike clamp's, the gradient is 0 AT the bounds, as PyTorch's hardtanh_backward (strict
-    // comparisons); ReLU6-style activations depend on it.
+    // Unlike clamp's, the gradient is 0 AT the bounds, as PyTorch's hardtanh_backward (x <= min
+    // or x >= max stops it); ReLU6-style activations depend on it. A NaN x is neither, so its
+    // gradient passes, as in PyTorch.
     SavedTensor va(a);
     record("HardtanhBackward", {a}, {&out},
            [va, min_val, max_val](const BackwardCtx& c) -> variable_list {
              Tensor x = va.unpack("HardtanhBackward");
-             Tensor pass = logical_and(gt(x, min_val), lt(x, max_val));
-             return {where(pass, c.grad(), zeros_like(c.grad()))};
+             Tensor stop = logical_or(le(x, min_val), ge(x, max_val));
+             return {where(stop, zeros_like(c.grad()), c.grad())};
            });
   }
   return out;
@@ -469,12 +473,12 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 
 Tensor where(const Tensor& cond, const Tensor& a, Scalar b) {
   ops::check_defined("where", a);
-  return where(cond, a, ops::scalar_tensor(b, ops::result_type(a, b), a.device()));
+  return where(cond, a, ops::scalar_tensor(b, ops::result_type(a, b), a.device(), "where"));
 }
 
 Tensor where(const Tensor& cond, Scalar a, const Tensor& b) {
   ops::check_defined("where", b);
-  return where(cond, ops::scalar_tensor(a, ops::result_type(b, a), b.device()), b);
+  return where(cond, ops::scalar_tensor(a, ops::result_type(b, a), b.device(), "where"), b);
 }
 
 Tensor masked_fill(const Tensor& a, const Tensor& mask, Scalar value) {

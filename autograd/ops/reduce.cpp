@@ -34,11 +34,12 @@ int64_t reduced_count(const Shape& s, const std::vector<int64_t>& wdims) {
   return n;
 }
 
-/// Records a reduction whose input gradient is fn(g_expanded, x, y_expanded).
+/// Records out, a reduction of a over dims, whose input gradient is fn(g_expanded, x,
+/// y_expanded, n) with n the count of elements reduced into each output.
 template <class F>
-Tensor reduction(ReduceOp op, const char* name, const Tensor& a, const std::vector<int64_t>& dims,
-                 bool keepdim, const ReduceParams& params, bool save_x, bool save_y, F fn) {
-  Tensor out = ops::reduce(op, a, dims, keepdim, params);
+Tensor record_reduction(const char* name, const Tensor& a, Tensor out,
+                        const std::vector<int64_t>& dims, bool keepdim, bool save_x, bool save_y,
+                        F fn) {
   if (needs_grad(a)) {
     std::vector<int64_t> wdims = wrap_dims(dims, a.dim(), name);
     Shape in_shape = a.sizes();
@@ -51,6 +52,14 @@ Tensor reduction(ReduceOp op, const char* name, const Tensor& a, const std::vect
     });
   }
   return out;
+}
+
+/// Records a reduction whose input gradient is fn(g_expanded, x, y_expanded, n).
+template <class F>
+Tensor reduction(ReduceOp op, const char* name, const Tensor& a, const std::vector<int64_t>& dims,
+                 bool keepdim, const ReduceParams& params, bool save_x, bool save_y, F fn) {
+  return record_reduction(name, a, ops::reduce(op, a, dims, keepdim, params), dims, keepdim, save_x,
+                          save_y, std::move(fn));
 }
 
 /// At each position, the product over `dims` with zeros replaced by one (used where x is the
@@ -173,7 +182,18 @@ Tensor var(const Tensor& a, const std::vector<int64_t>& dims, int64_t correction
 }
 
 Tensor std(const Tensor& a, const std::vector<int64_t>& dims, int64_t correction, bool keepdim) {
-  return sqrt(var(a, dims, correction, keepdim));
+  ReduceParams p;
+  p.correction = correction;
+  Tensor out = ops::unary(UnaryOp::sqrt, ops::reduce(ReduceOp::var, a, dims, keepdim, p));
+  // d std = d var / (2 std), and 0 where std is 0 (a constant slice), as PyTorch's std_backward
+  // (masked_fill(std == 0, 0)): sqrt's derivative alone would give 0 * inf = NaN there.
+  return record_reduction(
+      "StdBackward", a, std::move(out), dims, keepdim, true, true,
+      [dims, correction](const Tensor& g, const Tensor& x, const Tensor& y, int64_t n) {
+        Tensor g_over_y = where(eq(y, 0), zeros_like(g), div(g, y));
+        Tensor centered = sub(x, mean(x, dims, true));
+        return mul(g_over_y, mul(centered, 1.0 / static_cast<double>(n - correction)));
+      });
 }
 
 Tensor logsumexp(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
@@ -202,7 +222,11 @@ Tensor norm(const Tensor& a, double p, const std::vector<int64_t>& dims, bool ke
                      if (p == 2.0) {
                        d = div(x, safe_y);
                      } else {
-                       d = div(mul(x, pow(abs(x), p - 2.0)), pow(safe_y, p - 1.0));
+                       // 0 where x is 0, as PyTorch's norm_backward (sgn(x) |x|^(p-1), masked
+                       // at x == 0 for p < 1): x |x|^(p-2) is 0 * inf = NaN there for p < 2
+                       Tensor safe_x = where(eq(x, 0), ones_like(x), x);
+                       d = where(eq(x, 0), zero,
+                                 div(mul(safe_x, pow(abs(safe_x), p - 2.0)), pow(safe_y, p - 1.0)));
                      }
                      return mul(g, where(eq(y, 0), zero, d));
                    });

@@ -49,7 +49,7 @@ inline auto unary_fn(C x) {
     if constexpr (std::is_same_v<C, bool>)
       return x;
     else
-      return x > C(0) ? x : C(0);
+      return x < C(0) ? C(0) : x;  // NaN and -0 pass through, as PyTorch's relu
   }
   if constexpr (op == UnaryOp::gelu) return math::gelu(x);
   if constexpr (op == UnaryOp::gelu_tanh) return math::gelu_tanh(x);
@@ -237,7 +237,8 @@ inline auto binary_fn(C a, C b, C alpha) {
   if constexpr (op == BinaryOp::logical_and) return static_cast<bool>(a) && static_cast<bool>(b);
   if constexpr (op == BinaryOp::logical_or) return static_cast<bool>(a) || static_cast<bool>(b);
   if constexpr (op == BinaryOp::logical_xor) return static_cast<bool>(a) != static_cast<bool>(b);
-  if constexpr (op == BinaryOp::relu_backward) return b > C(0) ? a : C(0);
+  // PyTorch's threshold_backward: the gradient passes where y is NaN (not <= 0)
+  if constexpr (op == BinaryOp::relu_backward) return b <= C(0) ? C(0) : a;
   if constexpr (op == BinaryOp::sigmoid_backward) return static_cast<C>(a * b * (C(1) - b));
   if constexpr (op == BinaryOp::tanh_backward) return static_cast<C>(a * (C(1) - b * b));
   if constexpr (op == BinaryOp::gelu_backward) return static_cast<C>(a * math::gelu_grad(b));

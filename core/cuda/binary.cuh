@@ -97,7 +97,8 @@ __device__ __forceinline__ auto binary_fn(C a, C b, C alpha) {
   if constexpr (op == B::logical_and) return static_cast<bool>(a) && static_cast<bool>(b);
   if constexpr (op == B::logical_or) return static_cast<bool>(a) || static_cast<bool>(b);
   if constexpr (op == B::logical_xor) return static_cast<bool>(a) != static_cast<bool>(b);
-  if constexpr (op == B::relu_backward) return b > C(0) ? a : C(0);
+  // PyTorch's threshold_backward: the gradient passes where y is NaN (not <= 0)
+  if constexpr (op == B::relu_backward) return b <= C(0) ? C(0) : a;
   if constexpr (op == B::sigmoid_backward) return static_cast<C>(a * b * (C(1) - b));
   if constexpr (op == B::tanh_backward) return static_cast<C>(a * (C(1) - b * b));
   if constexpr (op == B::gelu_backward) return static_cast<C>(a * dmath::gelu_grad(b));

@@ -1,8 +1,7 @@
 // CUDA glue of the matmul family: batched GEMM through cuBLAS for float32 (TF32 only when
 // sl::cuda::set_allow_tf32(true)), float64, float16 and bfloat16 (float32 accumulation), and a
 // plain kernel for integers; a [M, K] @ [K, N] + bias [N] (linear, addmm) as one cuBLASLt call
-// with the bias epilogue, and linear + relu / tanh-gelu (linear_act) with the activation
-// epilogues.
+// with the bias epilogue, and linear + tanh-gelu (linear_act) with the GELU epilogues.
 //
 // Note [GEMM accumulation]
 // float16 and bfloat16 GEMMs accumulate in float32 (CUBLAS_COMPUTE_32F) and round once into the
@@ -220,10 +219,9 @@ bool lt_addmm_bias(const Tensor& out, const Tensor& a, const Tensor& b, const Te
 constexpr int64_t kLtGeluAuxLdMultiple = 8;
 
 /// addmm_act_kernel through the cuBLASLt epilogues whose activation is exactly ours:
-///   relu:      RELU_BIAS (RELU without a bias): max(x, 0), NaN giving 0 as UnaryOp::relu does.
-///              The backward reads relu's output (y > 0 where the pre-activation is > 0), so no
-///              RELU_AUX bit-mask is asked for (want_pre is declined): it would hold the same
-///              bits, and its packing is not documented for a kernel of ours to read.
+///   relu:      declined: Lt documents its RELU epilogue as x := max(x, 0), without saying what
+///              a NaN gives (an fmax-style max gives 0), where UnaryOp::relu and PyTorch keep the
+///              NaN; the caller runs the BIAS epilogue, then the relu kernel.
 ///   gelu_tanh: GELU_BIAS / GELU (inference), GELU_AUX_BIAS / GELU_AUX when the backward needs
 ///              the pre-activation: cuBLASLt's GELU is the tanh approximation.
 ///   gelu:      declined: Lt has no erf GELU, so the caller runs the BIAS epilogue and then the
@@ -235,10 +233,7 @@ AddmmActResult lt_addmm_act(const Tensor& out, const Tensor& a, const Tensor& b,
   const bool has_bias = bias.defined();
   switch (act) {
     case Activation::relu:
-      if (want_pre) return {};
-      return {lt_addmm_epilogue(out, a, b, bias,
-                                has_bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU),
-              Tensor()};
+      return {};
     case Activation::gelu_tanh: {
       if (!want_pre) {
         return {lt_addmm_epilogue(out, a, b, bias,

@@ -60,7 +60,7 @@ __device__ __forceinline__ auto unary_fn(C x) {
     if constexpr (bl)
       return x;
     else
-      return x > C(0) ? x : C(0);
+      return x < C(0) ? C(0) : x;  // NaN and -0 pass through, as PyTorch's relu
   }
   if constexpr (op == U::gelu) return dmath::gelu(x);
   if constexpr (op == U::gelu_tanh) return dmath::gelu_tanh(x);

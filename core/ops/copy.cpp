@@ -1,5 +1,7 @@
 #include "core/ops/copy.h"
 
+#include <limits>
+
 #include "core/allocator.h"
 #include "core/ops/overlap.h"
 
@@ -61,8 +63,27 @@ void copy_(const Tensor& dst, const Tensor& src) {
   dst.bump_version();
 }
 
+void check_scalar_fits(const char* op, Scalar value, DType dtype) {
+  if (!is_integral(dtype) || value.is_bool()) return;
+  // the bounds of the integer dtype as doubles: a truncated double v fits when lo - 1 < v < hi + 1
+  // (both bounds are exact: -2^63 and 2^63 for int64, -2^31 - 1 and 2^31 for int32)
+  const bool i64 = dtype == DType::i64;
+  bool fits;
+  if (value.is_floating()) {
+    const double v = value.to_double();
+    fits = i64 ? (v >= -0x1p63 && v < 0x1p63) : (v > -0x1p31 - 1.0 && v < 0x1p31);
+  } else {
+    const int64_t v = value.to_int();
+    fits = i64 ||
+           (v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max());
+  }
+  SL_CHECK(fits, op, ": value ", value, " cannot be converted to ", dtype_name(dtype),
+           " without overflow");
+}
+
 void fill_(const Tensor& dst, Scalar value) {
   check_defined("fill_", dst);
+  check_scalar_fits("fill_", value, dst.dtype());
   if (dst.numel() > 0) fill_kernel(dst.device().kind, dst, value);
   dst.bump_version();
 }
@@ -93,7 +114,8 @@ Tensor to_device(const Tensor& t, Device device, bool force_copy) {
   return out;
 }
 
-Tensor scalar_tensor(Scalar value, DType dtype, Device device) {
+Tensor scalar_tensor(Scalar value, DType dtype, Device device, const char* op) {
+  check_scalar_fits(op, value, dtype);
   Tensor out = empty({}, dtype, device);
   fill_(out, value);
   return out;

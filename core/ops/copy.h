@@ -23,8 +23,13 @@ Tensor empty_like(const Tensor& t, DType dtype);
 /// Copies src into dst: broadcasts src to dst's shape, converts dtype, crosses devices.
 /// Throws ShapeError when src does not broadcast to dst.
 void copy_(const Tensor& dst, const Tensor& src);
-/// Fills dst with value (converted to dst's dtype).
+/// Fills dst with value (converted to dst's dtype; ValueError as check_scalar_fits, naming fill_).
 void fill_(const Tensor& dst, Scalar value);
+/// Throws ValueError naming `op` and the value when value cannot be converted to dtype without
+/// overflow, as PyTorch's checked Scalar conversion: NaN, +-inf or a value outside the range of
+/// an integer dtype (a floating value is truncated toward zero first: 2.7 converts to 2, and
+/// -2^63 <= v < 2^63 fits int64). Floating and bool dtypes take every value.
+void check_scalar_fits(const char* op, Scalar value, DType dtype);
 /// A contiguous copy of t (or t itself when already contiguous and !force_copy).
 Tensor contiguous(const Tensor& t, bool force_copy = false);
 /// t converted to dtype (t itself when equal and !force_copy). Not differentiable.
@@ -36,8 +41,9 @@ Tensor cast(const Tensor& t, DType dtype, bool force_copy = false);
 bool cpu_16bit_via_float32(const Tensor& t);
 /// t on device (t itself when already there and !force_copy). Not differentiable.
 Tensor to_device(const Tensor& t, Device device, bool force_copy = false);
-/// A 0-d tensor holding value with the given dtype on device.
-Tensor scalar_tensor(Scalar value, DType dtype, Device device);
+/// A 0-d tensor holding value with the given dtype on device; ValueError naming `op` (the op the
+/// scalar was given to) when the value does not fit the dtype (check_scalar_fits).
+Tensor scalar_tensor(Scalar value, DType dtype, Device device, const char* op = "scalar_tensor");
 /// Throws DeviceError unless every defined tensor lives on the same device as the first.
 void check_same_device(const char* op, std::initializer_list<const Tensor*> ts);
 /// Throws ValueError naming op when t is undefined.

@@ -153,12 +153,12 @@ void check_int_pow_exponent(const char* name, DType result, Scalar e) {
 Tensor binary(BinaryOp op, const Tensor& a, Scalar b) {
   check_defined(binary_op_name(op), a);
   if (op == BinaryOp::pow) check_int_pow_exponent("pow", result_type(a, b), b);
-  return binary(op, a, scalar_tensor(b, result_type(a, b), a.device()));
+  return binary(op, a, scalar_tensor(b, result_type(a, b), a.device(), binary_op_name(op)));
 }
 
 Tensor binary(BinaryOp op, Scalar a, const Tensor& b) {
   check_defined(binary_op_name(op), b);
-  return binary(op, scalar_tensor(a, result_type(b, a), b.device()), b);
+  return binary(op, scalar_tensor(a, result_type(b, a), b.device(), binary_op_name(op)), b);
 }
 
 void binary_(BinaryOp op, const Tensor& self, const Tensor& b_in, Scalar alpha) {
@@ -199,9 +199,10 @@ void binary_(BinaryOp op, const Tensor& self, const Tensor& b_in, Scalar alpha) 
 }
 
 void binary_(BinaryOp op, const Tensor& self, Scalar b) {
-  check_defined(detail::str_cat(binary_op_name(op), "_").c_str(), self);
+  const std::string name = detail::str_cat(binary_op_name(op), "_");
+  check_defined(name.c_str(), self);
   if (op == BinaryOp::pow) check_int_pow_exponent("pow_", self.dtype(), b);
-  binary_(op, self, scalar_tensor(b, result_type(self, b), self.device()));
+  binary_(op, self, scalar_tensor(b, result_type(self, b), self.device(), name.c_str()));
 }
 
 Tensor where(const Tensor& cond_in, const Tensor& a_in, const Tensor& b_in) {
@@ -239,6 +240,9 @@ Tensor clamp(const Tensor& in, std::optional<Scalar> lo, std::optional<Scalar> h
   if (!is_floating(x.dtype()) && float_bound) {
     x = cast(x, kDefaultFloat);
   }
+  for (const auto& bound : {lo, hi}) {
+    if (bound) check_scalar_fits("clamp", *bound, x.dtype());
+  }
   Tensor out = empty_like(x);
   if (out.numel() > 0) clamp_kernel(x.device().kind, out, x, lo, hi);
   return out;
@@ -248,6 +252,14 @@ void clamp_(const Tensor& self, std::optional<Scalar> lo, std::optional<Scalar> 
   check_defined("clamp_", self);
   SL_CHECK(lo || hi, "clamp_: at least one of min and max must be given");
   SL_CHECK_DTYPE(!is_bool(self.dtype()), "clamp_: not supported for bool tensors");
+  const bool float_bound =
+      lo.value_or(Scalar()).is_floating() || hi.value_or(Scalar()).is_floating();
+  SL_CHECK_DTYPE(is_floating(self.dtype()) || !float_bound, "clamp_: result type ",
+                 dtype_name(kDefaultFloat), " cannot be cast to the in-place output's ",
+                 dtype_name(self.dtype()), " (a floating bound on an integer tensor)");
+  for (const auto& bound : {lo, hi}) {
+    if (bound) check_scalar_fits("clamp_", *bound, self.dtype());
+  }
   check_no_internal_overlap("clamp_", self);
   if (self.numel() > 0) clamp_kernel(self.device().kind, self, self, lo, hi);
   self.bump_version();
@@ -258,7 +270,7 @@ Tensor masked_fill(const Tensor& in, const Tensor& mask, Scalar value) {
   check_defined("masked_fill", mask, "mask");
   SL_CHECK_DTYPE(is_bool(mask.dtype()), "masked_fill: mask must be bool, got ",
                  dtype_name(mask.dtype()));
-  Tensor v = scalar_tensor(value, in.dtype(), in.device());
+  Tensor v = scalar_tensor(value, in.dtype(), in.device(), "masked_fill");
   Tensor m = move_scalar_to(mask, in.device());
   Shape s = broadcast_shapes(in.sizes(), m.sizes(), "masked_fill");
   SL_CHECK_SHAPE(s == in.sizes(), "masked_fill: mask of shape ", shape_str(mask.sizes()),

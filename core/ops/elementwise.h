@@ -53,7 +53,7 @@ enum class BinaryOp : uint8_t {
   eq, ne, lt, le, gt, ge,                   // bool results
   logical_and, logical_or, logical_xor,     // bool results
   // Fused backward helpers: a = incoming gradient, b = saved tensor (x or y as named).
-  relu_backward,       // a * (b > 0), b = x (or y)
+  relu_backward,       // b <= 0 ? 0 : a, b = y (or x); a NaN b passes a, as PyTorch
   sigmoid_backward,    // a * b * (1 - b), b = y
   tanh_backward,       // a * (1 - b^2), b = y
   gelu_backward,       // a * d/dx gelu(x), b = x
@@ -94,6 +94,9 @@ Tensor unary(UnaryOp op, const Tensor& in);
 /// float ops on integer tensors).
 void unary_(UnaryOp op, const Tensor& self);
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, Scalar alpha = 1);
+/// With a scalar operand: the scalar is converted to the result type, and one that does not fit
+/// an integer result (NaN, inf, out of range) throws ValueError naming the op (check_scalar_fits;
+/// stricter than PyTorch, which wraps an out-of-range integer scalar silently here).
 Tensor binary(BinaryOp op, const Tensor& a, Scalar b);
 Tensor binary(BinaryOp op, Scalar a, const Tensor& b);
 /// self = op(self, b). b must broadcast to self's shape; the result is cast to self's dtype
@@ -101,9 +104,15 @@ Tensor binary(BinaryOp op, Scalar a, const Tensor& b);
 void binary_(BinaryOp op, const Tensor& self, const Tensor& b, Scalar alpha = 1);
 void binary_(BinaryOp op, const Tensor& self, Scalar b);
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+/// in limited to [lo, hi] (either may be absent; NaN stays NaN); an integer input with a floating
+/// bound is computed in the default float dtype. A bound that does not fit an integer input
+/// throws ValueError (check_scalar_fits), as PyTorch.
 Tensor clamp(const Tensor& in, std::optional<Scalar> lo, std::optional<Scalar> hi);
+/// clamp in place: a floating bound on an integer self throws DTypeError (the float result cannot
+/// be stored), an integer bound out of self's range ValueError.
 void clamp_(const Tensor& self, std::optional<Scalar> lo, std::optional<Scalar> hi);
-/// in with `value` where mask (bool, broadcastable to in) is true.
+/// in with `value` where mask (bool, broadcastable to in) is true; a value that does not fit an
+/// integer in throws ValueError (check_scalar_fits).
 Tensor masked_fill(const Tensor& in, const Tensor& mask, Scalar value);
 void masked_fill_(const Tensor& self, const Tensor& mask, Scalar value);
 

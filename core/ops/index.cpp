@@ -92,7 +92,7 @@ Tensor scatter_impl(const char* op, const Tensor& self, int64_t dim, const Tenso
     src = *src_tensor;
     for (int64_t k = 0; k < idx.dim(); ++k) src = narrow(src, k, 0, idx.size(k));
   } else {
-    src = expand(scalar_tensor(value, self.dtype(), self.device()), idx.sizes());
+    src = expand(scalar_tensor(value, self.dtype(), self.device(), op), idx.sizes());
   }
   if (self.dim() == 0) {  // kernels see [1]
     scatter_kernel(self.device().kind, view(out, {1}), 0, view(idx, {1}), reshape(src, {1}),

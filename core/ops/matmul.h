@@ -23,7 +23,7 @@ SL_DECLARE_KERNEL(addmm_bias_kernel,
 
 /// The activation linear_act applies after the GEMM and bias, with PyTorch's definitions.
 enum class Activation : uint8_t {
-  relu,       // max(x, 0) (NaN gives 0, as UnaryOp::relu)
+  relu,       // x < 0 ? 0 : x (NaN stays NaN, as UnaryOp::relu and PyTorch)
   gelu,       // x * Phi(x), with erf (torch gelu, approximate="none")
   gelu_tanh,  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (approximate="tanh")
 };
@@ -41,9 +41,9 @@ struct AddmmActResult {
 /// out = act(a @ b + bias) for a [M, K], b [K, N], bias [N] or undefined (no bias), out a
 /// contiguous [M, N]; all one floating dtype, a and b in any strides, M, K, N > 0. A backend
 /// registers it where a GEMM epilogue applies the activation exactly as UnaryOp's (cuBLASLt's
-/// RELU and tanh-GELU epilogues on CUDA: it declines Activation::gelu, whose erf Lt lacks, and
-/// relu with want_pre, whose backward reads out instead). Devices without it (the CPU) always run
-/// linear then the activation.
+/// tanh-GELU epilogues on CUDA: it declines Activation::gelu, whose erf Lt lacks, and relu, whose
+/// epilogue is not documented to keep a NaN). Devices without it (the CPU) always run linear then
+/// the activation.
 SL_DECLARE_KERNEL(addmm_act_kernel,
                   AddmmActResult(const Tensor& out, const Tensor& a, const Tensor& b,
                                  const Tensor& bias, Activation act, bool want_pre));

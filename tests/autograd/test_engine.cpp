@@ -96,3 +96,21 @@ TEST_CASE("requires_grad rules") {
   CHECK(!x.gt(0).requires_grad());  // comparisons are not differentiable
   CHECK(!argmax(x).requires_grad());
 }
+
+TEST_CASE("set_grad refuses a gradient of another shape, dtype or device, as PyTorch") {
+  // PyTorch: "assigned grad has data of a different size / type / located on a different device"
+  Tensor x = zeros({2}).requires_grad_();
+  SL_CHECK_THROWS(x.set_grad(zeros({3})), ShapeError,
+                  "set_grad: gradient of shape [3] for a tensor of shape [2]");
+  SL_CHECK_THROWS(x.set_grad(zeros({2}, {.dtype = DType::f64})), DTypeError,
+                  "set_grad: gradient of dtype float64 for a tensor of dtype float32");
+  SL_CHECK_THROWS(x.set_grad(zeros({2}, {.dtype = DType::i64})), DTypeError,
+                  "set_grad: gradient of dtype int64 for a tensor of dtype float32");
+  SL_CHECK_THROWS(x.set_grad(zeros({2}, {.device = Device("cpu:1")})), DeviceError,
+                  "set_grad: gradient on cpu:1 for a tensor on cpu");
+  CHECK(!x.grad().defined());  // nothing was stored
+  x.set_grad(full({2}, 4.0f));
+  CHECK(x.grad().to_vector<float>() == std::vector<float>{4, 4});
+  x.set_grad(Tensor());  // clearing is always allowed
+  CHECK(!x.grad().defined());
+}

@@ -1,5 +1,7 @@
 // Gradient hooks: on leaves (before accumulation), on non-leaves (gradients in flight),
 // post-accumulate hooks (where DDP and ZeRO attach), retain_grad.
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "support/testing.h"
@@ -169,4 +171,64 @@ TEST_CASE("hooks on two outputs of one op stay apart; remove_hook checks the id"
   CHECK(calls_a == 1);
   CHECK(calls_b == 1);
   CHECK(x.grad().to_vector<double>() == std::vector<double>{10, 10, 1, 1});
+}
+
+namespace {
+enum class Changed { size, dtype, device };
+
+/// CHECKs that backward() throws the error type of `what` with `msg` in its message.
+void check_refused(Changed what, const std::function<void()>& backward, const std::string& m) {
+  const char* msg = m.c_str();
+  switch (what) {
+    case Changed::size:
+      SL_CHECK_THROWS(backward(), ShapeError, msg);
+      break;
+    case Changed::dtype:
+      SL_CHECK_THROWS(backward(), DTypeError, msg);
+      break;
+    case Changed::device:
+      SL_CHECK_THROWS(backward(), DeviceError, msg);
+      break;
+  }
+}
+}  // namespace
+
+TEST_CASE("a hook may not change the gradient's size, dtype or device, on a leaf or a non-leaf") {
+  // PyTorch: "hook 'h' has changed the size of value" (and the type, for dtype and device)
+  struct Change {
+    Changed what;
+    GradHook hook;
+    const char* message;
+  };
+  const Change changes[] = {
+      {Changed::size, [](const Tensor&) { return ones({3}); },
+       "has changed the size of the gradient: was [2], got [3]"},
+      {Changed::size, [](const Tensor&) { return ones({1}); },  // broadcastable, still refused
+       "has changed the size of the gradient: was [2], got [1]"},
+      {Changed::dtype, [](const Tensor& g) { return g.to(DType::f64); },
+       "has changed the dtype of the gradient: was float32, got float64"},
+      {Changed::device, [](const Tensor& g) { return g.to(Device("cpu:1")); },
+       "has changed the device of the gradient: was cpu, got cpu:1"},
+  };
+  for (const Change& c : changes) {
+    CAPTURE(std::string(c.message));
+    Tensor leaf = zeros({2}).requires_grad_();
+    leaf.register_hook(c.hook);
+    check_refused(
+        c.what, [&] { (leaf * 2).sum().backward(); },
+        std::string("register_hook: a hook on a leaf tensor ") + c.message);
+    CHECK(!leaf.grad().defined());  // nothing accumulated
+    Tensor x = zeros({2}).requires_grad_();
+    Tensor h = x * 2;
+    h.register_hook(c.hook);
+    check_refused(
+        c.what, [&] { h.sum().backward(); },
+        std::string("register_hook: a hook on a non-leaf tensor ") + c.message);
+    CHECK(!x.grad().defined());
+  }
+  // a hook that keeps all three still replaces the gradient
+  Tensor x = zeros({2}).requires_grad_();
+  x.register_hook([](const Tensor& g) { return g * 3; });
+  (x * 2).sum().backward();
+  CHECK(x.grad().to_vector<float>() == std::vector<float>{6, 6});
 }

@@ -1,5 +1,8 @@
 // Version counters and in-place rules, detach, NoGradGuard / EnableGradGuard.
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 #include "support/testing.h"
 
@@ -167,4 +170,47 @@ TEST_CASE("in-place unary ops follow the leaf rule and refuse results they canno
   y.floor_();
   (y * x).sum().backward();  // only the direct x path: d/dx (floor(2x) * x) = floor(2x)
   CHECK(x.grad().to_vector<double>() == std::vector<double>{2, -1});
+}
+
+TEST_CASE(
+    "div_ by a scalar is a true division: x /= s gives the bits of x / s, correctly rounded") {
+  // every 65537th float32 bit pattern that is finite (about 65000 values of every binade), / 3:
+  // multiplying by a rounded 1/3 instead is 1 ulp off for about a third of them
+  std::vector<float> v;
+  for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 65537) {
+    const float f = std::bit_cast<float>(static_cast<uint32_t>(b));
+    if (std::isfinite(f)) v.push_back(f);
+  }
+  for (double s : {3.0, 10.0, 0.1, -7.0}) {
+    CAPTURE(s);
+    Tensor x = from_vector(v);
+    Tensor in_place = x.clone();
+    in_place.div_(s);
+    CHECK(sl::testing::bits_equal(in_place, x / s));
+    // float division rounded once: the double quotient of two floats rounded to float is it
+    const auto got = in_place.to_vector<float>();
+    const float sf = static_cast<float>(s);
+    size_t wrong = 0;
+    for (size_t i = 0; i < v.size(); ++i) {
+      const float want = static_cast<float>(static_cast<double>(v[i]) / static_cast<double>(sf));
+      if (std::bit_cast<uint32_t>(got[i]) != std::bit_cast<uint32_t>(want)) ++wrong;
+    }
+    CHECK(wrong == 0);
+  }
+  // float64 by a subnormal divisor: 1/s overflows to inf, the quotient does not
+  Tensor d = tensor({1e-10, -2e-10}, {.dtype = DType::f64});
+  d.div_(1e-310);
+  CHECK(d.to_vector<double>() == std::vector<double>{1e-10 / 1e-310, -2e-10 / 1e-310});
+  CHECK(std::isfinite(d.to_vector<double>()[0]));
+  // errors name div_, and an integer tensor cannot hold the float quotient (as PyTorch)
+  Tensor i = arange(3);
+  SL_CHECK_THROWS(i.div_(2), DTypeError,
+                  "div_: result type float32 cannot be cast to the in-place output's int64");
+  Tensor leaf = ones({2}).requires_grad_();
+  SL_CHECK_THROWS(leaf.div_(2), AutogradError, "div_");
+  // the gradient is g / s
+  Tensor y = leaf * 1;
+  y.div_(4);
+  y.sum().backward();
+  CHECK(leaf.grad().to_vector<float>() == std::vector<float>{0.25f, 0.25f});
 }

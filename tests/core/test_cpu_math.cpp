@@ -287,6 +287,36 @@ TEST_CASE("cpu math f32: odd functions keep the sign of zero, NaN propagates") {
   }
 }
 
+// relu is x < 0 ? 0 : x, as PyTorch's: a NaN stays NaN (a SIMD max that returns the non-NaN
+// operand would give 0) and -0 stays -0; its backward (PyTorch's threshold_backward, y <= 0 ? 0 :
+// g) passes the gradient where y is NaN. 67 elements: each build's vector body and its tail.
+TEST_CASE("cpu math f32: relu keeps NaN and -0, and relu's gradient passes at NaN") {
+  INFO(isa());
+  std::vector<float> v(67);
+  const float qnan = std::numeric_limits<float>::quiet_NaN();
+  for (size_t i = 0; i < v.size(); ++i) {
+    const float pattern[] = {qnan, -1.5f, 2.5f, -0.0f, -kInf, kInf, 0.0f};
+    v[i] = pattern[i % 7];
+  }
+  const Tensor x = sl::from_vector(v, {67});
+  const std::vector<float> y = unary(UnaryOp::relu, x).to_vector<float>();
+  Tensor in_place = x.clone();
+  sl::ops::unary_(UnaryOp::relu, in_place);
+  const std::vector<float> y2 = in_place.to_vector<float>();
+  // the gradient is read from relu's output, as the autograd relu saves it
+  const std::vector<float> g =
+      sl::ops::binary(BinaryOp::relu_backward, sl::full({67}, 3.0f), x).to_vector<float>();
+  for (size_t i = 0; i < v.size(); ++i) {
+    CAPTURE(i);
+    const float want = std::isnan(v[i]) ? qnan : (v[i] < 0 ? 0.0f : v[i]);
+    for (float got : {y[i], y2[i]}) {
+      CHECK(std::bit_cast<uint32_t>(got) == std::bit_cast<uint32_t>(want));
+    }
+    // 3 passes where x is NaN or > 0; 0 where x <= 0 (-0 and 0 included)
+    CHECK(g[i] == ((std::isnan(v[i]) || v[i] > 0) ? 3.0f : 0.0f));
+  }
+}
+
 // The gradients are sums of two terms that cancel where the gradient crosses zero (x ~ -0.75),
 // so the error is measured in ulps of the larger term, the best a float sum can do. At +-inf
 // they are their limits, 1 and 0. Where the exponential inside is subnormal (fewer than 24 bits)

@@ -80,6 +80,30 @@ TEST_CASE("cuda parity: special values (NaN, inf, signed zero) through unary ops
   }
 }
 
+TEST_CASE("cuda: relu keeps NaN and -0, and relu's gradient passes at NaN, as PyTorch" *
+          sl::testing::needs_gpu()) {
+  SL_REQUIRE_CUDA("relu NaN");
+  // absolute expectations (PyTorch's relu is x < 0 ? 0 : x, its backward y <= 0 ? 0 : g), not a
+  // comparison with the CPU, so that both devices are held to them
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor x = tensor({nan, -1.5, 2.5, -0.0, 0.0, nan, -2.0, 3.0, nan}, {.dtype = DType::f64});
+  Tensor want = tensor({nan, 0.0, 2.5, -0.0, 0.0, nan, 0.0, 3.0, nan}, {.dtype = DType::f64});
+  Tensor want_g = tensor({7.0, 0.0, 7.0, 0.0, 0.0, 7.0, 0.0, 7.0, 7.0}, {.dtype = DType::f64});
+  for (DType dt : kFloats) {
+    CAPTURE(dt);
+    Tensor gx = x.to(dt).to(kGPU);
+    Tensor in_place = gx.clone();
+    ops::unary_(UnaryOp::relu, in_place);
+    for (const Tensor& y : {ops::unary(UnaryOp::relu, gx), in_place}) {
+      SL_CHECK_CLOSE(y.cpu(), want.to(dt), 0, 0);                          // NaNs must match
+      CHECK(std::signbit(y.cpu().to(DType::f64).to_vector<double>()[3]));  // -0 stays -0
+    }
+    Tensor g =
+        ops::binary(BinaryOp::relu_backward, full({9}, 7.0, {.dtype = dt, .device = kGPU}), gx);
+    SL_CHECK_CLOSE(g.cpu(), want_g.to(dt), 0, 0);
+  }
+}
+
 namespace {
 
 /// Operands for a binary op in its domain: b nonzero for div/fmod/remainder; a positive for pow.

@@ -221,6 +221,17 @@ TEST_CASE("optimizer constructor and step errors") {
                   "some parameters appear in more than one parameter group");
   SL_CHECK_THROWS(Adam({arange(3)}), DTypeError, "Adam: can only optimize floating tensors");
   SL_CHECK_THROWS(Adam({Tensor()}), ValueError, "Adam: parameter 0 of group 0 is undefined");
+  // a non-leaf (PyTorch: "can't optimize a non-leaf Tensor"), in each optimizer and any group
+  Tensor nonleaf = ps[1] * 2;
+  SL_CHECK_THROWS(SGD({ps[0], nonleaf}), ValueError,
+                  "SGD: can't optimize a non-leaf tensor (parameter 1 of group 0 has grad_fn "
+                  "MulBackward)");
+  SL_CHECK_THROWS(Adam({nonleaf}), ValueError, "Adam: can't optimize a non-leaf tensor");
+  SL_CHECK_THROWS(AdamW({{{ps[0]}, {}}, {{nonleaf}, {}}}), ValueError,
+                  "AdamW: can't optimize a non-leaf tensor (parameter 0 of group 1");
+  SL_CHECK_THROWS(Lamb({nonleaf}), ValueError, "Lamb: can't optimize a non-leaf tensor");
+  // leaves pass, with or without requires_grad (a detached copy is a leaf), as in PyTorch
+  CHECK_NOTHROW(SGD({nonleaf.detach(), zeros({2})}));
   Adam opt(ps);
   SL_CHECK_THROWS(opt.state(1, 0), IndexError, "no parameter 0 in group 1");
   SL_CHECK_THROWS(opt.params(3), IndexError, "group 3 out of range");

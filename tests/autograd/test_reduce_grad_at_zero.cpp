@@ -1,0 +1,67 @@
+// The gradients of std, var and norm where the result (or an element) is 0, as PyTorch 1.13 gives
+// them: std_backward masks grad / (2 std) to 0 where std == 0 (a constant slice), so a constant
+// input has gradient 0, not sqrt's 0 * inf = NaN; var's gradient there is 0 anyway; norm_backward
+// is 0 for an all-zero slice and at zero elements (sgn(x) |x|^(p-1), masked at x == 0 for p < 1).
+// Elsewhere the expected values are the closed forms: d std / dx_i = (x_i - mean) / ((n - c) std)
+// and d ||x||_p / dx_i = sgn(x_i) |x_i|^(p-1) / ||x||_p^(p-1).
+#include <cmath>
+
+#include "support/testing.h"
+
+using namespace sl;
+
+TEST_CASE("std of a constant input has gradient 0, over all elements and along a dim") {
+  for (DType dt : {DType::f32, DType::f64}) {
+    CAPTURE(dt);
+    Tensor c = full({4}, 3.0, {.dtype = dt}).requires_grad_();
+    c.std().backward();
+    SL_CHECK_CLOSE(c.grad(), zeros({4}, {.dtype = dt}), 0, 0);
+    // row 0 constant, row 1 [2, 3]: std 0 and sqrt(1/2) (correction 1)
+    Tensor x = tensor({1.0, 1.0, 2.0, 3.0}, {.dtype = dt}).view({2, 2}).requires_grad_();
+    x.std({1}).backward(tensor({5.0, 7.0}, {.dtype = dt}));
+    const double s = std::sqrt(0.5), r = 7.0 * 0.5 / (1.0 * s);  // (x - mean) / ((n - c) std)
+    SL_CHECK_CLOSE(x.grad(), tensor({0.0, 0.0, -r, r}, {.dtype = dt}).view({2, 2}), 1e-6, 1e-6);
+    // keepdim, correction 0: std of row 1 is 0.5, d/dx = (x - mean) / (2 * 0.5)
+    Tensor k = tensor({1.0, 1.0, 2.0, 3.0}, {.dtype = dt}).view({2, 2}).requires_grad_();
+    k.std({1}, 0, true).backward(ones({2, 1}, {.dtype = dt}));
+    SL_CHECK_CLOSE(k.grad(), tensor({0.0, 0.0, -0.5, 0.5}, {.dtype = dt}).view({2, 2}), 1e-6, 1e-6);
+    // var of a constant: 2 (x - mean) / (n - c) is 0
+    Tensor v = full({4}, 3.0, {.dtype = dt}).requires_grad_();
+    v.var().backward();
+    SL_CHECK_CLOSE(v.grad(), zeros({4}, {.dtype = dt}), 0, 0);
+  }
+}
+
+TEST_CASE("norm's gradient is 0 for a zero vector and at zero elements, for every p") {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (double p : {2.0, 1.0, 1.5, 0.5, 3.0, inf}) {
+    CAPTURE(p);
+    Tensor z = zeros({3}, {.dtype = DType::f64}).requires_grad_();
+    z.norm(p).backward();
+    SL_CHECK_CLOSE(z.grad(), zeros({3}, {.dtype = DType::f64}), 0, 0);
+    // [0, 1, -2]: the zero element gets 0, the others the closed form
+    const std::vector<double> v = {0.0, 1.0, -2.0};
+    Tensor x = tensor({0.0, 1.0, -2.0}, {.dtype = DType::f64}).requires_grad_();
+    x.norm(p).backward();
+    std::vector<double> want(3, 0.0);
+    if (std::isinf(p)) {
+      want = {0.0, 0.0, -1.0};  // the one largest |x_i| takes it
+    } else {
+      double n = 0;
+      for (double e : v) n += std::pow(std::fabs(e), p);
+      n = std::pow(n, 1.0 / p);
+      for (size_t i = 1; i < 3; ++i) {
+        want[i] = (v[i] > 0 ? 1 : -1) * std::pow(std::fabs(v[i]), p - 1) / std::pow(n, p - 1);
+      }
+    }
+    SL_CHECK_CLOSE(x.grad(), from_vector(want, {3}), 1e-12, 1e-12);
+    // along a dim: an all-zero row and a row with a zero
+    Tensor m = tensor({0.0, 0.0, 0.0, 3.0, -4.0, 0.0}, {.dtype = DType::f64})
+                   .view({2, 3})
+                   .requires_grad_();
+    m.norm(p, {1}).sum().backward();
+    CHECK(m.grad().isfinite().all().item<bool>());
+    SL_CHECK_CLOSE(m.grad().slice(0, 0, 1), zeros({1, 3}, {.dtype = DType::f64}), 0, 0);
+    CHECK(m.grad()[1][2].item<double>() == 0.0);
+  }
+}

@@ -1,0 +1,101 @@
+// A Scalar converted to an integer tensor's dtype, as PyTorch's checked conversion ("value cannot
+// be converted to type int64_t without overflow"): NaN, +-inf and out-of-range values throw
+// ValueError naming the op and the value, in fill_, full, masked_fill, where, scatter, clamp and
+// the arithmetic and comparison ops with a scalar; values in range convert (floating ones
+// truncated toward zero, as PyTorch: 2.7 fills 2); floating and bool tensors take any value.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "support/testing.h"
+
+using namespace sl;
+
+namespace {
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+const double kInf = std::numeric_limits<double>::infinity();
+const int64_t kP40 = int64_t{1} << 40;
+}  // namespace
+
+TEST_CASE("fill_ and full refuse NaN, inf and out-of-range values for integer dtypes") {
+  Tensor a = arange(3);
+  SL_CHECK_THROWS(a.fill_(1e30), ValueError,
+                  "fill_: value 1e+30 cannot be converted to int64 without overflow");
+  SL_CHECK_THROWS(a.fill_(kNaN), ValueError,
+                  "fill_: value nan cannot be converted to int64 without overflow");
+  SL_CHECK_THROWS(a.fill_(-kInf), ValueError, "fill_: value -inf cannot be converted to int64");
+  SL_CHECK_THROWS(a.fill_(0x1p63), ValueError, "cannot be converted to int64");  // 2^63
+  CHECK(a.to_vector<int64_t>() == std::vector<int64_t>{0, 1, 2});                // untouched
+  // the extremes fit; floating values truncate toward zero
+  a.fill_(-0x1p63);
+  CHECK(a.to_vector<int64_t>()[0] == std::numeric_limits<int64_t>::min());
+  a.fill_(std::numeric_limits<int64_t>::max());
+  CHECK(a.to_vector<int64_t>()[0] == std::numeric_limits<int64_t>::max());
+  a.fill_(2.7);
+  CHECK(a.to_vector<int64_t>() == std::vector<int64_t>{2, 2, 2});
+  a.fill_(-2.7);
+  CHECK(a.to_vector<int64_t>() == std::vector<int64_t>{-2, -2, -2});
+  // int32: [-2^31, 2^31 - 1], a float down to -2^31 - 0.5 truncating into it
+  Tensor b = zeros({2}, {.dtype = DType::i32});
+  SL_CHECK_THROWS(b.fill_(int64_t{1} << 31), ValueError,
+                  "fill_: value 2147483648 cannot be converted to int32 without overflow");
+  SL_CHECK_THROWS(b.fill_(3e9), ValueError, "fill_: value 3e+09 cannot be converted to int32");
+  SL_CHECK_THROWS(b.fill_(-2147483649.0), ValueError, "cannot be converted to int32");
+  b.fill_(-2147483648.5);
+  CHECK(b.to_vector<int32_t>()[0] == std::numeric_limits<int32_t>::min());
+  b.fill_(-(int64_t{1} << 31));
+  CHECK(b.to_vector<int32_t>()[0] == std::numeric_limits<int32_t>::min());
+  SL_CHECK_THROWS(full({2}, 1e30, {.dtype = DType::i64}), ValueError,
+                  "full: value 1e+30 cannot be converted to int64 without overflow");
+  SL_CHECK_THROWS(full({2}, kP40, {.dtype = DType::i32}), ValueError,
+                  "full: value 1099511627776 cannot be converted to int32 without overflow");
+  SL_CHECK_THROWS(zeros({2}, {.dtype = DType::i64}).zero_().fill_(kInf), ValueError, "fill_");
+  // floating and bool tensors take anything (inf and NaN are values there)
+  CHECK(std::isnan(full({1}, kNaN).item<float>()));
+  CHECK(std::isinf(full({1}, 1e300, {.dtype = DType::f32}).item<float>()));
+  CHECK(full({1}, kNaN, {.dtype = DType::b8}).item<bool>());
+}
+
+TEST_CASE("scalar ops on integer tensors refuse a scalar that does not fit, naming the op") {
+  Tensor i32 = arange(Scalar(0), Scalar(3), Scalar(1), {.dtype = DType::i32});
+  SL_CHECK_THROWS(i32 + kP40, ValueError,
+                  "add: value 1099511627776 cannot be converted to int32 without overflow");
+  SL_CHECK_THROWS(i32 * kP40, ValueError, "mul: value 1099511627776 cannot be converted");
+  SL_CHECK_THROWS(eq(i32, kP40), ValueError, "eq: value 1099511627776 cannot be converted");
+  Tensor c = i32.clone();
+  SL_CHECK_THROWS(c.add_(kP40), ValueError, "add_: value 1099511627776 cannot be converted");
+  SL_CHECK_THROWS(c.mul_(kP40), ValueError, "mul_: value 1099511627776 cannot be converted");
+  CHECK(c.to_vector<int32_t>() == std::vector<int32_t>{0, 1, 2});
+  // in range: the int32 result; a floating scalar promotes instead (no conversion to int)
+  CHECK((i32 + 5).to_vector<int32_t>() == std::vector<int32_t>{5, 6, 7});
+  CHECK((arange(3) + 1e30).dtype() == kDefaultFloat);
+  CHECK_FALSE(lt(arange(3), 1e30).logical_not().any().item<bool>());
+  // masked_fill, where and scatter convert to the tensor's dtype
+  Tensor mask = tensor({1.0, 0.0, 1.0}).to(DType::b8);
+  SL_CHECK_THROWS(arange(3).masked_fill(mask, 1e30), ValueError,
+                  "masked_fill: value 1e+30 cannot be converted to int64");
+  SL_CHECK_THROWS(where(mask, i32, Scalar(kP40)), ValueError,
+                  "where: value 1099511627776 cannot be converted to int32");
+  SL_CHECK_THROWS(scatter(arange(3), 0, tensor({int64_t{1}}), Scalar(kNaN)), ValueError,
+                  "scatter: value nan cannot be converted to int64");
+  CHECK(arange(3).masked_fill(mask, 2.5).to_vector<int64_t>() == std::vector<int64_t>{2, 1, 2});
+}
+
+TEST_CASE(
+    "clamp on integer tensors: a bound that does not fit throws, a float bound in place too") {
+  Tensor i32 = arange(Scalar(0), Scalar(3), Scalar(1), {.dtype = DType::i32});
+  SL_CHECK_THROWS(i32.clamp(0, kP40), ValueError,
+                  "clamp: value 1099511627776 cannot be converted to int32 without overflow");
+  Tensor c = i32.clone();
+  SL_CHECK_THROWS(c.clamp_(std::nullopt, kP40), ValueError,
+                  "clamp_: value 1099511627776 cannot be converted to int32");
+  // a floating bound: out of place computes in float; in place cannot store it (as PyTorch)
+  CHECK(arange(3).clamp(0, 1e30).to_vector<float>() == std::vector<float>{0, 1, 2});
+  Tensor d = arange(3);
+  SL_CHECK_THROWS(d.clamp_(0, 1.5), DTypeError,
+                  "clamp_: result type float32 cannot be cast to the in-place output's int64");
+  CHECK(d.to_vector<int64_t>() == std::vector<int64_t>{0, 1, 2});
+  d.clamp_(1, 1);
+  CHECK(d.to_vector<int64_t>() == std::vector<int64_t>{1, 1, 1});
+}
