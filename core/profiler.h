@@ -15,9 +15,10 @@
 //    stream did from the first marker to the second: all the call's kernels, cuBLAS and cuDNN
 //    work, and any time the stream sat idle waiting for the host to launch them, so on a
 //    host-bound stretch gpu events are as long as the launches. A slot called inside another
-//    (a copy inside a matmul) gives a gpu event nested in the outer one, as on the host. Only
-//    calls whose arguments name their device (a defined Tensor, or a struct with a device()
-//    member) are timed: the runtime's hooks (allocator, synchronize) launch nothing;
+//    gives a gpu event nested in the outer one, as on the host; calls from two threads at once
+//    onto one device give gpu events that overlap without nesting. Only calls whose arguments
+//    name their device (a defined Tensor, or a struct with a device() member) are timed: the
+//    runtime's hooks (synchronize, device_name) launch no kernel;
 //  - each backward node the autograd engine runs ("AddmmBackward"), category autograd;
 //  - collectives (dist/process_group.cpp): the time each is in flight, from issue to completion,
 //    as an async event that may overlap others (category comm); the MPI communication thread's
