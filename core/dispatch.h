@@ -14,6 +14,7 @@
 #pragma once
 
 #include <array>
+#include <concepts>
 
 #include "core/device.h"
 #include "core/error.h"
@@ -51,6 +52,33 @@ class KernelSlotBase {
   KernelSlotBase* next_ = nullptr;
   bool listed_ = false;
 };
+
+/// The device of the first argument that names one of kind `k` (a defined Tensor, or a struct
+/// with a device() member such as LstmStep), for the profiler's device timer (Note [Device
+/// timer]); -1 when no argument does.
+template <class... Args>
+int device_index_of(DeviceKind k, const Args&... args) {
+  int index = -1;
+  auto names = [&](const auto& a) {
+    if constexpr (requires {
+                    { a.device() } -> std::convertible_to<Device>;
+                  }) {
+      if constexpr (requires {
+                      { a.defined() } -> std::convertible_to<bool>;
+                    }) {
+        if (!a.defined()) return false;
+      }
+      const Device d = a.device();
+      if (d.kind == k) {
+        index = d.index;
+        return true;
+      }
+    }
+    return false;
+  };
+  (void)(names(args) || ...);
+  return index;
+}
 }  // namespace detail
 
 template <class R, class... Args>
@@ -78,10 +106,10 @@ class KernelSlot<R(Args...)> : public detail::KernelSlotBase {
     return f;
   }
   /// Calls the implementation for `k`; while the profiler records, as an event named after the
-  /// slot (Note [Profiler]).
+  /// slot, and on a device with a timer as a gpu event too (Note [Profiler]).
   R operator()(DeviceKind k, Args... args) const {
     if (profiler::is_recording()) [[unlikely]] {
-      profiler::Scope scope(name(), profiler::Category::kernel);
+      profiler::detail::KernelCall call(name(), k, detail::device_index_of(k, args...));
       return get(k)(static_cast<Args>(args)...);
     }
     return get(k)(static_cast<Args>(args)...);

@@ -1,12 +1,16 @@
-// Recording: per-thread event buffers, the switch and the event budget (Note [Profiler]).
+// Recording: per-thread event buffers, the switch, the event budget and the gpu markers of kernel
+// calls (Note [Profiler], Note [Device timer]).
 #include "core/profiler.h"
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <unordered_set>
 
+#include "core/device_timer.h"
 #include "core/error.h"
 
 namespace sl::profiler {
@@ -18,10 +22,19 @@ std::atomic<uint64_t> g_generation{0};
 
 namespace {
 
+// A timed kernel call whose markers stop() has yet to resolve.
+struct GpuSpan {
+  const char* name;
+  DeviceKind kind;
+  int device;
+  int64_t begin_marker, end_marker;
+};
+
 // Events carry absolute times until stop() makes them relative; `thread` is the buffer's serial.
 struct ThreadBuffer {
   std::mutex mu;
   std::vector<Event> events;
+  std::vector<GpuSpan> gpu;
   std::string name;
   uint32_t serial = 0;
 };
@@ -76,6 +89,8 @@ const char* category_name(Category c) {
       return "user";
     case Category::memory:
       return "memory";
+    case Category::gpu:
+      return "gpu";
   }
   return "?";
 }
@@ -142,6 +157,72 @@ void Scope::end() noexcept {
   record(generation_, name_, category_, start_ns_, now_ns(), bytes_);
 }
 
+namespace {
+
+void release_markers(DeviceKind kind, int device, std::span<const int64_t> markers) noexcept {
+  if (markers.empty()) return;
+  try {
+    device_timer_release_kernel.get(kind)(device, markers);
+  } catch (...) {  // a backend's release throws nothing; without one there was nothing to take
+  }
+}
+
+// Keeps a timed call's span for stop() if its recording is still on; otherwise, or when the span
+// has no second marker, returns its markers to the pool.
+void keep_gpu_span(uint64_t generation, const GpuSpan& span) noexcept {
+  Registry& r = registry();
+  bool current = false;
+  {
+    ThreadBuffer& b = own_buffer();
+    std::lock_guard<std::mutex> lock(b.mu);
+    current = detail::g_generation.load(std::memory_order_acquire) == generation &&
+              detail::g_recording.load(std::memory_order_relaxed);
+    if (current && span.end_marker >= 0) {
+      try {
+        b.gpu.push_back(span);
+        return;
+      } catch (...) {  // out of memory: the event is lost, as record_abs's
+      }
+    }
+  }
+  if (current) r.dropped.fetch_add(1, std::memory_order_relaxed);
+  const int64_t both[2] = {span.begin_marker, span.end_marker};
+  release_markers(span.kind, span.device, std::span(both, span.end_marker >= 0 ? 2 : 1));
+}
+
+}  // namespace
+
+detail::KernelCall::KernelCall(const char* name, DeviceKind kind, int device)
+    : name_(name), generation_(generation()), start_ns_(now_ns()), kind_(kind), device_(device) {
+  if (device < 0 || !device_timer_mark_kernel.has(kind)) return;
+  // The gpu event takes its place in the budget before its markers are taken, so that the
+  // markers in use stay within 2 * max_events.
+  Registry& r = registry();
+  if (r.count.fetch_add(1, std::memory_order_relaxed) >= r.max_events) {
+    r.dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  begin_marker_ = device_timer_mark_kernel.get(kind)(device);
+  if (begin_marker_ < 0) r.dropped.fetch_add(1, std::memory_order_relaxed);
+}
+
+detail::KernelCall::~KernelCall() {
+  // The kernel event is the host's side of the call; the second marker comes after it.
+  const int64_t end_ns = now_ns();
+  int64_t end_marker = -1;
+  // No second marker for a recording that has ended meanwhile: the first goes back unused.
+  if (begin_marker_ >= 0 && generation() == generation_) {
+    try {
+      end_marker = device_timer_mark_kernel.get(kind_)(device_);
+    } catch (...) {  // the device's error reaches the program at its next synchronisation
+    }
+  }
+  record(generation_, name_, Category::kernel, start_ns_, end_ns);
+  if (begin_marker_ >= 0) {
+    keep_gpu_span(generation_, GpuSpan{name_, kind_, device_, begin_marker_, end_marker});
+  }
+}
+
 void start(Options opts) {
   SL_CHECK(opts.max_events >= 1, "profiler::start: max_events must be >= 1, got ", opts.max_events);
   Registry& r = registry();
@@ -153,6 +234,7 @@ void start(Options opts) {
   for (auto& b : r.buffers) {
     std::lock_guard<std::mutex> bl(b->mu);
     b->events.clear();
+    b->gpu.clear();  // empty: stop() takes every span
   }
   r.max_events = opts.max_events;
   r.count.store(0);
@@ -161,6 +243,48 @@ void start(Options opts) {
   detail::g_generation.fetch_add(1, std::memory_order_acq_rel);
   detail::g_recording.store(true, std::memory_order_release);
 }
+
+namespace {
+
+// Turns the spans into gpu events on one track per device, in device order (Note [Device
+// timer]). Every marker goes back to its pool; the first device error is thrown after that.
+void resolve_gpu_spans(const std::vector<GpuSpan>& spans, int64_t start_ns, Profile& p) {
+  std::map<std::pair<DeviceKind, int>, std::vector<const GpuSpan*>> by_device;
+  for (const GpuSpan& s : spans) by_device[{s.kind, s.device}].push_back(&s);
+  std::exception_ptr error;
+  for (const auto& [key, list] : by_device) {
+    const auto [kind, device] = key;
+    std::vector<int64_t> markers;
+    markers.reserve(2 * list.size());
+    for (const GpuSpan* s : list) {
+      markers.push_back(s->begin_marker);
+      markers.push_back(s->end_marker);
+    }
+    if (!error) {
+      try {
+        std::vector<int64_t> host_ns(markers.size());
+        device_timer_resolve_kernel.get(kind)(device, markers, host_ns);
+        const auto track = static_cast<uint32_t>(p.threads.size());
+        p.threads.push_back(Device(kind, device).str() + " stream");
+        for (size_t i = 0; i < list.size(); ++i) {
+          Event e;
+          e.name = list[i]->name;
+          e.category = Category::gpu;
+          e.thread = track;
+          e.start_ns = host_ns[2 * i] - start_ns;
+          e.duration_ns = std::max<int64_t>(0, host_ns[2 * i + 1] - host_ns[2 * i]);
+          p.events.push_back(e);
+        }
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    release_markers(kind, device, markers);
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace
 
 Profile stop() {
   Registry& r = registry();
@@ -176,6 +300,7 @@ Profile stop() {
   std::vector<std::shared_ptr<ThreadBuffer>> buffers = r.buffers;
   std::sort(buffers.begin(), buffers.end(),
             [](const auto& a, const auto& b) { return a->serial < b->serial; });
+  std::vector<GpuSpan> spans;
   for (size_t i = 0; i < buffers.size(); ++i) {
     ThreadBuffer& b = *buffers[i];
     std::vector<Event> events;
@@ -184,12 +309,20 @@ Profile stop() {
       std::lock_guard<std::mutex> bl(b.mu);
       events.swap(b.events);
       name = b.name;
+      spans.insert(spans.end(), b.gpu.begin(), b.gpu.end());
+      b.gpu.clear();
     }
     p.threads.push_back(name.empty() ? "thread " + std::to_string(b.serial) : name);
     for (Event& e : events) {
       e.thread = static_cast<uint32_t>(i);
       e.start_ns -= r.start_ns;
       p.events.push_back(e);
+    }
+  }
+  resolve_gpu_spans(spans, r.start_ns, p);
+  for (const Event& e : p.events) {
+    if (e.category == Category::gpu) {
+      p.duration_ns = std::max(p.duration_ns, e.start_ns + e.duration_ns);
     }
   }
   std::stable_sort(p.events.begin(), p.events.end(), [](const Event& a, const Event& b) {

@@ -6,8 +6,19 @@
 // many events were dropped past Options::max_events. Events come from:
 //  - every kernel call through a KernelSlot (core/dispatch.h), named after the slot
 //    ("bmm_kernel"), category kernel. On the CPU that is the kernel's run time; on CUDA it is the
-//    launch only (kernels run asynchronously; their GPU time would need CUDA events, which the
-//    profiler does not record);
+//    host's side of the call only, mostly the launch, since kernels run asynchronously;
+//  - and for a call on a device whose kind has a device timer (core/device_timer.h: CUDA, and the
+//    fake GPU of the tests), the time the device spent on it, category gpu, on one track per device
+//    ("cuda:0 stream") after the threads: the call records a marker on the device's compute
+//    stream before and after itself, and stop() waits for each device that has markers and turns
+//    them into host-clock times (Note [Device timer]). A gpu event spans everything the device's
+//    stream did from the first marker to the second: all the call's kernels, cuBLAS and cuDNN
+//    work, and any time the stream sat idle waiting for the host to launch them, so on a
+//    host-bound stretch gpu events are as long as the launches. A slot called inside another
+//    gives a gpu event nested in the outer one, as on the host; calls from two threads at once
+//    onto one device give gpu events that overlap without nesting. Only calls whose arguments
+//    name their device (a defined Tensor, or a struct with a device() member) are timed: the
+//    runtime's hooks (synchronize, device_name) launch no kernel;
 //  - each backward node the autograd engine runs ("AddmmBackward"), category autograd;
 //  - collectives (dist/process_group.cpp): the time each is in flight, from issue to completion,
 //    as an async event that may overlap others (category comm); the MPI communication thread's
@@ -19,8 +30,10 @@
 //    sample of its live bytes named after the device ("cpu memory", "cuda:0 memory"; category
 //    memory), so a trace has a memory track and the summary names what ran at each peak.
 // While not recording, each of these costs one relaxed atomic load and a branch. Times are the
-// host's steady clock in nanoseconds, relative to start(). Names are not copied per event: they
-// point to static strings, or to intern()'s copies, which live until the process ends.
+// host's steady clock in nanoseconds, relative to start(); gpu events are placed on it through
+// the anchor of Note [Device timer]. Names are not copied per event: they point to static
+// strings, or to intern()'s copies, which live until the process ends. A timed kernel call
+// counts two events against Options::max_events (its kernel and its gpu event).
 #pragma once
 
 #include <atomic>
@@ -29,13 +42,15 @@
 #include <string_view>
 #include <vector>
 
+#include "core/device.h"
+
 namespace sl::profiler {
 
 /// memory: a sample, not an interval (duration 0, bytes = the allocator's live bytes after an
-/// allocation or free).
-enum class Category : uint8_t { kernel = 0, autograd, comm, wait, phase, user, memory };
-inline constexpr int kNumCategories = 7;
-/// "kernel", "autograd", "comm", "wait", "phase", "user", "memory".
+/// allocation or free). gpu: a kernel call's time on a device, on the device's track.
+enum class Category : uint8_t { kernel = 0, autograd, comm, wait, phase, user, memory, gpu };
+inline constexpr int kNumCategories = 8;
+/// "kernel", "autograd", "comm", "wait", "phase", "user", "memory", "gpu".
 const char* category_name(Category c);
 
 /// One recorded interval.
@@ -45,7 +60,7 @@ struct Event {
   /// True for intervals that may overlap others of their thread without nesting (collectives in
   /// flight); they count in no one's self time and appear as async events in traces.
   bool async = false;
-  uint32_t thread = 0;      ///< index into Profile::threads
+  uint32_t thread = 0;      ///< index into Profile::threads (a thread or a device's track)
   int64_t start_ns = 0;     ///< since start()
   int64_t duration_ns = 0;  ///< >= 0
   int64_t bytes = 0;        ///< payload of a collective; live bytes of a memory sample; 0 otherwise
@@ -61,9 +76,14 @@ struct Options {
 /// What one recording saw.
 struct Profile {
   std::vector<Event> events;         ///< sorted by start_ns (then longer first)
-  std::vector<std::string> threads;  ///< names, "thread N" where none was set
-  int64_t dropped = 0;               ///< events past Options::max_events
-  int64_t duration_ns = 0;           ///< from start() to stop()
+  /// The threads' names ("thread N" where none was set), then one track per device with gpu
+  /// events, named after the device ("cuda:0 stream"), in device order.
+  std::vector<std::string> threads;
+  /// Events past Options::max_events, and gpu events lost for want of a device marker.
+  int64_t dropped = 0;
+  /// From start() to stop(), or to the end of the last gpu event when that is later (work queued
+  /// before stop() and run after it).
+  int64_t duration_ns = 0;
 
   /// One line of the summary: every non-async event of one (category, name).
   struct Row {
@@ -96,8 +116,18 @@ struct Profile {
     std::vector<std::string> open;
   };
   std::vector<MemoryPeak> memory_peaks() const;
+  /// Per device track: the union of its gpu events (the time its stream was inside a timed
+  /// kernel call) and how many it has, in the order of Profile::threads.
+  struct DeviceBusy {
+    std::string track;  ///< "cuda:0 stream"
+    int64_t events = 0;
+    int64_t busy_ns = 0;
+  };
+  std::vector<DeviceBusy> device_busy() const;
   /// A text report: the duration, thread and event counts, the `rows` rows of table() with the
-  /// most self time, comm_table() when there were collectives, and memory_peaks().
+  /// most self time on the threads, then, when there are gpu events, device_busy() and the `rows`
+  /// gpu rows with the most self time, comm_table() when there were collectives, and
+  /// memory_peaks().
   std::string summary(size_t rows = 20) const;
   /// The events in the Chrome trace-event JSON format (chrome://tracing, ui.perfetto.dev): one
   /// process `pid` named `process_name` (none when empty), a track per thread, "X" events,
@@ -127,8 +157,10 @@ inline bool is_recording() {
 /// Begins a recording; earlier events are discarded. Throws ValueError when one is already on or
 /// opts.max_events < 1.
 void start(Options opts = {});
-/// Ends the recording and returns it. Scopes still open on any thread are not in it. Throws
-/// ValueError when not recording.
+/// Ends the recording and returns it. Scopes still open on any thread are not in it. Waits for
+/// each device that has gpu markers (Note [Device timer]). Throws ValueError when not recording,
+/// and the device's error (CudaError) when waiting for a device fails; the recording is over
+/// then, and its markers are returned to their pools.
 Profile stop();
 /// Names the calling thread in profiles ("main", "communication"); kept for the thread's life.
 void set_thread_name(std::string name);
@@ -154,6 +186,29 @@ inline void record_memory(const char* name, int64_t live_bytes) {
   if (is_recording()) [[unlikely]]
     detail::record_memory_now(name, live_bytes);
 }
+
+namespace detail {
+/// A kernel slot's call while recording (KernelSlot::operator(), core/dispatch.h): its host
+/// interval as a kernel event, and when `device` >= 0 and `kind` has a device timer, a marker on
+/// the device's compute stream at construction and at destruction, which stop() resolves into a
+/// gpu event (Note [Device timer]). The constructor throws what the device's marker throws
+/// (CudaError); the destructor throws nothing (a failed second marker drops the gpu event).
+class KernelCall {
+ public:
+  KernelCall(const char* name, DeviceKind kind, int device);
+  ~KernelCall();
+  KernelCall(const KernelCall&) = delete;
+  KernelCall& operator=(const KernelCall&) = delete;
+
+ private:
+  const char* name_;
+  uint64_t generation_;
+  int64_t start_ns_;
+  DeviceKind kind_;
+  int device_;
+  int64_t begin_marker_ = -1;  ///< -1: the call is not timed on the device
+};
+}  // namespace detail
 
 /// Records the interval of its own lifetime on the calling thread, if a recording was on when it
 /// was made and is still the same one when it ends. `name` must outlive the process (a literal or

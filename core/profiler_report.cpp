@@ -146,30 +146,79 @@ std::vector<Profile::MemoryPeak> Profile::memory_peaks() const {
   return out;
 }
 
+std::vector<Profile::DeviceBusy> Profile::device_busy() const {
+  // Per track, the union of its gpu events: sorted by start, so an event adds what lies past
+  // the furthest end so far (nested ones add nothing).
+  std::map<uint32_t, DeviceBusy> tracks;
+  std::map<uint32_t, int64_t> covered_until;
+  for (const Event& e : events) {
+    if (e.category != Category::gpu) continue;
+    auto [it, fresh] = tracks.try_emplace(e.thread);
+    DeviceBusy& d = it->second;
+    int64_t& until = covered_until[e.thread];
+    if (fresh) {
+      d.track = e.thread < threads.size() ? threads[e.thread] : "track " + std::to_string(e.thread);
+      until = e.start_ns;
+    }
+    d.events += 1;
+    const int64_t end = e.start_ns + e.duration_ns;
+    d.busy_ns += std::max<int64_t>(0, end - std::max(e.start_ns, until));
+    until = std::max(until, end);
+  }
+  std::vector<DeviceBusy> out;
+  for (auto& [track, d] : tracks) out.push_back(std::move(d));
+  return out;
+}
+
 std::string Profile::summary(size_t rows) const {
-  std::set<uint32_t> active;
-  for (const Event& e : events) active.insert(e.thread);
+  std::set<uint32_t> active, device_tracks;
+  for (const Event& e : events)
+    (e.category == Category::gpu ? device_tracks : active).insert(e.thread);
   char line[256];
   std::snprintf(line, sizeof line, "profile: %s ms, %zu event(s) on %zu thread(s)",
                 ms(duration_ns).c_str(), events.size(), active.size());
   std::string out = line;
+  if (!device_tracks.empty()) out += " and " + std::to_string(device_tracks.size()) + " device(s)";
   if (dropped > 0) {
     out += ", " + std::to_string(dropped) + " dropped (past max_events)";
   }
   out += "\n";
   const std::vector<Row> t = table();
-  std::snprintf(line, sizeof line, "%12s %7s %12s %9s  %-9s %s\n", "self ms", "self %", "total ms",
-                "calls", "category", "name");
-  out += line;
   const double wall = static_cast<double>(std::max<int64_t>(duration_ns, 1));
-  for (size_t i = 0; i < t.size() && i < rows; ++i) {
-    const Row& r = t[i];
-    std::snprintf(line, sizeof line, "%12s %6.1f%% %12s %9" PRId64 "  %-9s %s\n",
-                  ms(r.self_ns).c_str(), 100.0 * static_cast<double>(r.self_ns) / wall,
-                  ms(r.total_ns).c_str(), r.calls, category_name(r.category), r.name.c_str());
+  // The rows of the host's threads, or of the devices' tracks.
+  auto print_rows = [&](bool gpu) {
+    std::snprintf(line, sizeof line, "%12s %7s %12s %9s  %-9s %s\n", "self ms", "self %",
+                  "total ms", "calls", "category", "name");
     out += line;
+    size_t shown = 0, more = 0;
+    for (const Row& r : t) {
+      if ((r.category == Category::gpu) != gpu) continue;
+      if (shown == rows) {
+        ++more;
+        continue;
+      }
+      ++shown;
+      std::snprintf(line, sizeof line, "%12s %6.1f%% %12s %9" PRId64 "  %-9s %s\n",
+                    ms(r.self_ns).c_str(), 100.0 * static_cast<double>(r.self_ns) / wall,
+                    ms(r.total_ns).c_str(), r.calls, category_name(r.category), r.name.c_str());
+      out += line;
+    }
+    if (more > 0) out += "(" + std::to_string(more) + " more rows)\n";
+  };
+  print_rows(false);
+  const std::vector<DeviceBusy> busy = device_busy();
+  if (!busy.empty()) {
+    out +=
+        "on the devices (gpu: a kernel call's time on its device's stream; busy: their "
+        "union):\n";
+    for (const DeviceBusy& d : busy) {
+      std::snprintf(line, sizeof line, "  %s: busy %s ms (%.1f%%), %" PRId64 " gpu event(s)\n",
+                    d.track.c_str(), ms(d.busy_ns).c_str(),
+                    100.0 * static_cast<double>(d.busy_ns) / wall, d.events);
+      out += line;
+    }
+    print_rows(true);
   }
-  if (t.size() > rows) out += "(" + std::to_string(t.size() - rows) + " more rows)\n";
   const std::vector<CommRow> c = comm_table();
   if (!c.empty()) {
     out += "collectives (in flight: issue to completion; waited: callers blocked in wait()):\n";

@@ -10,10 +10,13 @@
 // pinned tensor, which are queued, Note [Pinned host memory] in core/allocator.h), integer division
 // checks (they read a flag back), index checks in checked mode (they read the index's min and max
 // back), nonzero / masked_select (they read the count back), gradient norms (they read the norm
-// back), empty_cache (it waits for pending frees), and an explicit sl::cuda::synchronize(). Errors
-// from kernels are therefore reported at the next of these points, not at the op that caused
-// them; so is an out-of-range index met by a kernel in unchecked indexing mode (IndexError, Note
-// [Unchecked indexing] in core/cuda/index_error.h; every point above but empty_cache reports it).
+// back), empty_cache (it waits for pending frees), profiler::stop() after a recording with timed
+// kernel calls on the GPU (it waits for the compute stream to read its markers, Note [Device
+// timer]), and an explicit sl::cuda::synchronize(). Errors from kernels are therefore reported at
+// the next of these points, not at the op that caused them (profiler::stop() throws the
+// CudaError, and its recording is lost); so is an out-of-range index met by a kernel in unchecked
+// indexing mode (IndexError, Note [Unchecked indexing] in core/cuda/index_error.h; every point
+// above but empty_cache and profiler::stop() reports it).
 // Memory freed by a tensor is reused by later allocations on the same stream without waiting
 // (Note [Caching allocator]).
 #pragma once

@@ -41,6 +41,8 @@ struct LstmStep {
   Tensor y;               ///< [N, H] out (h_next, or 0 where inactive); may be undefined
   Tensor lengths;         ///< [N] i64 or undefined (every row active)
   int64_t t = 0;
+  /// The device of the step (the profiler times kernel calls by their arguments' device).
+  Device device() const { return gates.device(); }
 };
 
 /// Backward of one LSTM step.
@@ -55,6 +57,8 @@ struct LstmStepBackward {
                           ///< GEMM adds dgates @ W_hh afterwards)
   Tensor lengths;
   int64_t t = 0;
+  /// The device of the step (the profiler times kernel calls by their arguments' device).
+  Device device() const { return gates.device(); }
 };
 
 /// One GRU step: r = s(gx_r + gh_r + b_r), z = s(gx_z + gh_z + b_z),
@@ -69,6 +73,8 @@ struct GruStep {
   Tensor y;        ///< [N, H] out or undefined
   Tensor lengths;
   int64_t t = 0;
+  /// The device of the step (the profiler times kernel calls by their arguments' device).
+  Device device() const { return gx.device(); }
 };
 
 /// Backward of one GRU step.
@@ -82,6 +88,8 @@ struct GruStepBackward {
                    ///< dgh @ W_hh afterwards)
   Tensor lengths;
   int64_t t = 0;
+  /// The device of the step (the profiler times kernel calls by their arguments' device).
+  Device device() const { return gx.device(); }
 };
 
 SL_DECLARE_KERNEL(lstm_step_forward_kernel, void(const LstmStep& s));

@@ -352,3 +352,74 @@ TEST_CASE("profiler: allocations and frees are memory samples; the peak names wh
   }
   CHECK(counters == seen);
 }
+
+TEST_CASE("profiler: gpu events on device tracks: busy time, their own rows in the summary") {
+  // A profile as stop() makes one for a process with two GPUs (Note [Device timer]): the main
+  // thread, then a track per device. Times in ms.
+  constexpr int64_t ms = 1'000'000;
+  auto event = [](const char* name, Category c, uint32_t thread, int64_t start, int64_t dur) {
+    Event e;
+    e.name = name;
+    e.category = c;
+    e.thread = thread;
+    e.start_ns = start;
+    e.duration_ns = dur;
+    return e;
+  };
+  Profile p;
+  p.threads = {"main", "cuda:0 stream", "cuda:1 stream"};
+  p.duration_ns = 10 * ms;
+  // cuda:0 runs a [1, 4) with a copy [1.5, 2) inside it, then b [4.5, 5.5); cuda:1 runs b [5, 7).
+  p.events = {event("step", Category::phase, 0, 0, 9 * ms),
+              event("a", Category::gpu, 1, 1 * ms, 3 * ms),
+              event("a copy", Category::gpu, 1, 3 * ms / 2, ms / 2),
+              event("a", Category::kernel, 0, 1 * ms, ms / 10),
+              event("b", Category::gpu, 1, 9 * ms / 2, 1 * ms),
+              event("b", Category::gpu, 2, 5 * ms, 2 * ms)};
+  const auto busy = p.device_busy();
+  REQUIRE(busy.size() == 2);
+  CHECK(busy[0].track == "cuda:0 stream");
+  CHECK(busy[0].events == 3);
+  CHECK(busy[0].busy_ns == 3 * ms + 1 * ms);  // the copy adds nothing
+  CHECK(busy[1].track == "cuda:1 stream");
+  CHECK(busy[1].events == 1);
+  CHECK(busy[1].busy_ns == 2 * ms);
+  // Self times per track: a loses its copy; b's rows add up over both devices.
+  const auto rows = p.table();
+  const Profile::Row* a = nullptr;
+  const Profile::Row* b = nullptr;
+  for (const auto& r : rows) {
+    if (r.category == Category::gpu && r.name == "a") a = &r;
+    if (r.category == Category::gpu && r.name == "b") b = &r;
+  }
+  REQUIRE(a != nullptr);
+  REQUIRE(b != nullptr);
+  CHECK(a->self_ns == 3 * ms - ms / 2);
+  CHECK(b->calls == 2);
+  CHECK(b->self_ns == 3 * ms);
+  const std::string s = p.summary();
+  CAPTURE(s);
+  CHECK(s.find("on 1 thread(s) and 2 device(s)") != std::string::npos);
+  CHECK(s.find("  cuda:0 stream: busy 4.000 ms (40.0%), 3 gpu event(s)\n") != std::string::npos);
+  CHECK(s.find("  cuda:1 stream: busy 2.000 ms (20.0%), 1 gpu event(s)\n") != std::string::npos);
+  // The threads' rows first (no gpu row among them), then the devices' by self time.
+  const size_t at_devices = s.find("cuda:0 stream: busy");
+  const size_t at_step = s.find("phase     step");
+  const size_t at_b = s.find("3.000   30.0%        3.000         2  gpu       b\n");
+  const size_t at_a = s.find("2.500   25.0%        3.000         1  gpu       a\n");
+  const size_t at_copy = s.find("gpu       a copy\n");
+  REQUIRE(at_step != std::string::npos);
+  REQUIRE(at_b != std::string::npos);
+  REQUIRE(at_a != std::string::npos);
+  REQUIRE(at_copy != std::string::npos);
+  CHECK(at_step < at_devices);
+  CHECK(s.find("gpu ") > at_devices);
+  CHECK(at_devices < at_b);
+  CHECK(at_b < at_a);
+  CHECK(at_a < at_copy);
+  // With one row per part: each part says how many it left out.
+  const std::string one = p.summary(1);
+  CAPTURE(one);
+  CHECK(one.find("(1 more rows)") != std::string::npos);  // the kernel row a
+  CHECK(one.find("(2 more rows)") != std::string::npos);  // gpu a and a copy
+}

@@ -6,12 +6,16 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "core/allocator.h"
 #include "core/cuda/caching_allocator.h"
 #include "core/cuda/cuda_api.h"
+#include "core/device_timer.h"
 #include "core/dispatch.h"
+#include "core/profiler.h"
 #include "dist/process_group.h"
 #include "dist/work.h"
 #include "sl_config.h"
@@ -85,6 +89,43 @@ void fake_synchronize(int /*device*/) {
 std::string fake_device_name(int /*device*/) { return "fake GPU (the CPU's kernels)"; }
 int fake_compute_capability(int /*device*/) { return 90; }
 
+/// The fake GPU's device timer (Note [Device timer]): its kernels run synchronously, so a marker
+/// is the host's clock when it is taken. A pool of at most g_timer_capacity markers, ids reused.
+std::mutex g_timer_mu;
+std::vector<int64_t> g_marker_ns;  // by id
+std::vector<int64_t> g_free_markers;
+int64_t g_timer_capacity = int64_t{1} << 22;
+int64_t g_markers_taken = 0;
+
+int64_t fake_mark(int device) {
+  SL_CHECK_DEVICE(device == 0, "fake GPU: only cuda:0 exists, asked for cuda:", device);
+  std::lock_guard<std::mutex> lock(g_timer_mu);
+  int64_t id;
+  if (!g_free_markers.empty()) {
+    id = g_free_markers.back();
+    g_free_markers.pop_back();
+  } else if (static_cast<int64_t>(g_marker_ns.size()) < g_timer_capacity) {
+    g_marker_ns.push_back(0);
+    g_free_markers.reserve(g_marker_ns.size());
+    id = static_cast<int64_t>(g_marker_ns.size()) - 1;
+  } else {
+    return -1;
+  }
+  ++g_markers_taken;
+  g_marker_ns[static_cast<size_t>(id)] = profiler::now_ns();
+  return id;
+}
+void fake_resolve(int /*device*/, std::span<const int64_t> markers, std::span<int64_t> host_ns) {
+  std::lock_guard<std::mutex> lock(g_timer_mu);
+  for (size_t i = 0; i < markers.size(); ++i) {
+    host_ns[i] = g_marker_ns.at(static_cast<size_t>(markers[i]));
+  }
+}
+void fake_release(int /*device*/, std::span<const int64_t> markers) {
+  std::lock_guard<std::mutex> lock(g_timer_mu);
+  for (int64_t id : markers) g_free_markers.push_back(id);
+}
+
 /// The fake GPU's NCCL: the collectives of `bootstrap` (the MPI world, or a single rank) on host
 /// copies of the fake-GPU tensors, finished before start() returns. Same ranks, same reduction
 /// order as the bootstrap group, so a run on fake GPUs gives the CPU run's bits.
@@ -149,6 +190,9 @@ bool install_fake_gpu() {
     cuda::synchronize_kernel.set(DeviceKind::cuda, &fake_synchronize);
     cuda::device_name_kernel.set(DeviceKind::cuda, &fake_device_name);
     cuda::compute_capability_kernel.set(DeviceKind::cuda, &fake_compute_capability);
+    profiler::device_timer_mark_kernel.set(DeviceKind::cuda, &fake_mark);
+    profiler::device_timer_resolve_kernel.set(DeviceKind::cuda, &fake_resolve);
+    profiler::device_timer_release_kernel.set(DeviceKind::cuda, &fake_release);
     const int n = mirror_kernels(DeviceKind::cpu, DeviceKind::cuda);
     dist::set_nccl_stand_in(&make_fake_nccl_group);
     g_installed = true;
@@ -165,6 +209,17 @@ bool install_fake_gpu() {
 bool fake_gpu_installed() { return g_installed; }
 int fake_synchronize_calls() {
   return g_synchronize_calls.load();
+}
+
+FakeTimerCounts fake_timer_counts() {
+  std::lock_guard<std::mutex> lock(g_timer_mu);
+  return {g_markers_taken, static_cast<int64_t>(g_marker_ns.size() - g_free_markers.size()),
+          static_cast<int64_t>(g_marker_ns.size())};
+}
+
+void set_fake_timer_capacity(int64_t markers) {
+  std::lock_guard<std::mutex> lock(g_timer_mu);
+  g_timer_capacity = markers;
 }
 
 }  // namespace sl::testing

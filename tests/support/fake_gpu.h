@@ -12,14 +12,16 @@
 // Tensors really are on DeviceKind::cuda, so everything around the kernels runs as it would on a
 // GPU: device checks and moves in the ops, autograd, nn modules, optimizers, autocast and
 // GradScaler, checkpoint recomputation, the dist strategies' device buffers, the allocator's
-// statistics and its out-of-memory error, and the test code itself (every call, shape and
-// tolerance expression). It says nothing about the CUDA kernels or NCCL: a parity case compares
+// statistics and its out-of-memory error, the profiler's gpu events (its device timer reads the
+// host clock, Note [Device timer]), and the test code itself (every call, shape and tolerance
+// expression). It says nothing about the CUDA kernels or NCCL: a parity case compares
 // the CPU with itself. The cases whose subject is the CUDA runtime itself (pinned memory,
 // asynchronous index errors, cuBLASLt and cuDNN paths and counters) are marked needs_real_gpu()
 // and skip on it. A build with CUDA never installs it: there, cuda:0 is a GPU or absent.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace sl::testing {
 
@@ -37,5 +39,18 @@ bool fake_gpu_installed();
 /// for a stream synchronisation, which tests count where one orders asynchronous copies. 0 when
 /// the fake GPU is not installed.
 int fake_synchronize_calls();
+
+/// The fake GPU's device timer (Note [Device timer]; a marker is the host clock when taken):
+/// markers taken so far, those taken and not yet released, and the pool's size.
+struct FakeTimerCounts {
+  int64_t taken = 0;
+  int64_t in_use = 0;
+  int64_t pool = 0;
+};
+FakeTimerCounts fake_timer_counts();
+/// Caps the fake timer's pool at `markers` (past it, a mark finds none and the profiler drops
+/// the gpu event); the default is far above any test's needs. A pool already larger keeps its
+/// markers.
+void set_fake_timer_capacity(int64_t markers);
 
 }  // namespace sl::testing

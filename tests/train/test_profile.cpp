@@ -1,6 +1,7 @@
 // sl_train --profile (tools/train/step_profile.h) on the tiny cnn job: the window of steps it
 // records, the trace read back as JSON, a run that does not change what it trains, one trace per
 // rank under mpirun, and its flag errors before any training.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -125,6 +126,24 @@ TEST_CASE("profile: a window over an epoch's end holds the evaluation and the ch
   REQUIRE_MESSAGE(r.code == 0, r.out);
   CHECK_MESSAGE(r.out.find("profile of steps from 7 to the run's end") != std::string::npos, r.out);
   CHECK(read_trace(trace).complete.at("forward") == 2);
+}
+
+TEST_CASE("profile: with --device cuda the trace has the GPU's track of gpu events" *
+          sl::testing::needs_gpu_trainer("profile on a GPU")) {
+  Env env;
+  const std::string trace = env.dir.root + "/gpu.json";
+  JobResult r = run_job(plus(env.args(), {"--device", "cuda", "--profile", trace, "--profile-from",
+                                          "1", "--profile-steps", "2"}),
+                        sl::testing::gpu_train_bin());
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK_MESSAGE(r.out.find("and 1 device(s)") != std::string::npos, r.out);
+  CHECK(r.out.find("  cuda:0 stream: busy ") != std::string::npos);
+  CHECK(r.out.find("  gpu       conv2d_forward_kernel") != std::string::npos);
+  const Trace t = read_trace(trace);
+  CHECK(std::count(t.threads.begin(), t.threads.end(), "cuda:0 stream") == 1);
+  CHECK(t.category.at("gpu") > 0);
+  // Each conv forward call (two layers, two steps) is a kernel event and a gpu event.
+  CHECK(t.complete.at("conv2d_forward_kernel") == 2 * 2 * 2);
 }
 
 TEST_CASE("profile: bad --profile flags fail before training, naming the flag") {
