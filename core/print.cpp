@@ -25,13 +25,15 @@ struct Formatter {
   bool sci_mode = false;
   size_t width = 1;
 
-  std::string format(double v) const {
+  // integer tensors print from the int64 value: through a double, 2^53 + 1 would print as 2^53
+  std::string format(Scalar value) const {
     char buf[64];
-    if (is_bool(dtype)) return v != 0 ? "True" : "False";
+    if (is_bool(dtype)) return value.to_bool() ? "True" : "False";
     if (!is_floating(dtype)) {
-      std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+      std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(value.to_int()));
       return buf;
     }
+    const double v = value.to_double();
     if (std::isnan(v)) return "nan";
     if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
     if (sci_mode) {
@@ -44,7 +46,7 @@ struct Formatter {
     return buf;
   }
 
-  std::string padded(double v) const {
+  std::string padded(Scalar v) const {
     std::string s = format(v);
     if (s.size() < width) s = std::string(width - s.size(), ' ') + s;
     return s;
@@ -52,9 +54,9 @@ struct Formatter {
 };
 
 /// Values that will be shown (the summarised set when summarising).
-void collect(const Tensor& t, bool summarize, std::vector<double>& out) {
+void collect(const Tensor& t, bool summarize, std::vector<Scalar>& out) {
   if (t.dim() == 0) {
-    out.push_back(t.item().to_double());
+    out.push_back(t.item());
     return;
   }
   int64_t n = t.size(0);
@@ -68,14 +70,13 @@ void collect(const Tensor& t, bool summarize, std::vector<double>& out) {
 
 Formatter make_formatter(const Tensor& t, bool summarize) {
   Formatter f{t.dtype()};
-  std::vector<double> vals;
+  std::vector<Scalar> vals;
   collect(t, summarize, vals);
   if (is_floating(t.dtype())) {
     std::vector<double> finite;
-    for (double v : vals) {
+    for (Scalar s : vals) {
+      const double v = s.to_double();
       if (std::isfinite(v) && v != 0.0) finite.push_back(std::fabs(v));
-    }
-    for (double v : vals) {
       if (std::isfinite(v) && std::ceil(v) != v) f.int_mode = false;
     }
     if (!finite.empty()) {
@@ -88,14 +89,20 @@ Formatter make_formatter(const Tensor& t, bool summarize) {
       }
     }
   }
+  // as PyTorch: a floating column is as wide as its widest nonzero finite value; "nan", "inf"
+  // and zeros neither widen it nor are padded beyond their own width
   f.width = 1;
-  for (double v : vals) f.width = std::max(f.width, f.format(v).size());
+  for (Scalar v : vals) {
+    const double d = v.to_double();
+    if (is_floating(t.dtype()) && (!std::isfinite(d) || d == 0.0)) continue;
+    f.width = std::max(f.width, f.format(v).size());
+  }
   return f;
 }
 
 void render(const Tensor& t, const Formatter& f, bool summarize, int indent, std::string& out) {
   if (t.dim() == 0) {
-    out += f.format(t.item().to_double());
+    out += f.format(t.item());
     return;
   }
   int64_t n = t.size(0);
@@ -111,7 +118,7 @@ void render(const Tensor& t, const Formatter& f, bool summarize, int indent, std
         i = n - kEdgeItems - 1;
         continue;
       }
-      items.push_back(f.padded(t.select(0, i).item().to_double()));
+      items.push_back(f.padded(t.select(0, i).item()));
     }
     out += '[';
     for (size_t i = 0; i < items.size(); ++i) {
@@ -171,7 +178,10 @@ std::string Tensor::str() const {
     render(host, f, summarize, 7, out);
   }
   if (device() != kCPU) suffix.push_back("device='" + device().str() + "'");
-  bool default_dtype = dtype() == kDefaultFloat || dtype() == DType::i64 || dtype() == DType::b8;
+  // as PyTorch: an empty tensor names every dtype but the default float one (its "[]" shows no
+  // values to tell int64 or bool apart)
+  bool default_dtype =
+      dtype() == kDefaultFloat || (numel() > 0 && (dtype() == DType::i64 || dtype() == DType::b8));
   if (!default_dtype) suffix.push_back(std::string("dtype=torch.") + dtype_name(dtype()));
   if (grad_fn()) {
     suffix.push_back(std::string("grad_fn=<") + grad_fn()->name() + ">");
