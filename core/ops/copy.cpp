@@ -1,5 +1,6 @@
 #include "core/ops/copy.h"
 
+#include <cmath>
 #include <limits>
 
 #include "core/allocator.h"
@@ -64,7 +65,19 @@ void copy_(const Tensor& dst, const Tensor& src) {
 }
 
 void check_scalar_fits(const char* op, Scalar value, DType dtype) {
-  if (!is_integral(dtype) || value.is_bool()) return;
+  if (value.is_bool() || is_bool(dtype) || dtype == DType::f64) return;
+  if (is_floating(dtype)) {
+    // as PyTorch: NaN and +-inf convert; a finite value beyond the largest finite value of the
+    // dtype does not (even one that round-to-nearest would bring back to that largest value)
+    const double v = value.to_double();
+    const double max = dtype == DType::f32 ? static_cast<double>(std::numeric_limits<float>::max())
+                       : dtype == DType::f16 ? 65504.0
+                                             : 0x1.fep127;  // bfloat16: (2 - 2^-7) * 2^127
+    SL_CHECK(!std::isfinite(v) || std::fabs(v) <= max, op, ": value ", value,
+             " cannot be converted to ", dtype_name(dtype), " without overflow (largest finite ",
+             dtype_name(dtype), " is ", max, ")");
+    return;
+  }
   // the bounds of the integer dtype as doubles: a truncated double v fits when lo - 1 < v < hi + 1
   // (both bounds are exact: -2^63 and 2^63 for int64, -2^31 - 1 and 2^31 for int32)
   const bool i64 = dtype == DType::i64;
@@ -118,6 +131,13 @@ Tensor scalar_tensor(Scalar value, DType dtype, Device device, const char* op) {
   check_scalar_fits(op, value, dtype);
   Tensor out = empty({}, dtype, device);
   fill_(out, value);
+  return out;
+}
+
+Tensor scalar_operand(Scalar value, DType dtype, Device device, const char* op) {
+  if (!is_floating(dtype)) check_scalar_fits(op, value, dtype);
+  Tensor out = empty({}, dtype, device);
+  fill_kernel(device.kind, out, value);  // a floating value beyond the dtype's range: +-inf
   return out;
 }
 

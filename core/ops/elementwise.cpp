@@ -153,12 +153,12 @@ void check_int_pow_exponent(const char* name, DType result, Scalar e) {
 Tensor binary(BinaryOp op, const Tensor& a, Scalar b) {
   check_defined(binary_op_name(op), a);
   if (op == BinaryOp::pow) check_int_pow_exponent("pow", result_type(a, b), b);
-  return binary(op, a, scalar_tensor(b, result_type(a, b), a.device(), binary_op_name(op)));
+  return binary(op, a, scalar_operand(b, result_type(a, b), a.device(), binary_op_name(op)));
 }
 
 Tensor binary(BinaryOp op, Scalar a, const Tensor& b) {
   check_defined(binary_op_name(op), b);
-  return binary(op, scalar_tensor(a, result_type(b, a), b.device(), binary_op_name(op)), b);
+  return binary(op, scalar_operand(a, result_type(b, a), b.device(), binary_op_name(op)), b);
 }
 
 void binary_(BinaryOp op, const Tensor& self, const Tensor& b_in, Scalar alpha) {
@@ -202,7 +202,7 @@ void binary_(BinaryOp op, const Tensor& self, Scalar b) {
   const std::string name = detail::str_cat(binary_op_name(op), "_");
   check_defined(name.c_str(), self);
   if (op == BinaryOp::pow) check_int_pow_exponent("pow_", self.dtype(), b);
-  binary_(op, self, scalar_tensor(b, result_type(self, b), self.device(), name.c_str()));
+  binary_(op, self, scalar_operand(b, result_type(self, b), self.device(), name.c_str()));
 }
 
 Tensor where(const Tensor& cond_in, const Tensor& a_in, const Tensor& b_in) {

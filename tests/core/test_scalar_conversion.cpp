@@ -2,7 +2,10 @@
 // be converted to type int64_t without overflow"): NaN, +-inf and out-of-range values throw
 // ValueError naming the op and the value, in fill_, full, masked_fill, where, scatter, clamp and
 // the arithmetic and comparison ops with a scalar; values in range convert (floating ones
-// truncated toward zero, as PyTorch: 2.7 fills 2); floating and bool tensors take any value.
+// truncated toward zero, as PyTorch: 2.7 fills 2). float32/float16/bfloat16 tensors refuse a
+// finite value beyond their range where the value is stored (fill_, full, masked_fill, where,
+// scatter, clamp) and take NaN and +-inf; arithmetic with such a scalar rounds to inf, as
+// PyTorch. float64 and bool tensors take any value.
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -51,9 +54,9 @@ TEST_CASE("fill_ and full refuse NaN, inf and out-of-range values for integer dt
   SL_CHECK_THROWS(full({2}, kP40, {.dtype = DType::i32}), ValueError,
                   "full: value 1099511627776 cannot be converted to int32 without overflow");
   SL_CHECK_THROWS(zeros({2}, {.dtype = DType::i64}).zero_().fill_(kInf), ValueError, "fill_");
-  // floating and bool tensors take anything (inf and NaN are values there)
+  // floating tensors take inf and NaN (values there); bool tensors take anything
   CHECK(std::isnan(full({1}, kNaN).item<float>()));
-  CHECK(std::isinf(full({1}, 1e300, {.dtype = DType::f32}).item<float>()));
+  CHECK(std::isinf(full({1}, kInf, {.dtype = DType::f32}).item<float>()));
   CHECK(full({1}, kNaN, {.dtype = DType::b8}).item<bool>());
 }
 
@@ -98,4 +101,61 @@ TEST_CASE(
   CHECK(d.to_vector<int64_t>() == std::vector<int64_t>{0, 1, 2});
   d.clamp_(1, 1);
   CHECK(d.to_vector<int64_t>() == std::vector<int64_t>{1, 1, 1});
+}
+
+TEST_CASE("float32, float16 and bfloat16 tensors refuse a stored value beyond their range") {
+  // PyTorch 1.13: torch.ones(1).fill_(1e300), .fill_(3.4028236e38) (just above FLT_MAX, which
+  // round-to-nearest would bring back to FLT_MAX), half .fill_(65519), bfloat16 .fill_(3.39e38),
+  // full, masked_fill, where, scatter and clamp with such a value raise "value cannot be
+  // converted to type float without overflow"; inf, nan, 1e-50 (underflow to 0) and float64
+  // 1e308 convert.
+  const double flt_max = std::numeric_limits<float>::max();
+  Tensor f = ones({2});
+  SL_CHECK_THROWS(f.fill_(1e300), ValueError,
+                  "fill_: value 1e+300 cannot be converted to float32 without overflow");
+  SL_CHECK_THROWS(f.fill_(-1e39), ValueError, "fill_: value -1e+39 cannot be converted");
+  SL_CHECK_THROWS(f.fill_(std::nextafter(flt_max, kInf)), ValueError, "to float32");
+  CHECK(f.to_vector<float>() == std::vector<float>{1, 1});  // untouched
+  f.fill_(-flt_max);
+  CHECK(f.to_vector<float>()[0] == -std::numeric_limits<float>::max());
+  f.fill_(1e-50);
+  CHECK(f.to_vector<float>()[0] == 0.f);
+  f.fill_(-kInf);
+  CHECK(std::isinf(f.to_vector<float>()[0]));
+
+  Tensor h = zeros({1}, {.dtype = DType::f16});
+  SL_CHECK_THROWS(h.fill_(70000), ValueError,
+                  "fill_: value 70000 cannot be converted to float16 without overflow");
+  SL_CHECK_THROWS(h.fill_(65519.0), ValueError, "cannot be converted to float16");
+  h.fill_(-65504);
+  CHECK(h.item<float>() == -65504.f);
+  Tensor bf = zeros({1}, {.dtype = DType::bf16});
+  SL_CHECK_THROWS(bf.fill_(3.39e38), ValueError, "cannot be converted to bfloat16");
+  bf.fill_(0x1.fep127);  // the largest bfloat16
+  CHECK(bf.item<float>() == 0x1.fep127f);
+  Tensor d = zeros({1}, {.dtype = DType::f64});
+  d.fill_(1e308);
+  CHECK(d.item<double>() == 1e308);
+
+  Tensor mask = tensor({1.0, 0.0}).to(DType::b8);
+  SL_CHECK_THROWS(full({2}, 1e300), ValueError, "full: value 1e+300 cannot be converted");
+  SL_CHECK_THROWS(ones({2}).masked_fill(mask, 1e300), ValueError, "masked_fill: value 1e+300");
+  SL_CHECK_THROWS(where(mask, ones({2}), Scalar(1e300)), ValueError, "where: value 1e+300");
+  SL_CHECK_THROWS(scatter(ones({2}), 0, tensor({int64_t{1}}), Scalar(-1e300)), ValueError,
+                  "scatter: value -1e+300");
+  SL_CHECK_THROWS(ones({2}).clamp(std::nullopt, 1e300), ValueError, "clamp: value 1e+300");
+  SL_CHECK_THROWS(zeros({1}, {.dtype = DType::f16}).masked_fill(tensor({1.0}).to(DType::b8), 1e5),
+                  ValueError, "masked_fill: value 100000 cannot be converted to float16");
+}
+
+TEST_CASE("arithmetic with a floating scalar beyond the tensor's range rounds to inf") {
+  // PyTorch 1.13: torch.ones(1) + 1e300 is inf, half + 70000 is inf (no error: the arithmetic
+  // result is rounded, as it would be for a tensor operand)
+  CHECK(std::isinf((ones({1}) + 1e300).item<float>()));
+  CHECK((ones({1}) * -1e300).item<float>() == -std::numeric_limits<float>::infinity());
+  CHECK(std::isinf((ones({1}, {.dtype = DType::f16}) + 70000).item<float>()));
+  Tensor f = ones({2});
+  f.mul_(1e300);
+  CHECK(std::isinf(f.to_vector<float>()[1]));
+  CHECK((1e300 - ones({1})).item<float>() == std::numeric_limits<float>::infinity());
 }
