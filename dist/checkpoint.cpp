@@ -2,7 +2,6 @@
 #include "dist/checkpoint.h"
 
 #include <fcntl.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -116,40 +115,6 @@ std::string read_text(const std::string& path) {
   std::string s(f.size(), '\0');
   f.read_at(0, s.data(), f.size());
   return s;
-}
-
-bool rename_exchange(const fs::path& a, const fs::path& b) {
-#if defined(SYS_renameat2)
-  constexpr unsigned kRenameExchange = 1u << 1;
-  return ::syscall(SYS_renameat2, AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), kRenameExchange) == 0;
-#else
-  (void)a;
-  (void)b;
-  return false;
-#endif
-}
-
-void rename_or_throw(const fs::path& from, const fs::path& to) {
-  if (std::rename(from.c_str(), to.c_str()) != 0) {
-    serialize::throw_errno(to.string(), ("rename from " + from.string()).c_str(), errno);
-  }
-}
-
-/// Rank 0: moves the finished temporary directory to `target` atomically.
-void swap_into_place(const fs::path& tmp, const fs::path& target, const std::string& nonce) {
-  std::error_code ec;
-  fs::path parent = target.parent_path().empty() ? fs::path(".") : target.parent_path();
-  if (!fs::exists(target, ec)) {
-    rename_or_throw(tmp, target);
-  } else if (rename_exchange(tmp, target)) {
-    fs::remove_all(tmp, ec);  // tmp now holds the old checkpoint
-  } else {
-    fs::path old = parent / ("." + target.filename().string() + ".old-" + nonce);
-    rename_or_throw(target, old);
-    rename_or_throw(tmp, target);
-    fs::remove_all(old, ec);
-  }
-  serialize::fsync_dir(parent.string());
 }
 
 fs::path resolve_dir(const std::string& dir) {
@@ -431,7 +396,7 @@ void save_sharded_checkpoint(const std::string& dir, Strategy& s, const Json& ex
         w.close();
       }
       serialize::fsync_dir(tmp.string());
-      swap_into_place(tmp, target, nonce_s);
+      serialize::swap_checkpoint_into_place(tmp, target, nonce_s, /*use_rename_exchange=*/true);
     } catch (const std::exception& e) {
       err = e.what();
       std::error_code ec;

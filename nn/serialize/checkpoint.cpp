@@ -269,6 +269,31 @@ CheckpointTarget prepare_checkpoint_target(const std::string& dir) {
   return t;
 }
 
+void swap_checkpoint_into_place(const fs::path& tmp, const fs::path& target,
+                                const std::string& unique, bool use_rename_exchange,
+                                const std::function<void(SaveStage, const std::string&)>& hook) {
+  auto stage = [&](SaveStage s, const fs::path& p) {
+    if (hook) hook(s, p.string());
+  };
+  const fs::path parent = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  std::error_code ec;
+  if (!fs::exists(target, ec)) {
+    rename_or_throw(tmp, target);
+    stage(SaveStage::swapped, target);
+  } else if (use_rename_exchange && rename_exchange(tmp, target)) {
+    stage(SaveStage::swapped, target);  // tmp now holds the old checkpoint
+    remove_tree_quietly(tmp);
+  } else {
+    fs::path old = parent / ("." + target.filename().string() + ".old-" + unique);
+    rename_or_throw(target, old);
+    stage(SaveStage::old_moved_aside, old);
+    rename_or_throw(tmp, target);
+    stage(SaveStage::swapped, target);
+    remove_tree_quietly(old);
+  }
+  fsync_dir(parent.string());
+}
+
 void save_checkpoint(const std::string& dir, const Checkpoint& ckpt, const SaveOptions& opts) {
   auto hook = [&](SaveStage s, const std::string& detail) {
     if (opts.fault_hook) opts.fault_hook(s, detail);
@@ -277,7 +302,6 @@ void save_checkpoint(const std::string& dir, const Checkpoint& ckpt, const SaveO
   const fs::path& parent = where.parent;
   const std::string& name = where.name;
   const fs::path& target = where.path;
-  const bool target_exists = where.exists;
   std::error_code ec;
   std::string unique = std::to_string(::getpid()) + "-" + std::to_string(g_save_counter++);
   fs::path tmp = parent / ("." + name + ".tmp-" + unique);
@@ -315,24 +339,11 @@ void save_checkpoint(const std::string& dir, const Checkpoint& ckpt, const SaveO
     }
     fsync_dir(tmp.string());
     hook(SaveStage::temp_dir_synced, tmp.string());
-    if (!target_exists) {
-      rename_or_throw(tmp, target);
-      swapped = true;
-      hook(SaveStage::swapped, target.string());
-    } else if (opts.use_rename_exchange && rename_exchange(tmp, target)) {
-      swapped = true;  // tmp now holds the old checkpoint
-      hook(SaveStage::swapped, target.string());
-      remove_tree_quietly(tmp);
-    } else {
-      fs::path old = parent / ("." + name + ".old-" + unique);
-      rename_or_throw(target, old);
-      hook(SaveStage::old_moved_aside, old.string());
-      rename_or_throw(tmp, target);
-      swapped = true;
-      hook(SaveStage::swapped, target.string());
-      remove_tree_quietly(old);
-    }
-    fsync_dir(parent.string());
+    swap_checkpoint_into_place(tmp, target, unique, opts.use_rename_exchange,
+                               [&](SaveStage s, const std::string& detail) {
+                                 if (s == SaveStage::swapped) swapped = true;
+                                 hook(s, detail);
+                               });
     // copies moved aside by an interrupted fallback save are obsolete now
     for (const auto& entry : fs::directory_iterator(parent, ec)) {
       if (starts_with(entry.path().filename().string(), "." + name + ".old-")) {

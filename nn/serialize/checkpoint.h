@@ -109,6 +109,18 @@ struct CheckpointTarget {
 /// a checkpoint is in place again. Used by save_checkpoint and dist::save_sharded_checkpoint
 /// (Note [Checkpoint directory]).
 CheckpointTarget prepare_checkpoint_target(const std::string& dir);
+/// Puts the finished, fsynced temporary checkpoint directory `tmp` at `target` and fsyncs the
+/// parent: a rename when nothing is at `target`; otherwise an atomic exchange (renameat2's
+/// RENAME_EXCHANGE, when use_rename_exchange and the file system has it) and the old copy
+/// removed, or where it cannot, the old checkpoint first renamed aside to
+/// ".<name>.old-<unique>" (which loading and the next save's tidy-up recognise). `hook` runs at
+/// SaveStage::old_moved_aside and SaveStage::swapped. Throws IOError naming the paths when a
+/// rename fails; the previous checkpoint is then at `target` or aside. Used by save_checkpoint and
+/// dist::save_sharded_checkpoint after prepare_checkpoint_target.
+void swap_checkpoint_into_place(
+    const std::filesystem::path& tmp, const std::filesystem::path& target,
+    const std::string& unique, bool use_rename_exchange,
+    const std::function<void(SaveStage, const std::string&)>& hook = {});
 /// Writes `ckpt` to directory `dir` atomically (Note [Checkpoint directory]), replacing an
 /// existing checkpoint there. Throws IOError (the temporary directory is removed) or whatever
 /// the fault hook throws.
