@@ -284,7 +284,10 @@ void swap_checkpoint_into_place(const fs::path& tmp, const fs::path& target,
     stage(SaveStage::swapped, target);  // tmp now holds the old checkpoint
     remove_tree_quietly(tmp);
   } else {
-    fs::path old = parent / ("." + target.filename().string() + ".old-" + unique);
+    // built by appends: GCC 12 reports a false -Wrestrict for "." + std::string(...)
+    std::string old_name = ".";
+    old_name.append(target.filename().string()).append(".old-").append(unique);
+    fs::path old = parent / old_name;
     rename_or_throw(target, old);
     stage(SaveStage::old_moved_aside, old);
     rename_or_throw(tmp, target);
