@@ -1,10 +1,11 @@
 // Note [In-place on views]
 // Every floating view made by a Tensor view method (view, reshape when it does not copy, slice,
 // select, narrow, permute, transpose, t, expand, squeeze, unsqueeze, flatten, unflatten,
-// movedim) or by an op returning several views (split, chunk, attention heads) records its root
-// base and the base's grad_fn at that time (ViewMeta in core/tensor.h, autograd/view_tracking.h).
-// A view and its base share one version counter. Views made with core ops::* directly (dist/'s
-// flat parameter and gradient buffers) are not tracked and never take part in autograd.
+// movedim, as_strided) or by an op returning several views (split, chunk, attention heads) records
+// its root base and the base's grad_fn at that time (ViewMeta in core/tensor.h,
+// autograd/view_tracking.h). A view and its base share one version counter. Views made with core
+// ops::* directly (dist/'s flat parameter and gradient buffers) are not tracked and never take part
+// in autograd.
 //
 // Supported, with PyTorch's results:
 // - An in-place op on the base after a view was taken (y.mul_(3) after v = y[0]): the view's
@@ -21,23 +22,32 @@
 //   gradient for the view's old values is written back into that region. The view's grad_fn
 //   becomes an AsStridedBackward of the new base history, and other views of the base follow as
 //   above. A base that needed no grad (zeros()) requires grad afterwards.
+// - An in-place op whose operand is another view of the written memory (v.add_(w), w aliasing
+//   v): the op reads w after its kernel wrote and before it records, so w's edge is its old
+//   history; once recorded, recheck_operand_views makes w compare with the base's new history
+//   at its next read.
+// - retain_grad follows the tensor through in-place changes (its own, its base's, a rebuild of
+//   the view): .grad() is the gradient of the tensor's current value.
 //
 // Refused with AutogradError while grad mode is on and the op would record (the view, its base
 // or an operand requires grad), before anything is written, as PyTorch refuses them:
 // - a view of a leaf that requires grad (the leaf rule; optimizer steps run under NoGradGuard);
 // - a view made under NoGradGuard: it is not in the graph, so whether the write belongs to the
-//   gradient is ambiguous;
+//   gradient is ambiguous (for the same reason, such a view is refused when read with grad mode
+//   on after its base got a new history from a recorded in-place op);
 // - one of several views from one op (split, chunk, heads): they share one node, which cannot
 //   be rebased for one of them;
 // - an expanded view, or a view of an expanded base (several elements share one memory
-//   location): the write is not a function of each element.
+//   location): the write is not a function of each element;
+// - an as_strided alias reaching storage elements outside its base.
+// An integer or bool tensor never records (copy_ of a float into one carries no gradient).
 // detach_() refuses any tracked view (use detach()). In-place ops under NoGradGuard, and those
 // that record nothing (no tensor involved requires grad), are always allowed: they only bump
 // the version counter.
 //
 // The refresh writes the view's autograd meta lazily from const accessors; like other autograd
 // state it is not synchronised, so one stale view must not be used from two threads at once.
-// Hooks and retain_grad registered on a view stay on the grad_fn it had when they were added.
+// Hooks registered with register_hook stay on the grad_fn the tensor had when they were added.
 #include "autograd/engine.h"
 
 #include <queue>

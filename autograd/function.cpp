@@ -58,6 +58,9 @@ void check_inplace(const Tensor& self, const char* op, std::initializer_list<Ten
 namespace detail {
 void attach_node_inplace(const std::shared_ptr<Node>& node, Tensor& self,
                          std::initializer_list<Tensor> others) {
+  // an integer or bool tensor never joins the graph (copy_ of a float into it records nothing),
+  // as PyTorch: its values carry no gradient
+  if (!is_floating(self.dtype())) return;
   if (self.impl()->autograd && self.impl()->autograd->view) {
     rebase_view(node, self, others);  // the base's history is rewritten (CopySlices)
     return;
@@ -70,6 +73,8 @@ void attach_node_inplace(const std::shared_ptr<Node>& node, Tensor& self,
   meta.output_nr = 0;
   meta.requires_grad = false;
   node->outputs.push_back(OutputMeta{self.sizes(), self.dtype(), self.device()});
+  if (meta.retains_grad) add_retain_grad_hook(self.impl_ptr());
+  recheck_operand_views(others);
 }
 }  // namespace detail
 

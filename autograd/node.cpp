@@ -135,7 +135,7 @@ std::shared_ptr<Node> grad_accumulator(const Tensor& leaf) {
 
 Edge gradient_edge(const Tensor& t) {
   if (!t.defined() || !t.impl()->autograd) return {};
-  if (t.impl()->autograd->view) detail::refresh_view(*t.impl());
+  if (t.impl()->autograd->view) detail::refresh_view(t.impl_ptr());
   const AutogradMeta& meta = *t.impl()->autograd;
   if (meta.grad_fn) return Edge{meta.grad_fn, meta.output_nr};
   if (meta.requires_grad) return Edge{grad_accumulator(t), 0};

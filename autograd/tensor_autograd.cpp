@@ -10,8 +10,8 @@ const Tensor kUndefined;
 const std::shared_ptr<Node> kNoNode;
 
 /// The autograd meta of `impl` (null if none), with a view's grad_fn brought up to date first.
-const AutogradMeta* current_meta(TensorImpl& impl) {
-  const AutogradMeta* m = impl.autograd.get();
+const AutogradMeta* current_meta(const std::shared_ptr<TensorImpl>& impl) {
+  const AutogradMeta* m = impl->autograd.get();
   if (m && m->view) detail::refresh_view(impl);
   return m;
 }
@@ -19,12 +19,13 @@ const AutogradMeta* current_meta(TensorImpl& impl) {
 
 bool Tensor::requires_grad() const {
   checked();
-  const auto* m = current_meta(*impl_);
+  const auto* m = current_meta(impl_);
   return m && (m->requires_grad || m->grad_fn);
 }
 
 Tensor& Tensor::requires_grad_(bool on) {
   AutogradMeta& m = impl()->autograd_meta();
+  if (m.view) detail::refresh_view(impl_);  // a stale view's grad_fn first (it may have one now)
   SL_CHECK_AUTOGRAD(!m.grad_fn || on, "requires_grad_: can only change the flag of leaf "
                     "tensors; use detach() to get a tensor that does not require grad");
   if (on) {
@@ -54,13 +55,13 @@ void Tensor::set_grad(const Tensor& g) const {
 
 const std::shared_ptr<Node>& Tensor::grad_fn() const {
   checked();
-  const auto* m = current_meta(*impl_);
+  const auto* m = current_meta(impl_);
   return m ? m->grad_fn : kNoNode;
 }
 
 uint32_t Tensor::output_nr() const {
   checked();
-  const auto* m = current_meta(*impl_);
+  const auto* m = current_meta(impl_);
   return m ? m->output_nr : 0;
 }
 
@@ -84,21 +85,33 @@ Tensor& Tensor::detach_() {
   return *this;
 }
 
+namespace detail {
+void add_retain_grad_hook(const std::shared_ptr<TensorImpl>& impl) {
+  AutogradMeta& m = impl->autograd_meta();
+  std::weak_ptr<TensorImpl> weak = impl;
+  const Node* node = m.grad_fn.get();  // the node holds the hook: a plain pointer, no cycle
+  const uint32_t nr = m.output_nr;
+  m.grad_fn->pre_hooks.push_back(
+      Node::PreHook{SIZE_MAX, nr, [weak, node, nr](const Tensor& g) {
+                      auto t = weak.lock();
+                      if (!t) return g;
+                      AutogradMeta& meta = t->autograd_meta();
+                      // an in-place op gave the tensor a newer grad_fn (which has a hook of its
+                      // own): this gradient is its old value's
+                      if (meta.grad_fn.get() != node || meta.output_nr != nr) return g;
+                      meta.grad = meta.grad.defined() ? meta.grad + g : g.clone();
+                      return g;
+                    }});
+}
+}  // namespace detail
+
 void Tensor::retain_grad() const {
   SL_CHECK_AUTOGRAD(requires_grad(), "retain_grad: the tensor does not require grad");
   if (is_leaf()) return;  // leaves keep .grad anyway
   AutogradMeta& m = impl()->autograd_meta();
   if (m.retains_grad) return;
   m.retains_grad = true;
-  std::weak_ptr<TensorImpl> weak = impl_;
-  m.grad_fn->pre_hooks.push_back(Node::PreHook{
-      SIZE_MAX, m.output_nr, [weak](const Tensor& g) {
-        if (auto impl = weak.lock()) {
-          AutogradMeta& meta = impl->autograd_meta();
-          meta.grad = meta.grad.defined() ? meta.grad + g : g.clone();
-        }
-        return g;
-      }});
+  detail::add_retain_grad_hook(impl_);
 }
 
 bool Tensor::retains_grad() const {

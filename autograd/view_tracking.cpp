@@ -38,6 +38,20 @@ bool has_internal_overlap(const Geometry& g) {
   return false;
 }
 
+/// True when every element of `v` lies in the storage span of `base` (always for the view
+/// methods; an as_strided alias may reach beyond its base).
+bool within_span(const Geometry& v, const Geometry& base) {
+  const int64_t n = span_of(v);
+  return n == 0 || (v.offset >= base.offset && v.offset + n <= base.offset + span_of(base));
+}
+
+void throw_outside_base(const char* op) {
+  throw_error<AutogradError>(op,
+                             ": the view (an as_strided alias) reaches storage elements outside "
+                             "its base, so the base's gradient cannot describe it; take the "
+                             "alias of a tensor that covers those elements");
+}
+
 /// A zero-filled buffer covering the base's storage span, in g's dtype and on its device.
 Tensor zero_span(const Geometry& base, const Tensor& like) {
   Tensor flat = ops::empty({span_of(base)}, like.dtype(), like.device());
@@ -124,6 +138,7 @@ std::shared_ptr<Node> make_view_node(const TensorImpl& base, const TensorImpl& v
                                      const Edge& base_edge) {
   Geometry bg = geometry_of(base);
   if (has_internal_overlap(bg)) throw_base_overlap("AsStridedBackward");
+  if (!within_span(geometry_of(view), bg)) throw_outside_base("AsStridedBackward");
   auto node = std::make_shared<AsStridedBackward>(bg, geometry_of(view));
   node->next_edges.push_back(base_edge);
   node->outputs.push_back(OutputMeta{view.sizes, view.dtype, view.storage->device()});
@@ -155,24 +170,39 @@ void mark_view(Tensor& out, const Tensor& input, ViewCreation creation, const ch
   out.impl()->autograd_meta().view = std::move(vm);
 }
 
-void refresh_view(TensorImpl& impl) {
+void refresh_view(const std::shared_ptr<TensorImpl>& impl_ptr) {
+  TensorImpl& impl = *impl_ptr;
   AutogradMeta& m = *impl.autograd;
   ViewMeta& vm = *m.view;
   uint32_t version = impl.storage->version();
   if (version == vm.attr_version) [[likely]]
     return;
-  vm.attr_version = version;
   const AutogradMeta* bm = vm.base->autograd.get();
   const std::shared_ptr<Node>& base_fn = bm ? bm->grad_fn : std::shared_ptr<Node>();
   uint32_t base_nr = bm ? bm->output_nr : 0;
-  // written under NoGradGuard (an optimizer step), or by an op that kept the base's history:
-  // the view's graph still describes its values
-  if (base_fn == vm.base_grad_fn && base_nr == vm.base_output_nr) return;
+  // Written under NoGradGuard (an optimizer step), or by an op that kept the base's history:
+  // the view's graph still describes its values. (An in-place op reads its operands after its
+  // kernel wrote and before it records: recheck_operand_views makes them compare again.)
+  if (base_fn == vm.base_grad_fn && base_nr == vm.base_output_nr) {
+    vm.attr_version = version;
+    return;
+  }
+  if (vm.creation == ViewCreation::no_grad) {
+    // as PyTorch: the view is outside the graph but its values now come from a recorded op;
+    // whether its use should carry that gradient is ambiguous. Reads with grad mode off are
+    // fine (and leave the view stale, so that a later read with grad mode on still refuses).
+    if (!GradMode::is_enabled()) return;
+    throw_error<AutogradError>(
+        "a view created under NoGradGuard is used after its base (or another view of its base) "
+        "was modified in place with grad mode on; autograd cannot tell whether that change "
+        "belongs to the view's gradient. Make the view and do the in-place op both inside the "
+        "NoGradGuard block or both outside it, or use a clone() of the view");
+  }
+  vm.attr_version = version;
   vm.base_grad_fn = base_fn;
   vm.base_output_nr = base_nr;
-  // views made under NoGradGuard stay out of the graph; a leaf view that was given
-  // requires_grad_() keeps accumulating its own gradient
-  if (vm.creation == ViewCreation::no_grad || m.requires_grad) return;
+  // a leaf view that was given requires_grad_() keeps accumulating its own gradient
+  if (m.requires_grad) return;
   if (!base_fn) {
     m.grad_fn.reset();
     m.output_nr = 0;
@@ -180,6 +210,7 @@ void refresh_view(TensorImpl& impl) {
   }
   m.grad_fn = make_view_node(*vm.base, impl, Edge{base_fn, base_nr});
   m.output_nr = 0;
+  if (m.retains_grad) add_retain_grad_hook(impl_ptr);
 }
 
 void check_inplace_view(const Tensor& self, const char* op, std::initializer_list<Tensor> others) {
@@ -206,6 +237,15 @@ void check_inplace_view(const Tensor& self, const char* op, std::initializer_lis
                     ": the view has elements that share one memory location (an expanded view) "
                     "and cannot be modified in place while recording; clone() it first");
   if (has_internal_overlap(geometry_of(*vm.base))) throw_base_overlap(op);
+  if (!within_span(geometry_of(*self.impl()), geometry_of(*vm.base))) throw_outside_base(op);
+}
+
+void recheck_operand_views(std::initializer_list<Tensor> others) {
+  for (const Tensor& o : others) {
+    if (!o.defined() || !o.impl()->autograd || !o.impl()->autograd->view) continue;
+    ViewMeta& vm = *o.impl()->autograd->view;
+    vm.attr_version = o.version() - 1;  // any value but the current version
+  }
 }
 
 void rebase_view(const std::shared_ptr<Node>& fn, Tensor& self,
@@ -228,6 +268,7 @@ void rebase_view(const std::shared_ptr<Node>& fn, Tensor& self,
   bm.grad_fn = copy;
   bm.output_nr = 0;
   bm.requires_grad = false;
+  if (bm.retains_grad) add_retain_grad_hook(vm.base);
   // the view: a view of the base's new history
   vm.attr_version = self.version();
   vm.base_grad_fn = copy;
@@ -235,6 +276,8 @@ void rebase_view(const std::shared_ptr<Node>& fn, Tensor& self,
   meta.grad_fn = make_view_node(base, *self.impl(), Edge{copy, 0});
   meta.output_nr = 0;
   meta.requires_grad = false;
+  if (meta.retains_grad) add_retain_grad_hook(self.impl_ptr());
+  recheck_operand_views(others);
 }
 
 }  // namespace sl::detail

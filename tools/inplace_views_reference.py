@@ -115,3 +115,92 @@ def _():
     x = torch.tensor([1.0, 2.0], requires_grad=True)
     x[0:1].detach_()
     return []
+
+
+@case("an in-place op reading another view of the same memory")
+def _():
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 1
+    v, w = y[0:2], y[0:2]
+    v.add_(w)
+    (w * torch.tensor([1.0, 10.0])).sum().backward()
+    return [x.grad]
+
+
+@case("an in-place op reading a stale view of the same memory")
+def _():
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    s = torch.tensor([3.0], requires_grad=True)
+    y = x * 1
+    v, w = y[0:2], y[0:2]
+    v.mul_(s)
+    v.add_(w)
+    (w * torch.tensor([1.0, 10.0])).sum().backward()
+    return [x.grad, s.grad]
+
+
+@case("copy_ into an as_strided alias of a buffer")
+def _():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    buf = torch.zeros(4)
+    buf.as_strided((2,), (1,), 1).copy_(x * 3)
+    ((buf * buf).sum() + x.sum()).backward()
+    return [x.grad]
+
+
+@case("copy_ into an int64 tensor")
+def _():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    i = torch.zeros(2, dtype=torch.int64)
+    i.copy_(x)
+    assert not i.requires_grad
+    (x * i.double()).sum().backward()
+    return [x.grad]
+
+
+@case("requires_grad_() on a stale view")
+def _():
+    x = torch.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    buf = torch.zeros(4)
+    w = buf[0:2]
+    buf.copy_(x * 1)
+    w.requires_grad_()
+    assert not w.is_leaf
+    (w * w).sum().backward()
+    return [x.grad]
+
+
+@case("retain_grad, then in-place (direct; view with rewritten base)")
+def _():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 1
+    y.retain_grad()
+    y.mul_(2)
+    (y * y).sum().backward()
+    x2 = torch.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    y2 = x2 * 1
+    v = y2[1:3]
+    v.retain_grad()
+    y2.mul_(2)
+    (v * v).sum().backward()
+    return [y.grad, x.grad, v.grad, x2.grad]
+
+
+@case("retain_grad on a base rewritten through a view (1.13 keeps the old node's gradient)")
+def _():
+    x = torch.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    y = x * 1
+    y.retain_grad()
+    y[0:2].mul_(3)
+    (y * y).sum().backward()
+    return [y.grad, x.grad]
+
+
+@case("view made under no_grad, base modified with grad on, then used")
+def _():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 1
+    with torch.no_grad():
+        v = y[0:1]
+    y.mul_(2)
+    return [(v * v).sum()]

@@ -131,7 +131,9 @@ Tensor Tensor::movedim(int64_t src, int64_t dst) const {
 Tensor Tensor::as_strided(const Shape& sz, const Shape& st, int64_t offset) const {
   SL_CHECK_AUTOGRAD(!needs_grad(*this), "as_strided: not differentiable; call it on a detached "
                     "tensor or under NoGradGuard");
-  return ops::as_strided(*this, sz, st, offset);
+  Tensor out = ops::as_strided(*this, sz, st, offset);
+  detail::mark_view(out, *this);  // an alias of a buffer that a recorded copy_ may then fill
+  return out;
 }
 
 Tensor Tensor::clone() const {

@@ -1,7 +1,7 @@
 // In-place ops and views (Note [In-place on views], autograd/engine.cpp): a view whose base
 // changed history is rebuilt from the base, and what autograd cannot record is refused with an
 // AutogradError that names the op. Expected gradients are worked out by hand beside each case
-// (PyTorch 1.13 gives the same values: tests/fixtures/autograd/inplace_views.py prints them).
+// (PyTorch 1.13 gives the same values: tools/inplace_views_reference.py prints them).
 #include <cmath>
 
 #include "core/ops/view.h"
@@ -267,4 +267,131 @@ TEST_CASE("a view of a base whose elements share memory cannot be rebased") {
   Tensor base = ops::expand(zeros({1}, {.dtype = DType::f64}), {3});
   SL_CHECK_THROWS(base.slice(0, 0, 1).copy_(x), AutogradError,
                   "copy_: the base of this view has elements that share one memory location");
+}
+
+TEST_CASE("a view read by an in-place op on its own memory follows the op's record") {
+  // The op reads its operand w after its kernel wrote and before it records; w must keep its old
+  // history as the op's edge and still see the new history afterwards.
+  // x = [1, 2, 3]; y = x; v = w = y[0:2]; v += w doubles both, so w = 2 x[0:2] and
+  // d(w . [1, 10])/dx = [2, 20, 0]
+  Tensor x = tensor({1.0, 2.0, 3.0}).requires_grad_();
+  Tensor y = x * 1;
+  Tensor v = y.slice(0, 0, 2);
+  Tensor w = y.slice(0, 0, 2);
+  v.add_(w);
+  (w * tensor({1.0, 10.0})).sum().backward();
+  CHECK(grad_of(x) == std::vector<double>{2, 20, 0});
+
+  // w is stale before the op too (v *= s rewrote the base first): w = 2 s x[0:2], so
+  // d(w . [1, 10])/dx = [2 s, 20 s, 0] = [6, 60, 0] and d/ds = 2 (x0 + 10 x1) = 42
+  Tensor x2 = tensor({1.0, 2.0, 3.0}).requires_grad_();
+  Tensor s = tensor({3.0}).requires_grad_();
+  Tensor y2 = x2 * 1;
+  Tensor v2 = y2.slice(0, 0, 2);
+  Tensor w2 = y2.slice(0, 0, 2);
+  v2.mul_(s);
+  v2.add_(w2);
+  (w2 * tensor({1.0, 10.0})).sum().backward();
+  CHECK(grad_of(x2) == std::vector<double>{6, 60, 0});
+  CHECK(grad_of(s) == std::vector<double>{42});
+}
+
+TEST_CASE("as_strided aliases are views: a recorded copy_ into one reaches its buffer") {
+  // buf = [0, 3 x0, 3 x1, 0]; L = sum(buf^2) + sum(x): dL/dx = 18 x + 1 = [19, 37]
+  Tensor x = tensor({1.0, 2.0}).requires_grad_();
+  Tensor buf = zeros({4}, {.dtype = DType::f64});
+  buf.as_strided({2}, {1}, 1).copy_(x * 3);
+  CHECK(buf.requires_grad());
+  ((buf * buf).sum() + x.sum()).backward();
+  CHECK(grad_of(x) == std::vector<double>{19, 37});
+  // an alias reaching beyond its base's elements cannot be described by the base's gradient
+  Tensor big = zeros({8}, {.dtype = DType::f64});
+  Tensor part = big.slice(0, 2, 4).detach();     // its own base: elements 2 and 3 of big
+  Tensor beyond = part.as_strided({3}, {1}, 3);  // elements 3..5
+  SL_CHECK_THROWS(beyond.copy_(tensor({1.0, 2.0, 3.0}).requires_grad_()), AutogradError,
+                  "copy_: the view (an as_strided alias) reaches storage elements outside its "
+                  "base");
+  CHECK(big.to_vector<double>() == std::vector<double>(8, 0.0));  // refused before writing
+}
+
+TEST_CASE("copy_ into an integer tensor records nothing") {
+  // as PyTorch: an integer tensor carries no gradient, so x's gradient is only through i's
+  // values used as constants: d(sum(x * i))/dx = i = [1, 2]
+  Tensor x = tensor({1.0, 2.0}).requires_grad_();
+  Tensor i = zeros({2}, {.dtype = DType::i64});
+  i.copy_(x);
+  CHECK_FALSE(i.requires_grad());
+  CHECK(i.grad_fn() == nullptr);
+  (x * i.to(DType::f64)).sum().backward();
+  CHECK(grad_of(x) == std::vector<double>{1, 2});
+}
+
+TEST_CASE("requires_grad_() on a stale view sees the history its base got") {
+  // w = buf[0:2] is taken before buf = x is copied in: w is then a non-leaf (x's values), so
+  // requires_grad_() changes nothing and d(sum(w^2))/dx = [2 x0, 2 x1, 0, 0] = [2, 4, 0, 0]
+  Tensor x = tensor({1.0, 2.0, 3.0, 4.0}).requires_grad_();
+  Tensor buf = zeros({4}, {.dtype = DType::f64});
+  Tensor w = buf.slice(0, 0, 2);
+  buf.copy_(x * 1);
+  w.requires_grad_();
+  CHECK_FALSE(w.is_leaf());
+  (w * w).sum().backward();
+  CHECK(grad_of(x) == std::vector<double>{2, 4, 0, 0});
+  CHECK_FALSE(w.grad().defined());
+}
+
+TEST_CASE("retain_grad follows a tensor's in-place changes: .grad is its current value's") {
+  // y = x = [1, 2]; y *= 2; L = sum(y^2): y.grad = 2 y = [4, 8] (PyTorch 1.13 too), x.grad =
+  // 4 y = [8, 16]
+  Tensor x = tensor({1.0, 2.0}).requires_grad_();
+  Tensor y = x * 1;
+  y.retain_grad();
+  y.mul_(2);
+  (y * y).sum().backward();
+  CHECK(y.grad().to_vector<double>() == std::vector<double>{4, 8});
+  CHECK(grad_of(x) == std::vector<double>{8, 16});
+
+  // a retaining view whose base is rewritten: v = 2 x[1:3] = [4, 6], v.grad = 2 v = [8, 12]
+  // (PyTorch 1.13 too)
+  Tensor x2 = tensor({1.0, 2.0, 3.0, 4.0}).requires_grad_();
+  Tensor y2 = x2 * 1;
+  Tensor v = y2.slice(0, 1, 3);
+  v.retain_grad();
+  y2.mul_(2);
+  (v * v).sum().backward();
+  CHECK(v.grad().to_vector<double>() == std::vector<double>{8, 12});
+  CHECK(grad_of(x2) == std::vector<double>{0, 16, 24, 0});
+
+  // a retaining base rewritten through a view: y3 = [3, 6, 3, 4] after y3[0:2] *= 3, so
+  // y3.grad = 2 y3 = [6, 12, 6, 8], the gradient of its current value. (PyTorch 1.13 leaves its
+  // hook on the old node here and reports the gradient of the values before the write,
+  // [18, 36, 6, 8]; it moves the hook for a direct in-place op, as in the first case.)
+  Tensor x3 = tensor({1.0, 2.0, 3.0, 4.0}).requires_grad_();
+  Tensor y3 = x3 * 1;
+  y3.retain_grad();
+  y3.slice(0, 0, 2).mul_(3);
+  (y3 * y3).sum().backward();
+  CHECK(y3.grad().to_vector<double>() == std::vector<double>{6, 12, 6, 8});
+  CHECK(grad_of(x3) == std::vector<double>{18, 36, 6, 8});
+}
+
+TEST_CASE("a view made under NoGradGuard is refused once its base changed history") {
+  // as PyTorch ("A view was created in no_grad mode and its base or another view of its base
+  // has been modified inplace with grad mode enabled"): reads with grad mode off still work
+  Tensor x = tensor({1.0, 2.0}).requires_grad_();
+  Tensor y = x * 1;
+  Tensor v;
+  {
+    NoGradGuard ng;
+    v = y.slice(0, 0, 1);
+  }
+  y.mul_(2);
+  SL_CHECK_THROWS((v * v).sum(), AutogradError,
+                  "a view created under NoGradGuard is used after its base (or another view of "
+                  "its base) was modified in place with grad mode on");
+  {
+    NoGradGuard ng;
+    CHECK((v * 3).item<double>() == 6);
+  }
+  SL_CHECK_THROWS(v * 2, AutogradError, "created under NoGradGuard");  // still refused
 }
