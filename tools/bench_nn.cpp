@@ -12,7 +12,7 @@
 // nn::TransformerEncoderLayer modules (self-attention); scaled_dot_product_attention at a long
 // sequence on the fused and unfused paths (PyTorch 1.13 has no such function: its side is the same
 // math written out); softmax / log_softmax over a dim that is not the last (forward alone, and
-// forward + backward); and one AdamW step over 10M parameters.
+// forward + backward); cumsum over dim 0 (forward); and one AdamW step over 10M parameters.
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -219,6 +219,11 @@ std::vector<Case> cases() {
                     }});
     }
   }
+  // A running sum down the rows (cumsum over dim 0), forward only.
+  cs.push_back({"cumsum dim0 [4096,1024] fwd", 10, [] {
+                  Tensor x = randn({4096, 1024});
+                  return std::function<void()>([x] { x.cumsum(0); });
+                }});
   // One AdamW step over 10M f32 parameters (one tensor), gradients fixed.
   cs.push_back({"adamw step 10M params", 10, [] {
                   Tensor p = randn({10'000'000}).requires_grad_();

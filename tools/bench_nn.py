@@ -9,8 +9,9 @@ The layers are PyTorch's modules (nn.Conv2d, nn.GRU / nn.LSTM, nn.MultiheadAtten
 need_weights=False, nn.TransformerEncoderLayer in training mode with dropout 0; nn.MaxPool2d and
 nn.BatchNorm2d in training mode; attention at a
 long sequence written out, as 1.13 has no scaled_dot_product_attention; softmax / log_softmax
-over a dim that is not the last, also forward alone); AdamW is timed with both implementations of 1.13 (single-tensor, the
-default, and foreach) and the faster one is reported.
+over a dim that is not the last, also forward alone; cumsum over dim 0, forward alone); AdamW is
+timed with both implementations of 1.13 (single-tensor, the default, and foreach) and the faster
+one is reported.
 """
 import argparse
 import statistics
@@ -108,6 +109,11 @@ def cases():
                         f(x, dim)
                 return module_iteration(nn.Identity(), lambda: f(x, dim), x) if backward else fwd
             cs.append((f"{name} {'fwd+bwd' if backward else 'fwd'}", 20, setup))
+
+    def cumsum_setup():
+        x = torch.randn(4096, 1024)
+        return lambda: torch.cumsum(x, 0)
+    cs.append(("cumsum dim0 [4096,1024] fwd", 10, cumsum_setup))
 
     def adamw_setup():
         p = torch.randn(10_000_000, requires_grad=True)
