@@ -177,31 +177,39 @@ TEST_CASE("softmax over a dim that is not the last matches a double reference, w
 TEST_CASE("softmax over a non-last dim gives the same bits as over the last dim of a copy") {
   // Both kernels apply the same operations in the same order to each slice (Note [Softmax over
   // a non-last dim]), so moving the dim last first changes no bit, forward or backward.
+  // With 2 threads, [70, 40] along dim 0 (one block of 40 columns) is cut into blocks of 32
+  // and 8 so that both threads get one; with 1 thread it stays whole.
   manual_seed(6);
-  const Shape shapes[] = {{2, 1000, 13}, {129, 67}, {3, 5, 7}};
-  for (const Shape& shape : shapes) {
-    Tensor x0 = randn(shape) * 4, g0 = randn(shape);
-    for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
-      for (bool log : {false, true}) {
-        const int64_t dim = static_cast<int64_t>(shape.size()) - 2;
-        CAPTURE(shape_str(shape));
-        CAPTURE(std::string(dtype_name(dt)));
-        CAPTURE(log);
-        auto run = [&](bool moved) {
-          Tensor x = x0.to(dt).clone().detach().requires_grad_();
-          Tensor xm = moved ? x.transpose(dim, -1).contiguous() : x;
-          Tensor y = log ? log_softmax(xm, moved ? -1 : dim) : softmax(xm, moved ? -1 : dim);
-          if (moved) y = y.transpose(dim, -1);
-          y.backward(g0.to(dt));
-          return std::make_pair(y.contiguous(), x.grad());
-        };
-        auto [y_blocked, gx_blocked] = run(false);
-        auto [y_last, gx_last] = run(true);
-        CHECK(sl::testing::bits_equal(y_blocked, y_last));
-        CHECK(sl::testing::bits_equal(gx_blocked, gx_last));
+  const Shape shapes[] = {{2, 1000, 13}, {129, 67}, {3, 5, 7}, {70, 40}};
+  const int saved = get_num_threads();
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    CAPTURE(threads);
+    for (const Shape& shape : shapes) {
+      Tensor x0 = randn(shape) * 4, g0 = randn(shape);
+      for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
+        for (bool log : {false, true}) {
+          const int64_t dim = static_cast<int64_t>(shape.size()) - 2;
+          CAPTURE(shape_str(shape));
+          CAPTURE(std::string(dtype_name(dt)));
+          CAPTURE(log);
+          auto run = [&](bool moved) {
+            Tensor x = x0.to(dt).clone().detach().requires_grad_();
+            Tensor xm = moved ? x.transpose(dim, -1).contiguous() : x;
+            Tensor y = log ? log_softmax(xm, moved ? -1 : dim) : softmax(xm, moved ? -1 : dim);
+            if (moved) y = y.transpose(dim, -1);
+            y.backward(g0.to(dt));
+            return std::make_pair(y.contiguous(), x.grad());
+          };
+          auto [y_blocked, gx_blocked] = run(false);
+          auto [y_last, gx_last] = run(true);
+          CHECK(sl::testing::bits_equal(y_blocked, y_last));
+          CHECK(sl::testing::bits_equal(gx_blocked, gx_last));
+        }
       }
     }
   }
+  set_num_threads(saved);
 }
 
 TEST_CASE("softmax over a non-last dim: -inf entries get 0, all -inf or NaN slices give NaN") {
