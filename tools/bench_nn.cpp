@@ -11,7 +11,8 @@
 // conv2d; max_pool2d and batch_norm (training); gru / lstm; the nn::MultiheadAttention and
 // nn::TransformerEncoderLayer modules (self-attention); scaled_dot_product_attention at a long
 // sequence on the fused and unfused paths (PyTorch 1.13 has no such function: its side is the same
-// math written out); and one AdamW step over 10M parameters.
+// math written out); softmax / log_softmax over a dim that is not the last (forward alone, and
+// forward + backward); cumsum over dim 0 (forward); and one AdamW step over 10M parameters.
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -192,6 +193,36 @@ std::vector<Case> cases() {
                                                          .batch_first = true});
                   Tensor x = randn({8, 128, 768}).requires_grad_();
                   return module_fwd_bwd(m, x, [m, x] { return m->forward(x); });
+                }});
+  // softmax / log_softmax over a dim that is not the last (Note [Softmax over a non-last dim],
+  // core/cpu/softmax.cpp): the forward alone, and forward + backward as the other cases.
+  struct SoftmaxCase {
+    const char* name;
+    Shape shape;
+    int64_t dim;
+    bool log;
+  };
+  for (const SoftmaxCase& c :
+       {SoftmaxCase{"softmax dim0 [1024,1024]", {1024, 1024}, 0, false},
+        SoftmaxCase{"log_softmax dim1 [64,256,64]", {64, 256, 64}, 1, true}}) {
+    for (bool backward : {false, true}) {
+      cs.push_back({std::string(c.name) + (backward ? " fwd+bwd" : " fwd"), 20, [c, backward] {
+                      Tensor x = randn(c.shape).requires_grad_();
+                      auto forward = [c, x] {
+                        return c.log ? log_softmax(x, c.dim) : softmax(x, c.dim);
+                      };
+                      if (backward) return fwd_bwd({x}, forward);
+                      return std::function<void()>([forward] {
+                        NoGradGuard no_grad;
+                        forward();
+                      });
+                    }});
+    }
+  }
+  // A running sum down the rows (cumsum over dim 0), forward only.
+  cs.push_back({"cumsum dim0 [4096,1024] fwd", 10, [] {
+                  Tensor x = randn({4096, 1024});
+                  return std::function<void()>([x] { x.cumsum(0); });
                 }});
   // One AdamW step over 10M f32 parameters (one tensor), gradients fixed.
   cs.push_back({"adamw step 10M params", 10, [] {

@@ -8,8 +8,10 @@ to none first).
 The layers are PyTorch's modules (nn.Conv2d, nn.GRU / nn.LSTM, nn.MultiheadAttention with
 need_weights=False, nn.TransformerEncoderLayer in training mode with dropout 0; nn.MaxPool2d and
 nn.BatchNorm2d in training mode; attention at a
-long sequence written out, as 1.13 has no scaled_dot_product_attention); AdamW is timed with both implementations of 1.13 (single-tensor, the
-default, and foreach) and the faster one is reported.
+long sequence written out, as 1.13 has no scaled_dot_product_attention; softmax / log_softmax
+over a dim that is not the last, also forward alone; cumsum over dim 0, forward alone); AdamW is
+timed with both implementations of 1.13 (single-tensor, the default, and foreach) and the faster
+one is reported.
 """
 import argparse
 import statistics
@@ -92,6 +94,26 @@ def cases():
         x = torch.randn(8, 128, 768, requires_grad=True)
         return module_iteration(m, lambda: m(x), x)
     cs.append(("encoder b8 L128 E768 h12 ff3072", 7, encoder_setup))
+
+    # softmax / log_softmax over a dim that is not the last: the forward alone (under no_grad),
+    # and forward + backward as the other cases
+    for name, shape, dim, log in [("softmax dim0 [1024,1024]", (1024, 1024), 0, False),
+                                  ("log_softmax dim1 [64,256,64]", (64, 256, 64), 1, True)]:
+        for backward in [False, True]:
+            def setup(shape=shape, dim=dim, log=log, backward=backward):
+                x = torch.randn(*shape, requires_grad=True)
+                f = torch.log_softmax if log else torch.softmax
+
+                def fwd():
+                    with torch.no_grad():
+                        f(x, dim)
+                return module_iteration(nn.Identity(), lambda: f(x, dim), x) if backward else fwd
+            cs.append((f"{name} {'fwd+bwd' if backward else 'fwd'}", 20, setup))
+
+    def cumsum_setup():
+        x = torch.randn(4096, 1024)
+        return lambda: torch.cumsum(x, 0)
+    cs.append(("cumsum dim0 [4096,1024] fwd", 10, cumsum_setup))
 
     def adamw_setup():
         p = torch.randn(10_000_000, requires_grad=True)

@@ -1,7 +1,8 @@
 // CPU kernels of the reduce family over contiguous [outer, R, inner] inputs
 // (Note [Reduction layout]). Floating values accumulate in double, integers in int64. Sums over
 // a reduced dim with inner > 1 (column sums, e.g. bias gradients) walk the rows in order over
-// tiles of adjacent columns instead of one strided column at a time (sum_columns).
+// tiles of adjacent columns instead of one strided column at a time (sum_columns); so do running
+// sums (cumsum_columns).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -297,6 +298,37 @@ void arg_reduce_cpu(bool is_max, const Tensor& values, const Tensor& indices, co
   });
 }
 
+/// y[o, r, i] = sum over r' <= r of x[o, r', i] for inner > 1, a tile of kColumnTile adjacent
+/// columns at a time with the rows in order (as sum_columns: one strided column at a time
+/// refetches every line once per column). Each column keeps one running sum, fed in row order as
+/// cumsum_cpu's loop for inner == 1 does, so the bits are the same; a column is summed by one
+/// thread.
+template <class T>
+void cumsum_columns(T* y, const T* x, int64_t outer, int64_t R, int64_t inner) {
+  using A = acc_t<T>;
+  using C = compute_t<T>;
+  const int64_t tiles = (inner + kColumnTile - 1) / kColumnTile;
+  const int64_t grain =
+      std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(R * kColumnTile, 1));
+  parallel_for(0, outer * tiles, grain, [&](int64_t t0, int64_t t1) {
+    A s[kColumnTile];
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t o = t / tiles, i0 = t % tiles * kColumnTile;
+      const int64_t w = std::min(kColumnTile, inner - i0);
+      std::fill(s, s + w, A(0));
+      const int64_t base = o * R * inner + i0;
+      for (int64_t r = 0; r < R; ++r) {
+        const T* row = x + base + r * inner;
+        T* out = y + base + r * inner;
+        for (int64_t c = 0; c < w; ++c) {
+          s[c] += static_cast<A>(static_cast<C>(row[c]));
+          out[c] = static_cast<T>(s[c]);
+        }
+      }
+    }
+  });
+}
+
 void cumsum_cpu(const Tensor& out, const Tensor& in) {
   visit_dtype(in.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -304,6 +336,10 @@ void cumsum_cpu(const Tensor& out, const Tensor& in) {
     const int64_t outer = in.size(0), R = in.size(1), inner = in.size(2);
     const T* x = in.data_ptr<T>();
     T* y = out.data_ptr<T>();
+    if (inner > 1) {
+      cumsum_columns(y, x, outer, R, inner);
+      return;
+    }
     parallel_for(0, outer * inner, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(R, 1)),
                  [&](int64_t b, int64_t e) {
                    for (int64_t j = b; j < e; ++j) {

@@ -316,6 +316,10 @@ std::vector<OpCase> reduce_cases() {
   cumsum_case(in({2, 3, 4}), -1, F, true, std::nullopt);
   cumsum_case(in({}), 0, F, true, std::nullopt);
   cumsum_case(in({3, 4}), 1, {DType::i64, DType::i32, DType::b8}, false, DType::i64);
+  // inner > 1 runs over tiles of 64 adjacent columns (cumsum_columns in core/cpu/reduce.cpp):
+  // several tiles and a partial one, one outer index and more
+  cumsum_case(in({2, 5, 70}), 1, F, true, std::nullopt);
+  cumsum_case(in({6, 131}), 0, {DType::i64, DType::i32, DType::b8}, false, DType::i64);
   return v;
 }
 

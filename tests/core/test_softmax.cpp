@@ -87,3 +87,154 @@ TEST_CASE("Tensor::softmax and log_softmax methods forward to the free functions
   CHECK(equal(x.log_softmax(0), log_softmax(x, 0)));
   SL_CHECK_CLOSE(x.log_softmax(1).exp(), x.softmax(1), 1e-15, 0);
 }
+
+namespace {
+
+/// softmax (log_softmax when `log`) of x along `dim` and its input gradient for the output
+/// gradient g, by plain double loops over the [outer, n, inner] view: a slice holding NaN gives
+/// NaN, a slice of all -inf gives NaN (exp(-inf - -inf)), as in PyTorch.
+struct SoftmaxRef {
+  std::vector<double> y, gx;
+};
+SoftmaxRef softmax_ref(const std::vector<double>& x, const std::vector<double>& g,
+                       const Shape& shape, int64_t dim, bool log) {
+  int64_t outer = 1, inner = 1;
+  const int64_t n = shape[static_cast<size_t>(dim)];
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
+    if (d < dim) outer *= shape[static_cast<size_t>(d)];
+    if (d > dim) inner *= shape[static_cast<size_t>(d)];
+  }
+  SoftmaxRef r{std::vector<double>(x.size()), std::vector<double>(x.size())};
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      auto at = [&](int64_t k) { return static_cast<size_t>((o * n + k) * inner + i); };
+      double m = -std::numeric_limits<double>::infinity();
+      bool nan = false;
+      for (int64_t k = 0; k < n; ++k) {
+        nan = nan || std::isnan(x[at(k)]);
+        m = std::max(m, x[at(k)]);
+      }
+      if (nan) m = std::numeric_limits<double>::quiet_NaN();
+      double s = 0;
+      for (int64_t k = 0; k < n; ++k) s += std::exp(x[at(k)] - m);
+      double gs = 0;  // sum(g) for log_softmax, sum(g * y) for softmax
+      for (int64_t k = 0; k < n; ++k) {
+        double y = log ? x[at(k)] - m - std::log(s) : std::exp(x[at(k)] - m) / s;
+        r.y[at(k)] = y;
+        gs += log ? g[at(k)] : g[at(k)] * y;
+      }
+      for (int64_t k = 0; k < n; ++k) {
+        double y = r.y[at(k)];
+        r.gx[at(k)] = log ? g[at(k)] - std::exp(y) * gs : y * (g[at(k)] - gs);
+      }
+    }
+  }
+  return r;
+}
+
+/// Checks softmax / log_softmax of x along dim, forward and backward (output gradient g), against
+/// softmax_ref with float32 or float64 tolerances.
+void check_softmax_against_ref(const Tensor& x, const Tensor& g, int64_t dim, bool log) {
+  CAPTURE(shape_str(x.sizes()));
+  CAPTURE(dim);
+  CAPTURE(log);
+  CAPTURE(std::string(dtype_name(x.dtype())));
+  SoftmaxRef want = softmax_ref(x.to_vector<double>(), g.to_vector<double>(), x.sizes(), dim, log);
+  Tensor xl = x.detach().requires_grad_();
+  Tensor y = log ? log_softmax(xl, dim) : softmax(xl, dim);
+  y.backward(g);
+  const Shape& s = x.sizes();
+  // float32: exp of an argument up to ~30 carries ~30 ulps of relative error; log_softmax's
+  // subtraction and the backward's g - dot an absolute error of a few ulps of their operands
+  const bool f32 = x.dtype() == DType::f32;
+  const double rtol = f32 ? 1e-5 : 1e-12, atol = f32 ? 1e-5 : 1e-12;
+  SL_CHECK_CLOSE(y, from_vector(want.y, s), rtol, atol);
+  REQUIRE(xl.grad().defined());
+  SL_CHECK_CLOSE(xl.grad(), from_vector(want.gx, s), rtol, atol);
+}
+
+}  // namespace
+
+TEST_CASE("softmax over a dim that is not the last matches a double reference, with its gradient") {
+  // Note [Softmax over a non-last dim]: blocks of up to 64 adjacent slices; the shapes cover
+  // inner sizes below, above and not a multiple of the block or the vector width, one block or
+  // several per outer index, and outer sizes of one and more.
+  struct C {
+    Shape shape;
+    int64_t dim;
+  };
+  const C cases[] = {{{3, 5, 7}, 0}, {{3, 5, 7}, 1},   {{2, 1000, 13}, 1}, {{1024, 3}, 0},
+                     {{5, 130}, 0},  {{2, 9, 100}, 1}, {{4, 3, 2, 70}, 1}, {{2, 3, 4, 5}, 2}};
+  manual_seed(5);
+  for (const C& c : cases) {
+    Tensor x = randn(c.shape) * 3, g = randn(c.shape);
+    for (DType dt : {DType::f32, DType::f64}) {
+      for (bool log : {false, true}) check_softmax_against_ref(x.to(dt), g.to(dt), c.dim, log);
+    }
+  }
+}
+
+TEST_CASE("softmax over a non-last dim gives the same bits as over the last dim of a copy") {
+  // Both kernels apply the same operations in the same order to each slice (Note [Softmax over
+  // a non-last dim]), so moving the dim last first changes no bit, forward or backward.
+  // With 2 threads, [70, 40] along dim 0 (one block of 40 columns) is cut into blocks of 32
+  // and 8 so that both threads get one; with 1 thread it stays whole.
+  manual_seed(6);
+  const Shape shapes[] = {{2, 1000, 13}, {129, 67}, {3, 5, 7}, {70, 40}};
+  const int saved = get_num_threads();
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    CAPTURE(threads);
+    for (const Shape& shape : shapes) {
+      Tensor x0 = randn(shape) * 4, g0 = randn(shape);
+      for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
+        for (bool log : {false, true}) {
+          const int64_t dim = static_cast<int64_t>(shape.size()) - 2;
+          CAPTURE(shape_str(shape));
+          CAPTURE(std::string(dtype_name(dt)));
+          CAPTURE(log);
+          auto run = [&](bool moved) {
+            Tensor x = x0.to(dt).clone().detach().requires_grad_();
+            Tensor xm = moved ? x.transpose(dim, -1).contiguous() : x;
+            Tensor y = log ? log_softmax(xm, moved ? -1 : dim) : softmax(xm, moved ? -1 : dim);
+            if (moved) y = y.transpose(dim, -1);
+            y.backward(g0.to(dt));
+            return std::make_pair(y.contiguous(), x.grad());
+          };
+          auto [y_blocked, gx_blocked] = run(false);
+          auto [y_last, gx_last] = run(true);
+          CHECK(sl::testing::bits_equal(y_blocked, y_last));
+          CHECK(sl::testing::bits_equal(gx_blocked, gx_last));
+        }
+      }
+    }
+  }
+  set_num_threads(saved);
+}
+
+TEST_CASE("softmax over a non-last dim: -inf entries get 0, all -inf or NaN slices give NaN") {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // [4, 3, 2] along dim 1: slice (0, 0) all -inf, (1, 1) one NaN, (2, *) and (3, 0) some -inf
+  std::vector<double> v(24);
+  for (size_t k = 0; k < v.size(); ++k) v[k] = static_cast<double>(k % 7) - 3;
+  v[0] = v[2] = v[4] = -inf;
+  v[6 + 3] = nan;
+  v[12] = v[15] = -inf;
+  v[18] = -inf;
+  Tensor x = from_vector(v, {4, 3, 2});
+  manual_seed(7);
+  Tensor g = randn({4, 3, 2}, {.dtype = DType::f64});
+  for (DType dt : {DType::f32, DType::f64}) {
+    for (bool log : {false, true}) check_softmax_against_ref(x.to(dt), g.to(dt), 1, log);
+  }
+  // the reference's own special values, as PyTorch: NaN over the all -inf slice and the NaN one,
+  // exactly 0 (softmax) and -inf (log_softmax) at -inf entries of the other slices
+  std::vector<double> s = softmax(x, 1).to_vector<double>();
+  std::vector<double> ls = log_softmax(x, 1).to_vector<double>();
+  for (int k : {0, 2, 4, 7, 9, 11}) CHECK(std::isnan(s[static_cast<size_t>(k)]));
+  CHECK(s[12] == 0);
+  CHECK(ls[12] == -inf);
+  CHECK(s[18] == 0);
+  CHECK(std::isfinite(s[20]));
+}
