@@ -77,6 +77,7 @@ int device_index_of(DeviceKind k, const Args&... args) {
     return false;
   };
   (void)(names(args) || ...);
+  (void)names;  // unused when the slot takes no arguments
   return index;
 }
 }  // namespace detail
