@@ -10,6 +10,7 @@
 #   SL_GPU_CHECK_JOBS=N      parallel build jobs (default: the number of cores)
 #   SL_GPU_CHECK_NO_BENCH=1  skip the benchmarks (build and tests only)
 #   SL_GPU_CHECK_QUICK=1     small benchmark sizes
+#   SL_GPU_CHECK_NO_TORCH=1  skip PyTorch's side of the benchmark
 #   SL_GPU_CHECK_BUDGET_S=N  wall-clock budget of the whole script (default 450 s): every phase
 #                            runs under `timeout` with what is left of it (the build keeps 150 s
 #                            back for the tests and benchmarks), so the report is always written
@@ -51,7 +52,9 @@ mkdir -p "$OUTDIR"
 OUTDIR=$(cd "$OUTDIR" && pwd)
 BUILD=${SL_GPU_CHECK_BUILD:-$ROOT/build-gpu}
 JOBS=${SL_GPU_CHECK_JOBS:-$(nproc)}
-DEPS=$BUILD-deps
+# outside the source tree: meson refuses include folders inside it that are not the project's
+# (the first GPU run failed to configure with the cuDNN links in build-gpu-deps/)
+DEPS=$(mktemp -d "${TMPDIR:-/tmp}/sl-gpu-check-deps.XXXXXX")
 REPORT=$OUTDIR/report.md
 mkdir -p "$DEPS"
 T0=$(date +%s)
@@ -459,8 +462,10 @@ if [ $build_ok = 1 ]; then
   # above when every one of them got to run, so the suite leaves it out then
   suite=()
   if [ $cases_done = 1 ]; then
+    # --list prints "shardlight / cuda" (meson 1.0) or "shardlight:cuda" (1.12, which then ran
+    # test_cuda twice): the bare name is what follows the last " / " or ":"
     mapfile -t suite < <("${MESON[@]}" test -C "$BUILD" --no-rebuild --list 2>/dev/null |
-      sed -n 's@^.* / @@p' | grep -vx 'cuda')
+      sed -E 's@^.* / @@; s@^.*:@@' | grep -v '^$' | grep -vx 'cuda')
   fi
   if timeout "$(left 70)" "${MESON[@]}" test -C "$BUILD" --no-rebuild --print-errorlogs \
     --num-processes 8 "${suite[@]}" >"$OUTDIR/test.log" 2>&1; then
@@ -475,16 +480,20 @@ fi
 bench_args=()
 [ "${SL_GPU_CHECK_QUICK:-0}" = 1 ] && bench_args=(--quick)
 if [ $build_ok = 1 ] && [ "${SL_GPU_CHECK_NO_BENCH:-0}" != 1 ]; then
-  # the full sizes take about a minute per side; with less time left, the quick ones
-  [ "$(left 20)" -lt 120 ] && bench_args=(--quick)
+  # the full sizes took about 30 s for bench_gpu and 16 s for PyTorch's side on the H200
+  # (2026-12-04); with less time left than that allows, the quick ones
+  [ "$(left 20)" -lt 55 ] && bench_args=(--quick)
   if [ -x "$BUILD/tools/bench_gpu" ]; then
-    SL_BENCH_GPU_TRACE="$OUTDIR/trace_encoder_step.json" \
+    # the trace goes to the build folder: the device tool brings back at most 8 files from $OUT
+    SL_BENCH_GPU_TRACE="$BUILD/trace_encoder_step.json" \
       timeout "$(left 40)" "$BUILD/tools/bench_gpu" "${bench_args[@]}" >"$OUTDIR/bench.log" 2>&1
     log "bench_gpu ${bench_args[*]:-}: exit $? (124: out of time)"
   else
     log "bench_gpu: not built"
   fi
-  if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  if [ "${SL_GPU_CHECK_NO_TORCH:-0}" = 1 ]; then
+    log "SL_GPU_CHECK_NO_TORCH=1: no PyTorch side"
+  elif python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
     PYTHONUNBUFFERED=1 timeout "$(left 10)" python3 "$ROOT/tools/bench_gpu_torch.py" \
       "${bench_args[@]}" >"$OUTDIR/torch_bench.log" 2>&1
     log "bench_gpu_torch.py ${bench_args[*]:-}: exit $? (124: out of time)"
