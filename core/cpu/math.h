@@ -480,7 +480,8 @@ inline C gelu(C x) {
     return C(0.5) * x * std::erfc(-x * C(0.70710678118654752440));
   }
 }
-/// d/dx gelu(x) = Phi(x) + x * phi(x).
+/// d/dx gelu(x) = Phi(x) + x * phi(x); the limits 1 and 0 at +-inf (the float path's too), where
+/// x phi(x) would be inf * 0.
 template <class C>
 inline C gelu_grad(C x) {
   if constexpr (std::is_same_v<C, float>) {
@@ -488,17 +489,23 @@ inline C gelu_grad(C x) {
   } else {
     C cdf = C(0.5) * std::erfc(-x * C(0.70710678118654752440));
     C pdf = C(0.39894228040143267794) * std::exp(C(-0.5) * x * x);
-    return cdf + x * pdf;
+    return pdf == C(0) ? cdf : cdf + x * pdf;
   }
 }
+// The double forms of the tanh gelu are x sigmoid(z), z = 2 sqrt(2/pi) (x + 0.044715 x^3), with
+// sigmoid from e = exp(-|z|) on both sides of 0, as the float ones and CUDA's (device_math.cuh):
+// 0.5 (1 + tanh(z / 2)) cancels for negative x (the H200's parity run met relative errors of 1e-2
+// in the double gradient at x ~ -5, and a -0 for a positive 1.7e-14).
 /// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 template <class C>
 inline C gelu_tanh(C x) {
   if constexpr (std::is_same_v<C, float>) {
     return f32::gelu_tanh(x);
   } else {
-    const C k = C(0.79788456080286535588);
-    return C(0.5) * x * (C(1) + std::tanh(k * (x + C(0.044715) * x * x * x)));
+    const C z = C(1.5957691216057307118) * (x + C(0.044715) * x * x * x);
+    const C e = std::exp(-std::fabs(z));
+    const C s = C(1) / (C(1) + e);
+    return z >= C(0) ? x * s : (x * e) * s;  // -inf: -inf * 0 = NaN, as PyTorch
   }
 }
 template <class C>
@@ -506,11 +513,13 @@ inline C gelu_tanh_grad(C x) {
   if constexpr (std::is_same_v<C, float>) {
     return f32::gelu_tanh_grad(x);
   } else {
-    const C k = C(0.79788456080286535588);
-    C inner = k * (x + C(0.044715) * x * x * x);
-    C t = std::tanh(inner);
-    C dinner = k * (C(1) + C(3) * C(0.044715) * x * x);
-    return C(0.5) * (C(1) + t) + C(0.5) * x * (C(1) - t * t) * dinner;
+    const C z = C(1.5957691216057307118) * (x + C(0.044715) * x * x * x);
+    const C e = std::exp(-std::fabs(z));
+    const C s = C(1) / (C(1) + e);
+    const C sig = z >= C(0) ? s : e * s;
+    if (e == C(0)) return sig;  // |x| huge: sigmoid'(z) underflowed (x dz would be inf)
+    const C dz = C(1.5957691216057307118) * (C(1) + C(3 * 0.044715) * x * x);
+    return sig + ((x * dz) * (e * s)) * s;
   }
 }
 
