@@ -1,6 +1,8 @@
 // Parity of the CUDA elementwise family with the CPU: every unary and binary op for every dtype
 // it accepts, broadcasting, non-contiguous and aligned/misaligned operands, in-place forms,
 // where, clamp, masked_fill, and the error paths.
+#include <string>
+
 #include "core/ops/elementwise.h"
 #include "cuda_testing.h"
 
@@ -142,15 +144,18 @@ TEST_CASE("cuda parity: every binary op, every dtype, with broadcasting" *
   struct Shapes {
     Shape a, b;
   };
-  const Shapes cases[] = {
-      {{40, 17}, {40, 17}}, {{3, 1, 17}, {5, 17}}, {{40, 17}, {}}, {{1, 33}, {29, 1}}};
+  // the last three take the rows path of loops.cuh (Note [Broadcast rows]): a bias row, a
+  // column, both against rows of 32 (a multiple of every dtype's vector width)
+  const Shapes cases[] = {{{40, 17}, {40, 17}}, {{3, 1, 17}, {5, 17}}, {{40, 17}, {}},
+                          {{1, 33}, {29, 1}},   {{7, 32}, {32}},       {{9, 1}, {9, 32}},
+                          {{5, 3, 32}, {3, 1}}};
   for (int o = 0; o < static_cast<int>(BinaryOp::count_); ++o) {
     auto op = static_cast<BinaryOp>(o);
     for (const Shapes& sh : cases) {
       auto [a64, b64] = binary_inputs(op, sh.a, sh.b);
       for (DType dt : kAll) {
         if (!binary_accepts(op, dt)) continue;
-        CAPTURE(binary_op_name(op));
+        CAPTURE(std::string(binary_op_name(op)));
         CAPTURE(dt);
         CAPTURE(shape_str(sh.a));
         CAPTURE(shape_str(sh.b));
