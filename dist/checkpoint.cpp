@@ -164,9 +164,18 @@ struct SavedIndex {
   }
 };
 
-/// Copies elements [a, b) of the saved tensor `key` into dst (1-d contiguous, b - a elements).
+/// Copies elements [a, b) of the saved tensor `key` into dst (1-d contiguous, b - a elements, on
+/// any device: the file is read into host memory, then copied to a GPU dst).
 void fill_range(const Tensor& dst, const SavedIndex& idx, const std::string& key, int64_t a,
                 int64_t b) {
+  if (!dst.is_cpu()) {
+    // pread into device memory fails with EFAULT (the fake GPU's memory is host memory, so only
+    // a real GPU showed it: "read failed: Bad address")
+    Tensor host = ops::empty({b - a}, dst.dtype(), kCPU);
+    fill_range(host, idx, key, a, b);
+    ops::copy_(dst, host);
+    return;
+  }
   auto it = idx.pieces.find(key);
   SL_CHECK_IO(it != idx.pieces.end(), "sharded checkpoint: no saved '", key, "'");
   int64_t covered = 0;
@@ -191,7 +200,7 @@ void fill_range(const Tensor& dst, const SavedIndex& idx, const std::string& key
               "' are not all present (", covered, " found)");
 }
 
-/// dst (any contiguous CPU-visible tensor) from the saved pieces of `key`.
+/// dst (any tensor, on any device) from the saved pieces of `key`.
 void fill_tensor(const Tensor& dst, const SavedIndex& idx, const std::string& key) {
   if (dst.is_cpu() && dst.is_contiguous()) {
     fill_range(ops::view(dst, {dst.numel()}), idx, key, 0, dst.numel());
