@@ -98,6 +98,8 @@ class BertEmbeddings : public nn::Module {
 /// (sl::scaled_dot_product_attention; attention dropout in training only).
 class BertSelfAttention : public nn::Module {
  public:
+  /// The one-tensor form stays visible (it throws ValueError: this module takes more inputs).
+  using nn::Module::forward;
   explicit BertSelfAttention(const BertConfig& config);
   /// hidden [B, L, H]; additive_mask undefined or floating, broadcastable to [B, heads, L, L]
   /// (BertModel passes [B, 1, 1, L]) -> context [B, L, H].
@@ -112,6 +114,8 @@ class BertSelfAttention : public nn::Module {
 /// (in = intermediate_size) share this shape; type_name tells them apart.
 class BertResidualOutput : public nn::Module {
  public:
+  /// The one-tensor form stays visible (it throws ValueError: this module takes more inputs).
+  using nn::Module::forward;
   BertResidualOutput(const char* type_name, int64_t in_features, const BertConfig& config);
   /// x [B, L, in_features], residual [B, L, H] -> [B, L, H].
   Tensor forward(const Tensor& x, const Tensor& residual);
@@ -124,6 +128,8 @@ class BertResidualOutput : public nn::Module {
 /// self (BertSelfAttention) then output (BertSelfOutput) with the input as residual.
 class BertAttention : public nn::Module {
  public:
+  /// The one-tensor form stays visible (it throws ValueError: this module takes more inputs).
+  using nn::Module::forward;
   explicit BertAttention(const BertConfig& config);
   Tensor forward(const Tensor& hidden, const Tensor& additive_mask);
   std::shared_ptr<BertSelfAttention> self;
@@ -142,6 +148,8 @@ class BertIntermediate : public nn::Module {
 /// attention, intermediate, output (post-LayerNorm transformer layer).
 class BertLayer : public nn::Module {
  public:
+  /// The one-tensor form stays visible (it throws ValueError: this module takes more inputs).
+  using nn::Module::forward;
   explicit BertLayer(const BertConfig& config);
   Tensor forward(const Tensor& hidden, const Tensor& additive_mask);
   std::shared_ptr<BertAttention> attention;
@@ -152,6 +160,8 @@ class BertLayer : public nn::Module {
 /// `layer`: a ModuleList of num_hidden_layers BertLayers, run in order.
 class BertEncoder : public nn::Module {
  public:
+  /// The one-tensor form stays visible (it throws ValueError: this module takes more inputs).
+  using nn::Module::forward;
   explicit BertEncoder(const BertConfig& config);
   Tensor forward(const Tensor& hidden, const Tensor& additive_mask);
   std::shared_ptr<nn::ModuleList> layer;

@@ -78,6 +78,8 @@ class SequenceWise : public nn::Module {
 /// lengths has B entries (not checked: DeepSpeech2::forward checks them).
 class MaskConv : public nn::Module {
  public:
+  /// The one-tensor form stays visible (it throws ValueError: this module takes more inputs).
+  using nn::Module::forward;
   explicit MaskConv(std::shared_ptr<nn::Sequential> seq_module);
   Tensor forward(const Tensor& x, const std::vector<int64_t>& lengths);
   std::shared_ptr<nn::Sequential> seq_module;
@@ -88,6 +90,8 @@ class MaskConv : public nn::Module {
 /// when bidirectional), zero at padded steps. Errors as nn::LSTM / nn::GRU.
 class BatchRNN : public nn::Module {
  public:
+  /// The one-tensor form stays visible (it throws ValueError: this module takes more inputs).
+  using nn::Module::forward;
   BatchRNN(int64_t input_size, int64_t hidden_size, DeepSpeech2RNN kind, bool bidirectional,
            bool batch_norm);
   Tensor forward(const Tensor& x, const Tensor& lengths);

@@ -68,6 +68,8 @@ Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& in
 /// Module forms: forward(input, target) with the options given at construction.
 class CrossEntropyLoss : public Module {
  public:
+  /// The one-tensor form stays visible (it throws ValueError: this module takes more inputs).
+  using Module::forward;
   explicit CrossEntropyLoss(functional::CrossEntropyOptions opts = {});
   Tensor forward(const Tensor& input, const Tensor& target);
   functional::CrossEntropyOptions options;
@@ -75,6 +77,8 @@ class CrossEntropyLoss : public Module {
 
 class NLLLoss : public Module {
  public:
+  /// The one-tensor form stays visible (it throws ValueError: this module takes more inputs).
+  using Module::forward;
   explicit NLLLoss(functional::CrossEntropyOptions opts = {});
   Tensor forward(const Tensor& input, const Tensor& target);
   functional::CrossEntropyOptions options;
@@ -82,6 +86,8 @@ class NLLLoss : public Module {
 
 class MSELoss : public Module {
  public:
+  /// The one-tensor form stays visible (it throws ValueError: this module takes more inputs).
+  using Module::forward;
   explicit MSELoss(Reduction reduction = Reduction::mean)
       : Module("MSELoss"), reduction(reduction) {}
   Tensor forward(const Tensor& input, const Tensor& target);
@@ -90,6 +96,8 @@ class MSELoss : public Module {
 
 class L1Loss : public Module {
  public:
+  /// The one-tensor form stays visible (it throws ValueError: this module takes more inputs).
+  using Module::forward;
   explicit L1Loss(Reduction reduction = Reduction::mean) : Module("L1Loss"), reduction(reduction) {}
   Tensor forward(const Tensor& input, const Tensor& target);
   Reduction reduction;
@@ -97,6 +105,8 @@ class L1Loss : public Module {
 
 class CTCLoss : public Module {
  public:
+  /// The one-tensor form stays visible (it throws ValueError: this module takes more inputs).
+  using Module::forward;
   explicit CTCLoss(int64_t blank = 0, Reduction reduction = Reduction::mean,
                    bool zero_infinity = false)
       : Module("CTCLoss"), blank(blank), reduction(reduction), zero_infinity(zero_infinity) {}
@@ -109,6 +119,8 @@ class CTCLoss : public Module {
 
 class BCEWithLogitsLoss : public Module {
  public:
+  /// The one-tensor form stays visible (it throws ValueError: this module takes more inputs).
+  using Module::forward;
   explicit BCEWithLogitsLoss(Tensor weight = Tensor(), Tensor pos_weight = Tensor(),
                              Reduction reduction = Reduction::mean);
   Tensor forward(const Tensor& input, const Tensor& target);
