@@ -35,6 +35,10 @@ doctest::skip skip_when(bool skip, const std::string& what, const std::string& w
   return doctest::skip(skip);
 }
 
+doctest::skip skip_either(const doctest::skip& a, const doctest::skip& b) {
+  return doctest::skip(a.data || b.data);
+}
+
 std::string compare(const Tensor& a, const Tensor& b, double rtol, double atol) {
   std::ostringstream os;
   if (!a.defined() || !b.defined()) {

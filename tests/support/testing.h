@@ -18,6 +18,10 @@ void report_skip(const std::string& what, const std::string& why);
 /// A doctest decorator: when `skip`, reports "<what> (counted in doctest's "skipped"): <why>"
 /// once and skips the case, so that a case that cannot run is counted as skipped, not passed.
 doctest::skip skip_when(bool skip, const std::string& what, const std::string& why);
+/// A skip decorator that skips when either condition does. Two skip decorators chained with `*`
+/// do not combine: doctest applies them in order and the last one decides (a GPU machine without
+/// espeak-ng ran a case marked needs_espeak(...) * needs_gpu_trainer(...), and failed).
+doctest::skip skip_either(const doctest::skip& a, const doctest::skip& b);
 
 /// Empty string when a and b have the same shape and |a - b| <= atol + rtol * |b| everywhere
 /// (compared in float64 on the CPU; NaNs must match); otherwise a description of the first
