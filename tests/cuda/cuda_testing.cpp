@@ -4,6 +4,11 @@ namespace sl::testing {
 
 void check_gpu_parity(const std::function<Tensor(const TensorList&)>& fn, const TensorList& inputs,
                       double rtol, double atol) {
+  check_gpu_parity(fn, inputs, Tol{rtol, atol}, Tol{rtol, atol});
+}
+
+void check_gpu_parity(const std::function<Tensor(const TensorList&)>& fn, const TensorList& inputs,
+                      Tol tol, Tol grad_tol) {
   TensorList cpu_in, gpu_in;
   for (const Tensor& t : inputs) {
     Tensor c = t.detach().clone();
@@ -18,7 +23,7 @@ void check_gpu_parity(const std::function<Tensor(const TensorList&)>& fn, const 
   Tensor yc = fn(cpu_in);
   Tensor yg = fn(gpu_in);
   REQUIRE(yg.device() == kGPU);
-  SL_CHECK_CLOSE(yg.cpu(), yc, rtol, atol);
+  SL_CHECK_CLOSE_TOL(yg.cpu(), yc, tol);
   bool any_grad = false;
   for (const Tensor& t : inputs) any_grad = any_grad || t.requires_grad();
   if (!any_grad) return;
@@ -31,7 +36,7 @@ void check_gpu_parity(const std::function<Tensor(const TensorList&)>& fn, const 
     CAPTURE(i);
     REQUIRE(gpu_in[i].grad().defined());
     CHECK(gpu_in[i].grad().device() == kGPU);
-    SL_CHECK_CLOSE(gpu_in[i].grad().cpu(), cpu_in[i].grad(), rtol, atol);
+    SL_CHECK_CLOSE_TOL(gpu_in[i].grad().cpu(), cpu_in[i].grad(), grad_tol);
   }
 }
 

@@ -132,6 +132,10 @@ inline Tol reduce_tol(DType dt) {
 /// compares the outputs and every input gradient with |gpu - cpu| <= atol + rtol |cpu|.
 void check_gpu_parity(const std::function<Tensor(const TensorList&)>& fn, const TensorList& inputs,
                       double rtol, double atol);
+/// As above, with the gradients compared at `grad_tol` (for an op whose backward sums: the two
+/// devices add in different orders).
+void check_gpu_parity(const std::function<Tensor(const TensorList&)>& fn, const TensorList& inputs,
+                      Tol tol, Tol grad_tol);
 
 }  // namespace sl::testing
 

@@ -187,11 +187,13 @@ TEST_CASE("cuda parity: cat, stack, pad, tril, triu, flip, repeat" * sl::testing
     // flip of a transposed (strided) view
     check_gpu_parity([](const TensorList& t) { return flip(t[0].transpose(0, 1), {1}); },
                      {rnd({3, 4, 5}, dt)}, 0, 0);
+    // repeat's gradient sums the 6 copies of each element, in another order on each device (one
+    // f64 ulp apart on the H200); its forward is exact
     check_gpu_parity(
         [](const TensorList& t) {
           return repeat(t[0], {2, 3});
         },
-        {rnd({2, 3}, dt)}, 0, 0);
+        {rnd({2, 3}, dt)}, sl::testing::Tol{0, 0}, sl::testing::reduce_tol(dt));
     if (dt == DType::b8) continue;
     check_gpu_parity(
         [](const TensorList& t) {

@@ -358,9 +358,11 @@ TEST_CASE("cuda indexing: unchecked mode reports a bad index at the next synchro
   SL_CHECK_CLOSE(g.cpu(), from_vector<float>({2, 0}), 0, 0);
   (void)index_select(x, 0, i64s({-2}, kGPU));
   SL_CHECK_THROWS(unrelated.cpu(), IndexError, "index_select: index -2 is out of range");
-  // only the first error since the last report is kept
-  (void)gather(x, 0, i64s({5}, kGPU));
-  (void)scatter(x, 0, i64s({6}, kGPU), 1.0);
+  // only the first error since the last report is kept (the index tensors are made first: their
+  // host-to-device copies are synchronisation points, which would report the gather's error)
+  Tensor five = i64s({5}, kGPU), six = i64s({6}, kGPU);
+  (void)gather(x, 0, five);
+  (void)scatter(x, 0, six, 1.0);
   SL_CHECK_THROWS(cuda::synchronize(0), IndexError, "gather: index 5 is out of range");
   cuda::synchronize(0);
   // an error recorded in unchecked mode is still reported after checked mode is back on

@@ -20,6 +20,7 @@
 // different orders; deep compositions such as the two-layer bidirectional RNNs and the
 // transformer layer compound that to a few hundred ulps), atol 5e-5 for entries that are sums
 // of cancelling O(1) terms (gradients of normalisation layers, attention).
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -42,7 +43,7 @@
 #include "nn/pooling.h"
 #include "nn/rnn.h"
 #include "nn/transformer.h"
-#include "optim/adam.h"
+#include "optim/sgd.h"
 
 using namespace sl;
 using sl::testing::kGPU;
@@ -582,8 +583,8 @@ namespace {
 std::optional<std::function<Tensor()>> zoo_input(const std::string& name) {
   static const std::map<std::string, Shape> shapes = {
       {"fashion_cnn", {8, 1, 28, 28}}, {"resnet_fashion", {4, 1, 28, 28}},
-      {"resnet18", {2, 3, 32, 32}},    {"resnet34", {2, 3, 32, 32}},
-      {"resnet50", {2, 3, 32, 32}},    {"deepspeech2_small", {2, 1, 81, 24}},
+      {"resnet18", {2, 3, 64, 64}},    {"resnet34", {2, 3, 64, 64}},
+      {"resnet50", {2, 3, 64, 64}},    {"deepspeech2_small", {2, 1, 81, 24}},
       {"deepspeech2", {2, 1, 161, 24}}};
   if (auto it = shapes.find(name); it != shapes.end()) {
     Shape shape = it->second;
@@ -595,14 +596,30 @@ std::optional<std::function<Tensor()>> zoo_input(const std::string& name) {
 
 }  // namespace
 
-// Three AdamW steps of forward + cross_entropy + backward on the same batch, on each device.
-// Compared: the loss of every step and the gradients of the first (f32 2e-4 relative, as above;
-// atol 1e-5 of each gradient's largest entry, since the conv and linear weight gradients are
-// sums over the batch and positions whose cancelling terms leave absolute, not relative,
-// errors); the parameters and buffers after the steps, 1e-4 relative and absolute: Adam moves
-// each parameter by about lr = 1e-3 per step whatever the gradient's scale, so a gradient that
-// differs by float rounding moves it by a tiny fraction of lr (up to lr * |dg| / eps for
-// gradients near eps = 1e-8), and 1e-4 is a tenth of one step.
+// Three SGD steps (momentum 0.9) of forward + cross_entropy + backward on the same batch, on each
+// device. Compared: the loss of every step and the gradients of the first (f32 2e-4 relative, as
+// above; atol 1e-5 of each gradient's largest entry, since the conv and linear weight gradients
+// are sums over the batch and positions whose cancelling terms leave absolute, not relative,
+// errors); the parameters and buffers after the steps, 1e-4 relative and absolute.
+//
+// What the first GPU run (H200) showed, and why the case is built this way:
+// - Some gradients are mathematically zero: BERT's attention key bias (softmax does not see a
+//   shift shared by all keys) and a conv bias under batch norm. Both devices hold rounding noise
+//   there (1e-12 .. 1e-8), which no relative tolerance can compare. A parameter whose CPU
+//   gradient is below 1e-5 of the model's largest gradient is checked to be noise on the GPU
+//   too: below 1e-4 of that largest gradient.
+// - AdamW (the first version of this case) turns such noise into steps of about lr whatever its
+//   scale, so the parameters after the steps differed by lr; SGD moves them by lr * noise.
+// - The ResNets at 32x32 end with 1x1 feature maps: batch norm over 2 values per channel gives
+//   +-1 whatever the input, and the outputs flipped with the rounding; at 64x64 it normalises 8.
+// - The ImageNet ResNets run in float64. In float32 a ReLU input within rounding of 0 took the
+//   other side of the kink on one device (a later H200 run: resnet18's layer2.0 block output,
+//   channel 17, at step 0), and every gradient below it differed by up to 5%; in float64 such a
+//   flip needs an input within ~1e-13 of 0. Their tolerances: gradients 1e-8 relative and 1e-8
+//   of each one's largest entry, parameters and buffers 1e-8 (all passed on the H200); outputs
+//   and losses 1e-6 relative, 1e-7 absolute (the H200 gave up to 5e-9 absolute, 3e-7 relative on
+//   an output near 0, at resnet50's third step: the rounding of two SGD steps carried through its
+//   53 batch norms). The other models stay in float32.
 TEST_CASE("cuda module parity: every model in the zoo trains like on the CPU" *
           sl::testing::needs_cudnn(/*on_fake=*/true)) {
   SL_REQUIRE_CUDA("model zoo training parity");
@@ -634,7 +651,13 @@ TEST_CASE("cuda module parity: every model in the zoo trains like on the CPU" *
     std::shared_ptr<nn::Module> c = models::create_model(name);
     manual_seed(kBuildSeed);
     std::shared_ptr<nn::Module> g = models::create_model(name);
-    g->to(kGPU);
+    // the ImageNet ResNets in float64 (see above), each with its tolerances
+    const DType dt = imagenet ? DType::f64 : DType::f32;
+    const Tol out_tol = imagenet ? Tol{1e-6, 1e-7} : Tol{2e-4, 5e-5};
+    const double grad_rtol = imagenet ? 1e-8 : 2e-4, grad_atol = imagenet ? 1e-8 : 1e-5;
+    const Tol param_tol = imagenet ? Tol{1e-8, 1e-8} : Tol{1e-4, 1e-4};
+    c->to(dt);
+    g->to(kGPU, dt);
     {
       auto pc = c->named_parameters(), pg = g->named_parameters();
       REQUIRE(pc.size() == pg.size());
@@ -642,8 +665,13 @@ TEST_CASE("cuda module parity: every model in the zoo trains like on the CPU" *
     }
     manual_seed(52);
     Tensor x = (*make_input)(), xg = x.to(kGPU);
+    if (is_floating(x.dtype())) {
+      x = x.to(dt);
+      xg = xg.to(dt);
+    }
     Tensor y, yg;  // class labels, drawn once the first forward shows the number of classes
-    optim::AdamW oc(c->parameters()), og(g->parameters());
+    const optim::SGDOptions sgd{.lr = 0.01, .momentum = 0.9};
+    optim::SGD oc(c->parameters(), sgd), og(g->parameters(), sgd);
     for (int step = 0; step < 3; ++step) {
       CAPTURE(step);
       oc.zero_grad();
@@ -661,22 +689,35 @@ TEST_CASE("cuda module parity: every model in the zoo trains like on the CPU" *
         y = randint(0, outc.size(1), {outc.size(0)});
         yg = y.to(kGPU);
       }
-      SL_CHECK_CLOSE(outg.cpu(), outc, 2e-4, 5e-5);
+      SL_CHECK_CLOSE(outg.cpu(), outc, out_tol.rtol, out_tol.atol);
       Tensor lc = nn::functional::cross_entropy(outc, y);
       Tensor lg = nn::functional::cross_entropy(outg, yg);
-      SL_CHECK_CLOSE(lg.cpu(), lc, 2e-4, 0);
+      SL_CHECK_CLOSE(lg.cpu(), lc, out_tol.rtol, 0);
       lc.backward();
       lg.backward();
       if (step == 0) {
         auto pc = c->named_parameters(), pg = g->named_parameters();
+        auto max_abs = [](const Tensor& t) { return t.abs().max().to(DType::f64).item<double>(); };
+        double model_scale = 0;
+        for (const auto& [pname, p] : pc) {
+          REQUIRE(p.grad().defined());
+          model_scale = std::max(model_scale, max_abs(p.grad()));
+        }
+        REQUIRE(model_scale > 0);
         for (size_t i = 0; i < pc.size(); ++i) {
           const std::string& pname = pc[i].first;
           CAPTURE(pname);
           Tensor gc = pc[i].second.grad();
-          REQUIRE(gc.defined());
           REQUIRE(pg[i].second.grad().defined());
-          const double scale = gc.abs().max().to(DType::f64).item<double>();
-          SL_CHECK_CLOSE(pg[i].second.grad().cpu(), gc, 2e-4, 1e-5 * scale);
+          Tensor gg = pg[i].second.grad().cpu();
+          const double scale = max_abs(gc);
+          if (scale < 1e-5 * model_scale) {  // a mathematically zero gradient: noise on both
+            CAPTURE(scale);
+            CAPTURE(model_scale);
+            CHECK(max_abs(gg) < 1e-4 * model_scale);
+            continue;
+          }
+          SL_CHECK_CLOSE(gg, gc, grad_rtol, grad_atol * scale);
         }
       }
       oc.step();
@@ -687,13 +728,13 @@ TEST_CASE("cuda module parity: every model in the zoo trains like on the CPU" *
       const std::string& pname = pc[i].first;
       CAPTURE(pname);
       CHECK(pg[i].second.device() == kGPU);
-      SL_CHECK_CLOSE(pg[i].second.cpu(), pc[i].second, 1e-4, 1e-4);
+      SL_CHECK_CLOSE(pg[i].second.cpu(), pc[i].second, param_tol.rtol, param_tol.atol);
     }
     auto bc = c->named_buffers(), bg = g->named_buffers();
     for (size_t i = 0; i < bc.size(); ++i) {
       const std::string& bname = bc[i].first;
       CAPTURE(bname);
-      SL_CHECK_CLOSE(bg[i].second.cpu(), bc[i].second, 1e-4, 1e-4);
+      SL_CHECK_CLOSE(bg[i].second.cpu(), bc[i].second, param_tol.rtol, param_tol.atol);
     }
   }
 }
