@@ -73,8 +73,11 @@ const char* fused_obstacle(const Tensor& q, const Tensor& k, const Tensor& v, do
 }
 
 /// Whether the fused path pays under AttentionBackend::automatic.
+/// Memory, not speed: on the H200 the CUDA one-pass kernel took 2 to 6 times as long as the
+/// unfused path (cuBLAS products around the attention softmax kernel) at 8 x 16 x 512 x 64 and
+/// 2 x 16 x 4096 x 64 (bench_gpu, README), so every device takes it only for score matrices
+/// larger than one block.
 bool fused_pays(const Tensor& q, const Tensor& k) {
-  if (attention_fused_forward_kernel.has(q.device().kind)) return true;
   int64_t scores = k.size(-2);
   for (int64_t d = 0; d + 1 < q.dim(); ++d) scores *= q.size(d);
   return scores > ops::attention_block_elements();

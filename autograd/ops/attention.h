@@ -22,9 +22,9 @@ Tensor attention_softmax(const Tensor& scores, const Tensor& attn_mask = Tensor(
 /// Which implementation scaled_dot_product_attention takes (as PyTorch's sdp_kernel flags).
 enum class AttentionBackend : uint8_t {
   /// The fused path (Note [Fused attention], core/ops/attention.h) where it applies and pays: no
-  /// dropout, q, k and v with the same batch dims, and either a device with a one-pass kernel
-  /// (CUDA) or more score elements than one block holds (ops::attention_block_elements()), so
-  /// that the blocked form saves memory. Otherwise the unfused path.
+  /// dropout, q, k and v with the same batch dims, and more score elements than one block holds
+  /// (ops::attention_block_elements()), so that it saves memory. Otherwise the unfused path, the
+  /// faster one on every device so far (CUDA's one-pass kernel included: README, GPU check).
   automatic,
   /// The fused path wherever it applies; ValueError (naming the reason) where it does not.
   fused,

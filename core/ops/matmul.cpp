@@ -74,8 +74,10 @@ Tensor bmm_unchecked(const Tensor& a, const Tensor& b) {
 /// a [batch..., M, K] @ b [batch..., K, N] (one batch shape of nb matrices, at least one batch
 /// dim) -> [nb, M, N]. The batch dims are merged into one bmm when both operands allow it as a
 /// view. Otherwise (e.g. attention heads: a [B, H, L, D] view of [B, L, H * D] rows) the product
-/// runs as one bmm over the last batch dim per index of the leading ones, on strided views, rather
-/// than copying the operands; unless that would be many calls of little work each.
+/// runs on the CPU as one bmm over the last batch dim per index of the leading ones, on strided
+/// views, rather than copying the operands; unless that would be many calls of little work each.
+/// On other devices the operands are copied and one bmm runs: on the H200 a 4-layer encoder step
+/// (batch 32, 4 heads) spent 10.3 of its 12.9 GPU ms in 801 such per-batch calls.
 Tensor batched_matmul(const Tensor& a, const Tensor& b, int64_t nb) {
   const int64_t nd = a.dim() - 2, M = a.size(-2), K = a.size(-1), N = b.size(-1);
   Shape st;
@@ -83,7 +85,8 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b, int64_t nb) {
                       compute_view_strides(b.sizes(), b.strides(), {nb, K, N}, st);
   const int64_t last = nd > 0 ? a.size(nd - 1) : 1, outer = last > 0 ? nb / last : 0;
   const bool few_calls = outer <= 64 || last * M * N * K >= (int64_t{1} << 15);
-  if (merges || nd < 2 || nb == 0 || M == 0 || N == 0 || K == 0 || !few_calls) {
+  if (merges || nd < 2 || nb == 0 || M == 0 || N == 0 || K == 0 || !few_calls ||
+      a.device().kind != DeviceKind::cpu) {
     return bmm_unchecked(reshape(a, {nb, M, K}), reshape(b, {nb, K, N}));
   }
   Tensor out = empty({nb, M, N}, a.dtype(), a.device());

@@ -18,6 +18,7 @@
 //     within these tolerances (the blocked form on both sides). The fake GPU of builds without
 //     CUDA skips the 16-bit cases (Note [Fake GPU]).
 #include <cmath>
+#include <string>
 
 #include "core/ops/attention.h"
 #include "cuda_testing.h"
@@ -104,7 +105,7 @@ TEST_CASE("cuda fused attention: forward and backward against a float64 CPU refe
       const Tensor ref_mask = mask.defined() && mask.dtype() != DType::b8 ? f64(mask) : mask;
       auto ref = grads(f64(q), f64(k), f64(v), ref_mask, f64(gy), AttentionBackend::unfused);
       auto gpu = grads(q.to(kGPU), k.to(kGPU), v.to(kGPU), mask.defined() ? mask.to(kGPU) : mask,
-                       gy.to(kGPU), AttentionBackend::automatic);
+                       gy.to(kGPU), AttentionBackend::fused);
       const Tols t = tols(dt);
       // the one-pass kernel rounds once; where it does not apply (head dims over 128, or a
       // device without it) the forward is the blocked form, rounding like the backward
@@ -168,4 +169,24 @@ TEST_CASE("cuda fused attention: a NaN score makes its row NaN, even after maske
   Tensor gpu = ops::attention_fused_forward(q.to(kGPU), k.to(kGPU), v.to(kGPU), mask.to(kGPU),
                                             false, 1.0 / std::sqrt(double(E)));
   SL_CHECK_CLOSE(gpu.cpu().to(DType::f64), ref, 2e-4, 2e-4);  // NaN where ref is NaN
+}
+
+// The automatic backend takes the fused path for memory alone, on the GPU as on the CPU: the first
+// GPU run measured the one-pass kernel several times slower than the unfused path (README).
+TEST_CASE(
+    "cuda attention: the automatic backend takes the fused path only for more scores "
+    "than one block" *
+    sl::testing::needs_gpu()) {
+  SL_REQUIRE_CUDA("attention backend choice");
+  manual_seed(62);
+  Tensor q = randn({2, 5, 8}).to(kGPU).requires_grad_(), k = randn({2, 6, 8}).to(kGPU),
+         v = randn({2, 6, 8}).to(kGPU);
+  auto path = [&] { return std::string(scaled_dot_product_attention(q, k, v).grad_fn()->name()); };
+  REQUIRE(attention_backend() == AttentionBackend::automatic);
+  const int64_t scores = 2 * 5 * 6;
+  const int64_t prev = ops::set_attention_block_elements(scores);
+  CHECK(path() != "FusedAttentionBackward");  // one block holds them all: unfused
+  ops::set_attention_block_elements(scores - 1);
+  CHECK(path() == "FusedAttentionBackward");
+  ops::set_attention_block_elements(prev);
 }
