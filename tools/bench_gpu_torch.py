@@ -139,7 +139,13 @@ def training_steps():
         loss.backward()
         opt2.step()
 
-    print(f"| ResNet-18 layout, 32x32 | {b} | float32 | {time_ms(res_step):.2f} ms |")
+    # cuDNN convolutions in plain float32, as Shardlight's default, then with TF32: PyTorch's
+    # default for cuDNN (torch.backends.cudnn.allow_tf32 True, deterministic False)
+    for tf32 in (False, True):
+        torch.backends.cudnn.allow_tf32 = tf32
+        name = "float32 (TF32, any cuDNN algorithm)" if tf32 else "float32 (any cuDNN algorithm)"
+        print(f"| ResNet-18 layout, 32x32 | {b} | {name} | {time_ms(res_step):.2f} ms |")
+    torch.backends.cudnn.allow_tf32 = True
 
 
 def attention():

@@ -12,8 +12,9 @@
 //     on one rank, AdamW, with the optimizer state on the GPU and offloaded to the host
 //     (StrategyOptions::offload_optimizer): step time and the GPU allocator's peak of each.
 // With SL_BENCH_GPU_TRACE=PATH, one more encoder step runs under the profiler (core/profiler.h)
-// and its Chrome trace goes to PATH, its summary after the table (host times: a CUDA kernel's
-// event is its launch; the step ends with a synchronize, so the window holds the GPU's work).
+// and its Chrome trace goes to PATH, its summary after the table, with a ResNet step's summary
+// (host times: a CUDA kernel's event is its launch; the step ends with a synchronize, so the window
+// holds the GPU's work).
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -37,7 +38,7 @@ namespace {
 
 const Device kGPU{DeviceKind::cuda, 0};
 
-std::string g_profile_summary;  // of the traced encoder step, printed after the table
+std::string g_profile_summary;  // of the profiled steps, printed after the table
 
 /// A parameter initialised like PyTorch's Linear / Conv (uniform +-1/sqrt(fan_in)).
 Tensor param(const Shape& s, int64_t fan_in, TensorList& all) {
@@ -50,6 +51,24 @@ Tensor constant(const Shape& s, double v, TensorList& all) {
   Tensor t = full(s, v, {.device = kGPU}).requires_grad_();
   all.push_back(t);
   return t;
+}
+
+/// With SL_BENCH_GPU_TRACE=PATH: one more `step` under the profiler, its summary appended to
+/// g_profile_summary (and its Chrome trace written to PATH when `trace`).
+void profile_step(const std::string& name, const std::function<void()>& step, bool trace) {
+  const char* path = std::getenv("SL_BENCH_GPU_TRACE");
+  if (path == nullptr) return;
+  profiler::start();
+  {
+    profiler::Scope scope(name.c_str(), profiler::Category::phase);
+    step();
+    cuda::synchronize();
+  }
+  const profiler::Profile p = profiler::stop();
+  if (trace) p.write_chrome_trace(path, 0, "bench_gpu " + name);
+  g_profile_summary += "\nOne " + name + " under the profiler" +
+                       (trace ? " (trace: " + std::string(path) + ")" : std::string()) +
+                       ":\n\n```\n" + p.summary(25) + "```\n";
 }
 
 Tensor one_hot_matrix(const Tensor& targets_cpu, int64_t classes) {
@@ -114,18 +133,7 @@ void bench_encoder(bool quick) {
   };
   std::printf("| transformer encoder (4 x 256, seq %lld) | %lld | float32 | %.2f ms |\n",
               static_cast<long long>(S), static_cast<long long>(B), time_ms(step));
-  if (const char* path = std::getenv("SL_BENCH_GPU_TRACE")) {
-    profiler::start();
-    {
-      profiler::Scope scope("encoder step", profiler::Category::phase);
-      step();
-      cuda::synchronize();
-    }
-    const profiler::Profile p = profiler::stop();
-    p.write_chrome_trace(path, 0, "bench_gpu encoder step");
-    g_profile_summary = "\nOne encoder step under the profiler (trace: " + std::string(path) +
-                        "):\n\n```\n" + p.summary(25) + "```\n";
-  }
+  profile_step("encoder step", step, true);
 }
 
 // ---- ResNet-18 layout ---------------------------------------------------------------------
@@ -183,8 +191,30 @@ void bench_resnet(bool quick) {
     cross_entropy(logits, oh).backward();
     opt.step();
   };
-  std::printf("| ResNet-18 layout, 32x32 | %lld | float32 | %.2f ms |\n", static_cast<long long>(B),
-              time_ms(step));
+  // float32 as the library's defaults (FMA math, deterministic cuDNN algorithms), then with TF32,
+  // then also with any cuDNN algorithm: PyTorch's defaults for cuDNN convolutions
+  // (torch.backends.cudnn.allow_tf32 = True, deterministic = False)
+  struct Config {
+    bool tf32, deterministic;
+    const char* name;
+  };
+  const Config configs[] = {{false, true, "float32"},
+                            {true, true, "float32 (TF32)"},
+                            {true, false, "float32 (TF32, any cuDNN algorithm)"}};
+  struct Restore {
+    ~Restore() {
+      cuda::set_allow_tf32(false);
+      cuda::set_cudnn_deterministic(true);
+    }
+  } restore;
+  for (const Config& c : configs) {
+    cuda::set_allow_tf32(c.tf32);
+    cuda::set_cudnn_deterministic(c.deterministic);
+    std::printf("| ResNet-18 layout, 32x32 | %lld | %s | %.2f ms |\n", static_cast<long long>(B),
+                c.name, time_ms(step));
+    std::fflush(stdout);
+    if (!c.tf32) profile_step("ResNet-18 step", step, false);
+  }
 }
 
 // ---- ZeRO optimizer offload ----------------------------------------------------------------

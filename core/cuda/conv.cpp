@@ -3,7 +3,8 @@
 //
 // Algorithms come from cuDNN's heuristics (cudnnGet*Algorithm_v7), restricted to deterministic
 // ones that fit the workspace limit, so results do not vary from run to run (unless cuDNN has no
-// deterministic one for a geometry: pick() then warns and takes the best one). float32 runs with
+// deterministic one for a geometry: pick() then warns and takes the best one; or
+// sl::cuda::set_cudnn_deterministic(false) lifts the restriction). float32 runs with
 // CUDNN_FMA_MATH (no TF32) unless sl::cuda::set_allow_tf32(true). cuDNN pads symmetrically;
 // asymmetric padding (Note [Conv layout]) goes through an explicitly zero-padded input.
 #include "core/ops/conv.h"
@@ -120,11 +121,13 @@ const Perf& pick(const Perf* perfs, int n, const char* what) {
   auto usable = [&](int i) {
     return perfs[i].status == CUDNN_STATUS_SUCCESS && perfs[i].memory <= kMaxWorkspace;
   };
-  for (int i = 0; i < n; ++i) {
+  const bool deterministic = cudnn_deterministic();
+  for (int i = 0; deterministic && i < n; ++i) {
     if (usable(i) && perfs[i].determinism == CUDNN_DETERMINISTIC) return perfs[i];
   }
   for (int i = 0; i < n; ++i) {
     if (!usable(i)) continue;
+    if (!deterministic) return perfs[i];     // asked for: no warning
     static std::atomic<bool> warned{false};  // one per Perf type: forward, data, filter
     if (!warned.exchange(true)) {
       std::fprintf(stderr,

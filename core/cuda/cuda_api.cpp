@@ -13,6 +13,7 @@ SL_DEFINE_KERNEL(compute_capability_kernel, int(int device));
 
 namespace {
 std::atomic<bool> g_allow_tf32{false};
+std::atomic<bool> g_cudnn_deterministic{true};
 std::atomic<bool> g_checked_indexing{true};
 std::atomic<bool> g_cudnn_enabled{true};
 
@@ -57,6 +58,12 @@ void set_allow_tf32(bool allow) {
 }
 bool allow_tf32() {
   return g_allow_tf32.load();
+}
+void set_cudnn_deterministic(bool on) {
+  g_cudnn_deterministic.store(on);
+}
+bool cudnn_deterministic() {
+  return g_cudnn_deterministic.load();
 }
 void set_checked_indexing(bool on) {
   g_checked_indexing.store(on);

@@ -51,6 +51,13 @@ int compute_capability(int device = 0);
 void set_allow_tf32(bool allow);
 bool allow_tf32();
 
+/// cuDNN convolutions take deterministic algorithms only (default true: the same bits from run
+/// to run, as torch.backends.cudnn.deterministic = True). false takes the first algorithm of
+/// cuDNN's ranked heuristics whatever its determinism (PyTorch's default): weight gradients may
+/// then differ in the last bits between runs.
+void set_cudnn_deterministic(bool on);
+bool cudnn_deterministic();
+
 /// Checked indexing of CUDA index tensors (process-wide; Note [Index checks] in
 /// core/ops/index.h). On (the default): index_select, index_add, gather, scatter, scatter_add,
 /// embedding, one_hot and the class-index losses check every index before their kernel runs, a

@@ -30,11 +30,15 @@ TEST_CASE("cuda: without a GPU, CUDA devices are refused with a DeviceError") {
   cuda::synchronize();  // all (zero) devices: nothing to do
 }
 
-TEST_CASE("cuda: TF32 and checked-indexing switches") {
+TEST_CASE("cuda: TF32, cuDNN determinism and checked-indexing switches") {
   CHECK(!cuda::allow_tf32());  // full float32 precision by default
   cuda::set_allow_tf32(true);
   CHECK(cuda::allow_tf32());
   cuda::set_allow_tf32(false);
+  CHECK(cuda::cudnn_deterministic());  // deterministic convolutions by default
+  cuda::set_cudnn_deterministic(false);
+  CHECK(!cuda::cudnn_deterministic());
+  cuda::set_cudnn_deterministic(true);
   CHECK(cuda::checked_indexing());
   cuda::set_checked_indexing(false);
   CHECK(!cuda::checked_indexing());

@@ -151,19 +151,28 @@ TEST_CASE("cuda parity: conv2d / conv1d through cuDNN" *
     return;
   }
   manual_seed(13);
-  for (DType dt : {DType::f64, DType::f32}) {
-    CAPTURE(dt);
-    auto [rt, at] = tol(dt);
-    check_gpu_parity([](const TensorList& t) { return conv2d(t[0], t[1], t[2], 2, 1); },
-                     {rnd({2, 3, 11, 9}, dt), rnd({4, 3, 3, 3}, dt), rnd({4}, dt)}, rt, at);
-    check_gpu_parity(
-        [](const TensorList& t) {
-          return conv2d(t[0], t[1], Tensor(), 1, {2, 1}, {2, 1}, 2);
-        },
-        {rnd({2, 4, 8, 8}, dt), rnd({6, 2, 3, 3}, dt)}, rt, at);
-    // "same" with an even kernel: asymmetric padding through an explicitly padded input
-    check_gpu_parity([](const TensorList& t) { return conv1d(t[0], t[1], t[2], 1, "same"); },
-                     {rnd({3, 5, 17}, dt), rnd({7, 5, 4}, dt), rnd({7}, dt)}, rt, at);
+  // with cuDNN's choice of any algorithm too (cuda::set_cudnn_deterministic(false), PyTorch's
+  // default): the same tolerance, the sums only run in another order
+  struct RestoreDeterministic {
+    ~RestoreDeterministic() { cuda::set_cudnn_deterministic(true); }
+  } restore;
+  for (bool deterministic : {true, false}) {
+    CAPTURE(deterministic);
+    cuda::set_cudnn_deterministic(deterministic);
+    for (DType dt : {DType::f64, DType::f32}) {
+      CAPTURE(dt);
+      auto [rt, at] = tol(dt);
+      check_gpu_parity([](const TensorList& t) { return conv2d(t[0], t[1], t[2], 2, 1); },
+                       {rnd({2, 3, 11, 9}, dt), rnd({4, 3, 3, 3}, dt), rnd({4}, dt)}, rt, at);
+      check_gpu_parity(
+          [](const TensorList& t) {
+            return conv2d(t[0], t[1], Tensor(), 1, {2, 1}, {2, 1}, 2);
+          },
+          {rnd({2, 4, 8, 8}, dt), rnd({6, 2, 3, 3}, dt)}, rt, at);
+      // "same" with an even kernel: asymmetric padding through an explicitly padded input
+      check_gpu_parity([](const TensorList& t) { return conv1d(t[0], t[1], t[2], 1, "same"); },
+                       {rnd({3, 5, 17}, dt), rnd({7, 5, 4}, dt), rnd({7}, dt)}, rt, at);
+    }
   }
 }
 
