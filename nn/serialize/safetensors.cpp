@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "core/error.h"
+#include "core/utf8.h"
 
 namespace sl::serialize {
 
@@ -225,6 +226,25 @@ SafetensorsHeader parse_safetensors(std::string_view bytes, const char* what) {
   return parse_safetensors_header(bytes.substr(8, n), bytes.size() - 8 - n, what);
 }
 
+namespace {
+
+/// The header is JSON, which is UTF-8: a name or metadata string that is not would be written
+/// as U+FFFD (json_escape_string) and not read back as it was, so it is refused. The message
+/// shows the string as JSON would (U+FFFD in place of the bad bytes) and names the first bad byte.
+void check_utf8(const std::string& s, const char* what) {
+  const size_t at = utf8_invalid_offset(s);
+  if (at == s.size()) return;
+  std::string shown;
+  json_escape_string(s.substr(0, 200), shown);
+  static const char* hex = "0123456789abcdef";
+  const auto b = static_cast<unsigned char>(s[at]);
+  detail::throw_error<ValueError>("safetensors: ", what, " ", shown, " is not valid UTF-8 (byte 0x",
+                                  hex[b >> 4], hex[b & 15], " at offset ", at,
+                                  "); the header is JSON, which must be UTF-8");
+}
+
+}  // namespace
+
 std::string make_safetensors_header(const std::vector<std::pair<std::string, const Tensor*>>& ts,
                                     const Metadata& metadata, std::vector<TensorEntry>& layout) {
   std::vector<size_t> order(ts.size());
@@ -233,6 +253,11 @@ std::string make_safetensors_header(const std::vector<std::pair<std::string, con
     SL_CHECK(ts[i].second && ts[i].second->defined(), "safetensors: tensor '", ts[i].first,
              "' is undefined");
     SL_CHECK(ts[i].first != "__metadata__", "safetensors: '__metadata__' is reserved");
+    check_utf8(ts[i].first, "tensor name");
+  }
+  for (const auto& [key, value] : metadata) {
+    check_utf8(key, "metadata key");
+    check_utf8(value, "metadata value");
   }
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     int ra = dtype_rank(ts[a].second->dtype()), rb = dtype_rank(ts[b].second->dtype());

@@ -1,4 +1,5 @@
 // The JSON value, parser and writer used by safetensors headers and checkpoint manifests.
+#include "core/utf8.h"
 #include "support/testing.h"
 
 using namespace sl;
@@ -33,6 +34,41 @@ TEST_CASE("json: the writer escapes as serde_json does") {
   std::string out;
   serialize::json_escape_string(std::string("a\"b\\c\b\f\n\r\t\x01\x1f\x7f/\xc3\xa9", 16), out);
   CHECK(out == "\"a\\\"b\\\\c\\b\\f\\n\\r\\t\\u0001\\u001f\x7f/\xc3\xa9\"");
+}
+
+// Ill-formed UTF-8 becomes U+FFFD, one per maximal subpart. The expected strings are what
+// /usr/bin/python3 printed for
+//   json.dumps(b.decode("utf-8", "replace"), ensure_ascii=False).encode("utf-8")
+// for each input b (Python's decoder replaces maximal subparts as Unicode 3.9 recommends).
+TEST_CASE("json: the writer replaces ill-formed UTF-8 as Python's decoder does") {
+  const std::pair<std::string, std::string> cases[] = {
+      {"ok \xc3\xa9", "\"ok \xc3\xa9\""},
+      {"\xe2\x82", "\"\xef\xbf\xbd\""},                                              // truncated
+      {"\xe0\x80", "\"\xef\xbf\xbd\xef\xbf\xbd\""},                                  // overlong
+      {"\xed\xa0\x80", "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\""},                  // surrogate
+      {"\xf4\x90\x80\x80", "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\""},  // > U+10FFFF
+      {"\xf0\x9f\x98\x80", "\"\xf0\x9f\x98\x80\""},
+      {"\xff", "\"\xef\xbf\xbd\""},
+      {"a\x80"
+       "b",
+       "\"a\xef\xbf\xbd"
+       "b\""},
+      {"\xc0\xaf", "\"\xef\xbf\xbd\xef\xbf\xbd\""},
+      {"\xe2\x82\xac\xe2\x82x", "\"\xe2\x82\xac\xef\xbf\xbdx\""},
+      {"\xf0\x9f\x98", "\"\xef\xbf\xbd\""},
+  };
+  for (const auto& [in, want] : cases) {
+    CAPTURE(in);
+    std::string out;
+    serialize::json_escape_string(in, out);
+    CHECK(out == want);
+    CHECK(Json::parse(out).as_string() == want.substr(1, want.size() - 2));  // parses back
+    // utf8_invalid_offset agrees: valid exactly when nothing was replaced
+    CHECK((sl::utf8_invalid_offset(in) == in.size()) ==
+          (out.find("\xef\xbf\xbd") == std::string::npos));
+  }
+  CHECK(sl::utf8_invalid_offset("ab\xc3\xa9\xff") == 4);
+  CHECK(sl::utf8_invalid_offset("") == 0);
 }
 
 TEST_CASE("json: object helpers") {

@@ -151,6 +151,29 @@ TEST_CASE("safetensors: round trips of views, non-contiguous tensors and other d
   CHECK(bytes.size() % 8 == 0);  // header padded; data 4-byte multiples here
 }
 
+TEST_CASE("safetensors: names and metadata must be UTF-8, and non-ASCII ones round-trip") {
+  StateDict sd;
+  sd.insert("caf\xc3\xa9.\xf0\x9f\x98\x80", ones({2}));  // "cafe-acute.grinning-face"
+  Metadata md{{"k\xc3\xa9", "v\xe2\x82\xac"}};
+  Metadata md2;
+  StateDict back = deserialize_safetensors(serialize_safetensors(sd, md), &md2);
+  CHECK(back.contains("caf\xc3\xa9.\xf0\x9f\x98\x80"));
+  CHECK(md2 == md);
+  // a name that is not UTF-8 would come back as U+FFFD, so the writer refuses it, naming the byte
+  StateDict bad;
+  bad.insert("w\xff", ones({1}));
+  SL_CHECK_THROWS(serialize_safetensors(bad), ValueError,
+                  "safetensors: tensor name \"w\xef\xbf\xbd\" is not valid UTF-8 (byte 0xff at "
+                  "offset 1)");
+  SL_CHECK_THROWS(serialize_safetensors(sd, Metadata{{"k", "a\xe2\x82"}}), ValueError,
+                  "metadata value \"a\xef\xbf\xbd\" is not valid UTF-8 (byte 0xe2 at offset 1)");
+  SL_CHECK_THROWS(serialize_safetensors(sd, Metadata{{"\xed\xa0\x80", "v"}}), ValueError,
+                  "metadata key");
+  TempDir dir;  // nothing is written either
+  CHECK_THROWS_AS(save_safetensors(dir.file("bad.safetensors"), bad), ValueError);
+  CHECK(!std::filesystem::exists(dir.file("bad.safetensors")));
+}
+
 TEST_CASE("safetensors: SafetensorsFile reads single tensors and byte ranges lazily") {
   SafetensorsFile f(fixture("all_dtypes.safetensors"));
   CHECK(f.header().tensors.size() == 10);
