@@ -103,11 +103,28 @@ Tensor prod(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
                    });
 }
 
+namespace {
+
+/// max() / min() over every element. The backward is PyTorch 1.13's evenly_distribute_backward:
+/// the elements equal to the result share the gradient, and a NaN result gives it to the NaNs
+/// (amax's rule, x == y, would match nothing there and spread 0 / 0 = NaN over every element).
+Tensor max_min_all(bool is_max, const Tensor& a) {
+  return reduction(is_max ? ReduceOp::max : ReduceOp::min, is_max ? "MaxBackward" : "MinBackward",
+                   a, {}, false, {}, true, true,
+                   [](const Tensor& g, const Tensor& x, const Tensor& y, int64_t) {
+                     Tensor hit = logical_or(eq(x, y), logical_and(isnan(x), isnan(y)));
+                     Tensor h = hit.to(g.dtype());
+                     return div(mul(g, h), sum(h));
+                   });
+}
+
+}  // namespace
+
 Tensor max(const Tensor& a) {
-  return amax(a, {}, false);
+  return max_min_all(true, a);
 }
 Tensor min(const Tensor& a) {
-  return amin(a, {}, false);
+  return max_min_all(false, a);
 }
 
 namespace {

@@ -14,7 +14,8 @@ Tensor sum(const Tensor& a, const std::vector<int64_t>& dims = {}, bool keepdim 
 Tensor mean(const Tensor& a, const std::vector<int64_t>& dims = {}, bool keepdim = false);
 /// Product over one dim, or all dims when dim is nullopt.
 Tensor prod(const Tensor& a, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
-/// Max/min over all elements; the gradient is split evenly between tied maxima (as torch.max()).
+/// Max/min over all elements; the gradient is split evenly between tied maxima, or between the
+/// NaNs when the result is NaN (as torch.max()).
 Tensor max(const Tensor& a);
 Tensor min(const Tensor& a);
 /// (values, indices) along dim; the gradient goes to the returned index.

@@ -125,3 +125,41 @@ TEST_CASE("clamp stops the gradient at NaN and leaky_relu scales it, as PyTorch"
     SL_CHECK_CLOSE(gl, expect({0.25, 0.25, 1, 0.25}, dt), 0, 0);
   }
 }
+
+// max() and min() over all elements share the gradient between the elements equal to the result
+// and, when the result is NaN, between the NaNs (PyTorch's evenly_distribute_backward; amax's
+// x == y rule matched nothing at a NaN result and gave NaN everywhere). Expected values printed
+// by torch 1.13 (/usr/bin/python3) for y = x.max() (x.min()), (2 * y).backward(), float64:
+//   [1, 3, 3, 2]      max 3 grad [0, 1, 1, 0]        min 1 grad [2, 0, 0, 0]
+//   [1, nan, 3, nan]  max nan grad [0, 1, 0, 1]      min nan grad [0, 1, 0, 1]
+//   [-0, 0, -1, 0]    max 0 grad [2/3, 2/3, 0, 2/3]  min -1 grad [0, 0, 2, 0]
+TEST_CASE("max() and min() split the gradient between ties, and between NaNs at a NaN result") {
+  struct Case {
+    std::vector<double> x;
+    bool is_max;
+    double y;
+    std::vector<double> grad;
+  };
+  const double third2 = 2.0 / 3.0;
+  const Case cases[] = {
+      {{1, 3, 3, 2}, true, 3, {0, 1, 1, 0}},
+      {{1, 3, 3, 2}, false, 1, {2, 0, 0, 0}},
+      {{1, kNaN, 3, kNaN}, true, kNaN, {0, 1, 0, 1}},
+      {{1, kNaN, 3, kNaN}, false, kNaN, {0, 1, 0, 1}},
+      {{-0.0, 0, -1, 0}, true, 0, {third2, third2, 0, third2}},
+      {{-0.0, 0, -1, 0}, false, -1, {0, 0, 2, 0}},
+  };
+  for (DType dt : {DType::f32, DType::f64}) {
+    for (const Case& c : cases) {
+      CAPTURE(dt);
+      CAPTURE(c.is_max);
+      CAPTURE(c.x[1]);
+      Tensor x = from_vector<double>(c.x).to(dt).requires_grad_();
+      Tensor y = c.is_max ? max(x) : min(x);
+      CHECK(std::string(y.grad_fn()->name()) == (c.is_max ? "MaxBackward" : "MinBackward"));
+      (y * 2).backward();
+      SL_CHECK_CLOSE(y.detach(), from_vector<double>({c.y}).view({}).to(dt), 0, 0);
+      SL_CHECK_CLOSE(x.grad(), from_vector<double>(c.grad).to(dt), 0, 0);
+    }
+  }
+}
