@@ -40,19 +40,31 @@ Tensor no_grad_result(Tensor t) { return t; }
 
 // ---- binary arithmetic ------------------------------------------------------------------------
 
-Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
-  Tensor out = ops::binary(BinaryOp::add, a, b, alpha);
+namespace {
+
+/// a + alpha * b or a - alpha * b. sub is its own kernel op rather than add with -alpha: that
+/// turned bool - bool into a logical or, and an integer alpha into a floating one (which add
+/// refuses for integer tensors).
+Tensor add_or_sub(bool is_sub, const Tensor& a, const Tensor& b, Scalar alpha) {
+  Tensor out = ops::binary(is_sub ? BinaryOp::sub : BinaryOp::add, a, b, alpha);
   if (needs_grad(a, b)) {
     Shape sa = a.sizes(), sb = b.sizes();
-    record("AddBackward", {a, b}, {&out},
-           [sa = std::move(sa), sb = std::move(sb), alpha](const BackwardCtx& c) -> variable_list {
+    const double scale = is_sub ? -alpha.to_double() : alpha.to_double();  // d out / d b
+    record(is_sub ? "SubBackward" : "AddBackward", {a, b}, {&out},
+           [sa = std::move(sa), sb = std::move(sb), scale](const BackwardCtx& c) -> variable_list {
              const Tensor& g = c.grad();
              Tensor gb;
-             if (c.needs(1)) gb = sum_to(alpha.to_double() == 1.0 ? g : mul(g, alpha), sb);
+             if (c.needs(1)) gb = sum_to(scale == 1.0 ? g : mul(g, Scalar(scale)), sb);
              return {c.needs(0) ? sum_to(g, sa) : Tensor(), gb};
            });
   }
   return out;
+}
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
+  return add_or_sub(false, a, b, alpha);
 }
 
 Tensor add(const Tensor& a, Scalar b) {
@@ -66,12 +78,7 @@ Tensor add(const Tensor& a, Scalar b) {
 }
 
 Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
-  // add with -alpha would turn bool - bool into a silent logical or
-  ops::check_defined("sub", a, "first operand");
-  ops::check_defined("sub", b, "second operand");
-  SL_CHECK_DTYPE(!is_bool(ops::result_type(a, b)),
-                 "sub: subtraction of bool tensors is not supported; use logical_xor");
-  return add(a, b, Scalar(-alpha.to_double()));
+  return add_or_sub(true, a, b, alpha);
 }
 
 Tensor sub(const Tensor& a, Scalar b) {

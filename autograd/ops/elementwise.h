@@ -10,7 +10,8 @@
 
 namespace sl {
 
-/// a + alpha * b.
+/// a + alpha * b. A floating alpha needs a floating result, a bool alpha a bool result
+/// (DTypeError otherwise, as PyTorch).
 Tensor add(const Tensor& a, const Tensor& b, Scalar alpha = 1);
 Tensor add(const Tensor& a, Scalar b);
 /// a - alpha * b.

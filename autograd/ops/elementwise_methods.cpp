@@ -100,7 +100,19 @@ Tensor& Tensor::sub_(const Tensor& o, Scalar alpha) {
   ops::check_defined("sub_", o, "second operand");
   SL_CHECK_DTYPE(!(is_bool(dtype()) && is_bool(o.dtype())),
                  "sub_: subtraction of bool tensors is not supported; use logical_xor");
-  return add_(o, Scalar(-alpha.to_double()));
+  check_inplace(*this, "sub_", {o});
+  bool rec = needs_grad(*this, o);
+  Shape so = o.sizes();
+  ops::binary_(BinaryOp::sub, *this, o, alpha);
+  if (rec) {
+    record_inplace("SubBackward", *this, {o}, [so, alpha](const BackwardCtx& c) -> variable_list {
+      const Tensor& g = c.grad();
+      Tensor go;
+      if (c.needs(1)) go = sum_to(sl::mul(g, Scalar(-alpha.to_double())), so);
+      return {g, go};
+    });
+  }
+  return *this;
 }
 Tensor& Tensor::sub_(Scalar o) {
   return add_(o.is_floating() ? Scalar(-o.to_double()) : Scalar(-o.to_int()));

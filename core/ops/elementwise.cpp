@@ -115,6 +115,22 @@ void unary_(UnaryOp op, const Tensor& self) {
   self.bump_version();
 }
 
+namespace {
+
+/// PyTorch's alpha_check for add/sub: a bool alpha only for a bool result, and a floating alpha
+/// only for a floating result (it would be truncated for an integer one: int + int with
+/// alpha 2.5 used to add 2 silently). `result` is the computation's dtype.
+void check_alpha(const char* name, BinaryOp op, DType result, Scalar alpha) {
+  if (op != BinaryOp::add && op != BinaryOp::sub) return;
+  SL_CHECK_DTYPE(!alpha.is_bool() || is_bool(result), name, ": a bool alpha (", alpha.to_double(),
+                 ") is only supported for a bool result; the result is ", dtype_name(result));
+  SL_CHECK_DTYPE(!alpha.is_floating() || is_floating(result), name, ": alpha ", alpha.to_double(),
+                 " is a floating-point number, but the result is ", dtype_name(result),
+                 "; for integral tensors alpha must be an integer");
+}
+
+}  // namespace
+
 Tensor binary(BinaryOp op, const Tensor& a_in, const Tensor& b_in, Scalar alpha) {
   const char* name = binary_op_name(op);
   check_defined(name, a_in, "first operand");
@@ -126,6 +142,7 @@ Tensor binary(BinaryOp op, const Tensor& a_in, const Tensor& b_in, Scalar alpha)
   if (needs_float_result(op) && !is_floating(ct)) ct = kDefaultFloat;
   SL_CHECK_DTYPE(!((op == BinaryOp::sub) && is_bool(ct)), name,
                  ": subtraction of bool tensors is not supported; use logical_xor");
+  check_alpha(name, op, ct, alpha);
   Shape shape = a.sizes() == b.sizes() ? a.sizes() : broadcast_shapes(a.sizes(), b.sizes(), name);
   if (a.dtype() != ct) a = cast(a, ct);
   if (b.dtype() != ct) b = cast(b, ct);
@@ -177,6 +194,7 @@ void binary_(BinaryOp op, const Tensor& self, const Tensor& b_in, Scalar alpha) 
   SL_CHECK_DTYPE(category(ct) <= category(self.dtype()) || binary_op_is_predicate(op), name,
                  ": result type ", dtype_name(ct), " cannot be cast to the in-place output's ",
                  dtype_name(self.dtype()));
+  check_alpha(name, op, ct, alpha);
   if (b.sizes() != self.sizes()) {
     Shape s = broadcast_shapes(self.sizes(), b.sizes(), name);
     SL_CHECK_SHAPE(s == self.sizes(), name, ": output of shape ", shape_str(self.sizes()),

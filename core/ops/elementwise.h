@@ -93,6 +93,8 @@ Tensor unary(UnaryOp op, const Tensor& in);
 /// In place; throws DTypeError when the result type cannot be stored in self (predicates, or
 /// float ops on integer tensors).
 void unary_(UnaryOp op, const Tensor& self);
+/// alpha (add and sub only) follows PyTorch: a floating alpha needs a floating result, a bool
+/// alpha a bool result; DTypeError otherwise.
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, Scalar alpha = 1);
 /// With a scalar operand: the scalar is converted to the result type, and one that does not fit
 /// an integer result (NaN, inf, out of range) throws ValueError naming the op (check_scalar_fits;

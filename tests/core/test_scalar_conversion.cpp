@@ -159,3 +159,38 @@ TEST_CASE("arithmetic with a floating scalar beyond the tensor's range rounds to
   CHECK(std::isinf(f.to_vector<float>()[1]));
   CHECK((1e300 - ones({1})).item<float>() == std::numeric_limits<float>::infinity());
 }
+
+// add/sub's alpha, as PyTorch's alpha_check. Values printed by torch 1.13 (/usr/bin/python3):
+//   a = [2**53 + 1, 2**62 + 5], b = [1, 1]: torch.sub(a, b, alpha=3) and torch.add(a, b, alpha=-3)
+//   are [9007199254740990, 4611686018427387906]; alpha=2.5 (add), 0.5 (sub), 2.0 (add_) raise
+//   "For integral input tensors, argument alpha must not be a floating point number"; alpha=True
+//   with int64 tensors raises "Boolean alpha only supported for Boolean results"; bool + bool with
+//   alpha=2 is [True, True] for [True, False] + [True, True]; for x = [1, 2], y = [3, 4] (float32),
+//   z = torch.sub(x, y, alpha=3) is [-8, -10] and z.backward([1, 2]) gives x.grad [1, 2],
+//   y.grad [-3, -6] (SubBackward0).
+TEST_CASE("add and sub: alpha follows PyTorch's rules, integer alpha stays exact") {
+  Tensor a = from_vector<int64_t>({(int64_t{1} << 53) + 1, (int64_t{1} << 62) + 5});
+  Tensor b = from_vector<int64_t>({1, 1});
+  const std::vector<int64_t> want{9007199254740990, 4611686018427387906};
+  CHECK(sub(a, b, 3).to_vector<int64_t>() == want);
+  CHECK(add(a, b, -3).to_vector<int64_t>() == want);
+  Tensor c = a.clone();
+  c.sub_(b, 3);
+  CHECK(c.to_vector<int64_t>() == want);
+  SL_CHECK_THROWS(add(a, b, 2.5), DTypeError, "add: alpha 2.5 is a floating-point number");
+  SL_CHECK_THROWS(sub(a, b, 0.5), DTypeError, "sub: alpha 0.5 is a floating-point number");
+  SL_CHECK_THROWS(a.clone().add_(b, 2.0), DTypeError, "add_: alpha 2 is a floating-point number");
+  SL_CHECK_THROWS(add(a, b, true), DTypeError,
+                  "add: a bool alpha (1) is only supported for a bool");
+  Tensor t = from_vector<bool>({true, false}), u = from_vector<bool>({true, true});
+  CHECK(add(t, u, 2).to_vector<bool>() == std::vector<bool>{true, true});
+  // a floating alpha with floating tensors, and sub's gradient
+  Tensor x = from_vector<float>({1, 2}).requires_grad_(),
+         y = from_vector<float>({3, 4}).requires_grad_();
+  Tensor z = sub(x, y, 3);
+  CHECK(std::string(z.grad_fn()->name()) == "SubBackward");
+  CHECK(z.detach().to_vector<float>() == std::vector<float>{-8, -10});
+  z.backward(from_vector<float>({1, 2}));
+  CHECK(x.grad().to_vector<float>() == std::vector<float>{1, 2});
+  CHECK(y.grad().to_vector<float>() == std::vector<float>{-3, -6});
+}
