@@ -5,8 +5,8 @@
 // per thread, VEC = 16 / the widest element); when the operands are contiguous rows with some
 // inputs constant along them (a scalar, a bias: Note [Broadcast rows]), vectors likewise;
 // otherwise each thread turns its flat index into per-operand byte offsets (32-bit index math
-// when the element count allows). Functors take
-// and return storage types (__half, __nv_bfloat16, float, ...); dev_types.cuh converts.
+// when the element count allows). Functors take and return storage types (__half,
+// __nv_bfloat16, float, ...); dev_types.cuh converts.
 #pragma once
 
 #include <cuda_runtime.h>
