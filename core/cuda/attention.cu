@@ -16,21 +16,10 @@
 namespace sl::cuda {
 namespace {
 
-/// Maximum over a group (order-free, so any tree gives the same value).
+/// Maximum over a group (order-free, so any tree gives the same value; group_reduce's rules).
 template <int G, class T>
 __device__ __forceinline__ T group_max(T v, T* buf) {
-  const int t = static_cast<int>(threadIdx.x);
-  const int lane = t % G;
-  buf[t] = v;
-  __syncthreads();
-#pragma unroll
-  for (int s = G / 2; s > 0; s /= 2) {
-    if (lane < s) buf[t] = buf[t] > buf[t + s] ? buf[t] : buf[t + s];
-    __syncthreads();
-  }
-  T r = buf[t - lane];
-  __syncthreads();
-  return r;
+  return group_reduce<G>(v, buf, [](T a, T b) { return a > b ? a : b; });
 }
 
 template <class T, class M>

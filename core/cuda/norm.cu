@@ -33,11 +33,14 @@ __global__ void __launch_bounds__(kBlockThreads)
     const bool valid = m < M;
     const T* xr = x + (valid ? m : 0) * D;
     double s = 0;
-    if (valid)
+    if (valid) {
+#pragma unroll 4  // no stores in the loop: the unrolled loads are all in flight at once
       for (int64_t d = lane; d < D; d += G) s += static_cast<double>(to_comp(xr[d]));
+    }
     const double mu = group_sum<G>(s, buf) / static_cast<double>(D);
     double ss = 0;
     if (valid) {
+#pragma unroll 4
       for (int64_t d = lane; d < D; d += G) {
         double v = static_cast<double>(to_comp(xr[d])) - mu;
         ss += v * v;

@@ -3,8 +3,8 @@
 // Inputs are contiguous [outer, R, inner] (Note [Reduction layout]). A policy P says how to
 // reduce: P::Acc, identity(), map(value, r, out_index) and combine(a, b); a store functor writes
 // a finished accumulator. Two kernels:
-//  - rows (inner == 1): G threads (32 or 256) reduce one row segment; fixed-order tree in shared
-//    memory;
+//  - rows (inner == 1): G threads (32 or 256) reduce one row segment, each thread keeping four
+//    loads in flight; a fixed-order tree combines them (Note [Group reductions]);
 //  - columns (inner > 1): one thread per output column, walking R in order (coalesced over
 //    inner).
 // When there are few outputs and R is long, R is cut into `chunks` fixed-length pieces whose
@@ -19,6 +19,7 @@
 #include <limits>
 
 #include "core/allocator.h"
+#include "core/cuda/block_reduce.cuh"
 #include "core/cuda/check.h"
 #include "core/cuda/dev_types.cuh"
 #include "core/cuda/loops.cuh"
@@ -88,17 +89,19 @@ __global__ void __launch_bounds__(kBlockThreads)
       const int64_t begin = c * chunk_len;
       const int64_t end = begin + chunk_len < R ? begin + chunk_len : R;
       const In* row = in + o * R;
-      for (int64_t r = begin + lane; r < end; r += G) acc = p.combine(acc, p.map(row[r], r, o));
+      // four loads in flight per thread, combined in the order of the plain loop (same bits)
+      int64_t r = begin + lane;
+      for (; r + 3 * G < end; r += 4 * G) {
+        const In v0 = row[r], v1 = row[r + G], v2 = row[r + 2 * G], v3 = row[r + 3 * G];
+        acc = p.combine(acc, p.map(v0, r, o));
+        acc = p.combine(acc, p.map(v1, r + G, o));
+        acc = p.combine(acc, p.map(v2, r + 2 * G, o));
+        acc = p.combine(acc, p.map(v3, r + 3 * G, o));
+      }
+      for (; r < end; r += G) acc = p.combine(acc, p.map(row[r], r, o));
     }
-    buf[threadIdx.x] = acc;
-    __syncthreads();
-#pragma unroll
-    for (int s = G / 2; s > 0; s /= 2) {
-      if (lane < s) buf[threadIdx.x] = p.combine(buf[threadIdx.x], buf[threadIdx.x + s]);
-      __syncthreads();
-    }
-    if (lane == 0 && unit < units) store(unit, buf[threadIdx.x]);
-    __syncthreads();  // buf is reused by the next round
+    acc = group_reduce<G>(acc, buf, [&p](const Acc& a, const Acc& b) { return p.combine(a, b); });
+    if (lane == 0 && unit < units) store(unit, acc);
   }
 }
 

@@ -2,7 +2,8 @@
 // slice maximum (NaN sticks), exps in the compute type (float for 16-bit), their sum in double,
 // then exp(x - max) * (1 / sum), or x - (max + log(sum)) for log_softmax.
 //  - rows (inner == 1): a group of G threads per row (32 when n <= 1024, else 256), the sums
-//    combined by a fixed tree (block_reduce.cuh), so results do not vary from run to run;
+//    combined by a fixed tree (Note [Group reductions] in block_reduce.cuh), so results do not
+//    vary from run to run;
 //  - strided slices (inner > 1): one thread per slice walking it in order, exactly as the CPU
 //    does; neighbouring threads read neighbouring elements.
 #include <cmath>
@@ -23,22 +24,10 @@ __device__ __forceinline__ C nan_max(C a, C b) {
   return a > b ? a : b;
 }
 
-/// NaN-sticky maximum over the G consecutive threads of a group (order-free: any tree gives the
-/// same value). Same calling rules as group_sum.
+/// NaN-sticky maximum over the G consecutive threads of a group (group_reduce's calling rules).
 template <int G, class C>
 __device__ __forceinline__ C group_max(C v, C* buf) {
-  const int t = static_cast<int>(threadIdx.x);
-  const int lane = t % G;
-  buf[t] = v;
-  __syncthreads();
-#pragma unroll
-  for (int s = G / 2; s > 0; s /= 2) {
-    if (lane < s) buf[t] = nan_max(buf[t], buf[t + s]);
-    __syncthreads();
-  }
-  C r = buf[t - lane];
-  __syncthreads();
-  return r;
+  return group_reduce<G>(v, buf, [](C a, C b) { return nan_max(a, b); });
 }
 
 template <int G, class T>
@@ -56,11 +45,13 @@ __global__ void __launch_bounds__(kBlockThreads)
     const T* xr = x + (valid ? r : 0) * n;
     C m = -INFINITY;
     if (valid) {
+#pragma unroll 4  // no stores in the loop: the unrolled loads are all in flight at once
       for (int64_t j = lane; j < n; j += G) m = nan_max(to_comp(xr[j]), m);
     }
     m = group_max<G>(m, cbuf);
     double sum = 0;
     if (valid) {
+#pragma unroll 4
       for (int64_t j = lane; j < n; j += G)
         sum += static_cast<double>(dmath::exp(to_comp(xr[j]) - m));
     }
