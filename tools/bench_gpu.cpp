@@ -16,6 +16,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -226,6 +227,41 @@ void bench_bandwidth(bool quick) {
   }
 }
 
+// ---- the profiler's cost per kernel call ---------------------------------------------------
+
+/// A small elementwise op timed plain and under the profiler (which brackets each kernel call
+/// with device-timer markers, Note [Device timer]): what the recording adds per call on the
+/// stream, and how long profiler::stop() takes to resolve the markers of those calls.
+void bench_profiler_cost(bool quick) {
+  std::printf(
+      "\n### the profiler's cost per kernel call (a [1024] float32 add, a launch-bound op; "
+      "ms per 1000 calls, timed with CUDA events)\n\n"
+      "| run | ms per 1000 calls | extra per call | profiler::stop() |\n|---|---|---|---|\n");
+  Tensor a = randn({1024}, {.device = kGPU}), b = randn({1024}, {.device = kGPU});
+  const int calls = quick ? 100 : 1000;
+  auto burst = [&] {
+    for (int i = 0; i < calls; ++i) (void)ops::binary(BinaryOp::add, a, b);
+  };
+  const double plain = time_ms(burst) * 1000.0 / calls;
+  std::printf("| plain | %.3f | - | - |\n", plain);
+  profiler::start();
+  double recorded = 0;
+  try {
+    recorded = time_ms(burst) * 1000.0 / calls;
+  } catch (...) {
+    (void)profiler::stop();
+    throw;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const profiler::Profile prof = profiler::stop();
+  const double stop_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const size_t events = prof.events.size();
+  std::printf("| under the profiler | %.3f | %.2f us | %.2f ms for %zu events |\n", recorded,
+              recorded - plain, stop_ms, events);
+  std::fflush(stdout);
+}
+
 // ---- index_add / scatter_add with few columns -----------------------------------------------
 
 /// embedding backward's index_add (outer 1, inner D, k tokens into V rows) and a 1-d scatter_add:
@@ -347,6 +383,7 @@ int main(int argc, char** argv) {
     bench_bandwidth(quick);
     bench_attention(quick);
     bench_index_add(quick);
+    bench_profiler_cost(quick);
     sl::bench::bench_training(quick);
   } catch (const std::exception& e) {
     std::printf("\nbench_gpu: failed: %s\n", e.what());
