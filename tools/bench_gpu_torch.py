@@ -140,12 +140,18 @@ def training_steps():
         opt2.step()
 
     # cuDNN convolutions in plain float32, as Shardlight's default, then with TF32: PyTorch's
-    # default for cuDNN (torch.backends.cudnn.allow_tf32 True, deterministic False)
-    for tf32 in (False, True):
-        torch.backends.cudnn.allow_tf32 = tf32
-        name = "float32 (TF32, any cuDNN algorithm)" if tf32 else "float32 (any cuDNN algorithm)"
-        print(f"| ResNet-18 layout, 32x32 | {b} | {name} | {time_ms(res_step):.2f} ms |")
+    # default for cuDNN (torch.backends.cudnn.allow_tf32 True, deterministic False); each with
+    # cuDNN's heuristics (benchmark False, the default) and then with algorithms chosen by timing
+    # them (benchmark True), as bench_gpu_train.cpp's rows
+    for bench in (False, True):
+        torch.backends.cudnn.benchmark = bench
+        for tf32 in (False, True):
+            torch.backends.cudnn.allow_tf32 = tf32
+            name = "float32 (TF32, any cuDNN algorithm" if tf32 else "float32 (any cuDNN algorithm"
+            name += ", cuDNN benchmark)" if bench else ")"
+            print(f"| ResNet-18 layout, 32x32 | {b} | {name} | {time_ms(res_step):.2f} ms |")
     torch.backends.cudnn.allow_tf32 = True
+    torch.backends.cudnn.benchmark = False
 
 
 def attention():

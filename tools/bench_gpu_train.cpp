@@ -39,6 +39,7 @@ namespace {
 const Device kGPU{DeviceKind::cuda, 0};
 
 std::string g_profile_summary;  // of the profiled steps, printed after the table
+std::string g_conv_choices;     // the ResNet's cuDNN algorithms, printed after the profiles
 
 /// A parameter initialised like PyTorch's Linear / Conv (uniform +-1/sqrt(fan_in)).
 Tensor param(const Shape& s, int64_t fan_in, TensorList& all) {
@@ -191,30 +192,49 @@ void bench_resnet(bool quick) {
     cross_entropy(logits, oh).backward();
     opt.step();
   };
-  // float32 as the library's defaults (FMA math, deterministic cuDNN algorithms), then with TF32,
-  // then also with any cuDNN algorithm: PyTorch's defaults for cuDNN convolutions
-  // (torch.backends.cudnn.allow_tf32 = True, deterministic = False)
+  // float32 as the library's defaults (FMA math, deterministic cuDNN algorithms from cuDNN's
+  // heuristics), then with TF32, then also with any cuDNN algorithm: PyTorch's defaults for cuDNN
+  // convolutions (torch.backends.cudnn.allow_tf32 = True, deterministic = False, benchmark =
+  // False); then the algorithms chosen by timing them (set_cudnn_benchmark, as
+  // torch.backends.cudnn.benchmark = True)
   struct Config {
-    bool tf32, deterministic;
+    bool tf32, deterministic, benchmark;
     const char* name;
   };
-  const Config configs[] = {{false, true, "float32"},
-                            {true, true, "float32 (TF32)"},
-                            {true, false, "float32 (TF32, any cuDNN algorithm)"}};
+  const Config configs[] = {
+      {false, true, false, "float32"},
+      {true, true, false, "float32 (TF32)"},
+      {true, false, false, "float32 (TF32, any cuDNN algorithm)"},
+      {false, true, true, "float32 (cuDNN benchmark)"},
+      {false, false, true, "float32 (any cuDNN algorithm, cuDNN benchmark)"},
+      {true, false, true, "float32 (TF32, any cuDNN algorithm, cuDNN benchmark)"}};
   struct Restore {
     ~Restore() {
       cuda::set_allow_tf32(false);
       cuda::set_cudnn_deterministic(true);
+      cuda::set_cudnn_benchmark(false);
     }
   } restore;
+  const size_t choices_before = cuda::cudnn_conv_choices().size();
   for (const Config& c : configs) {
     cuda::set_allow_tf32(c.tf32);
     cuda::set_cudnn_deterministic(c.deterministic);
+    cuda::set_cudnn_benchmark(c.benchmark);
     std::printf("| ResNet-18 layout, 32x32 | %lld | %s | %.2f ms |\n", static_cast<long long>(B),
                 c.name, time_ms(step));
     std::fflush(stdout);
-    if (!c.tf32) profile_step("ResNet-18 step", step, false);
+    if (!c.tf32 && c.deterministic) {
+      profile_step(c.benchmark ? "ResNet-18 step (cuDNN benchmark)" : "ResNet-18 step", step,
+                   false);
+    }
   }
+  // Which algorithm each convolution got under each configuration (Note [Convolution algorithm
+  // cache]), after the profiles.
+  const std::vector<std::string> choices = cuda::cudnn_conv_choices();
+  g_conv_choices =
+      "\ncuDNN convolution algorithms chosen in the ResNet steps, per configuration:\n\n```\n";
+  for (size_t i = choices_before; i < choices.size(); ++i) g_conv_choices += choices[i] + "\n";
+  g_conv_choices += "```\n";
 }
 
 // ---- ZeRO optimizer offload ----------------------------------------------------------------
@@ -271,7 +291,7 @@ void bench_training(bool quick) {
     }
     std::fflush(stdout);
   }
-  std::printf("%s", g_profile_summary.c_str());
+  std::printf("%s%s", g_profile_summary.c_str(), g_conv_choices.c_str());
 }
 
 }  // namespace sl::bench

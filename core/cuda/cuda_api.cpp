@@ -2,6 +2,7 @@
 
 #include <atomic>
 
+#include "core/cuda/conv_algo_cache.h"
 #include "core/device.h"
 #include "sl_config.h"
 
@@ -14,6 +15,7 @@ SL_DEFINE_KERNEL(compute_capability_kernel, int(int device));
 namespace {
 std::atomic<bool> g_allow_tf32{false};
 std::atomic<bool> g_cudnn_deterministic{true};
+std::atomic<bool> g_cudnn_benchmark{false};
 std::atomic<bool> g_checked_indexing{true};
 std::atomic<bool> g_cudnn_enabled{true};
 
@@ -64,6 +66,15 @@ void set_cudnn_deterministic(bool on) {
 }
 bool cudnn_deterministic() {
   return g_cudnn_deterministic.load();
+}
+void set_cudnn_benchmark(bool on) {
+  g_cudnn_benchmark.store(on);
+}
+bool cudnn_benchmark() {
+  return g_cudnn_benchmark.load();
+}
+std::vector<std::string> cudnn_conv_choices() {
+  return conv_algo_cache().descriptions();
 }
 void set_checked_indexing(bool on) {
   g_checked_indexing.store(on);

@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/dispatch.h"
 
@@ -57,6 +58,23 @@ bool allow_tf32();
 /// then differ in the last bits between runs.
 void set_cudnn_deterministic(bool on);
 bool cudnn_deterministic();
+
+/// How cuDNN convolution algorithms are chosen, as torch.backends.cudnn.benchmark (default
+/// false). false: cuDNN's heuristics rank the algorithms and the first usable one is taken (no
+/// extra work, but cuDNN 9's legacy heuristics can rank a several times slower kernel first).
+/// true: the first convolution of each new geometry (sizes, dtype, padding, stride, dilation,
+/// groups and the switches above) runs every algorithm cuDNN offers on its own buffers and keeps
+/// the fastest; later calls with that geometry reuse it. Costs milliseconds to seconds per new
+/// geometry and a workspace of up to 1 GiB while timing; suits inputs of fixed sizes. Either way
+/// each choice is made once per geometry and cached (Note [Convolution algorithm cache] in
+/// core/cuda/conv_algo_cache.h); set_cudnn_deterministic still restricts the choice. Applies to
+/// convolutions launched after the call, from any thread; throws nothing.
+void set_cudnn_benchmark(bool on);
+bool cudnn_benchmark();
+/// The convolution algorithms chosen so far in this process, one line per geometry and pass, in
+/// the order they were chosen (pass, sizes, dtype, switches, algorithm, math type, workspace and,
+/// in benchmark mode, the measured time). Empty without a GPU or without cuDNN.
+std::vector<std::string> cudnn_conv_choices();
 
 /// Checked indexing of CUDA index tensors (process-wide; Note [Index checks] in
 /// core/ops/index.h). On (the default): index_select, index_add, gather, scatter, scatter_add,

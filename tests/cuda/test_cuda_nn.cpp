@@ -152,13 +152,22 @@ TEST_CASE("cuda parity: conv2d / conv1d through cuDNN" *
   }
   manual_seed(13);
   // with cuDNN's choice of any algorithm too (cuda::set_cudnn_deterministic(false), PyTorch's
-  // default): the same tolerance, the sums only run in another order
-  struct RestoreDeterministic {
-    ~RestoreDeterministic() { cuda::set_cudnn_deterministic(true); }
+  // default), and with algorithms chosen by timing them (cuda::set_cudnn_benchmark(true)): the
+  // same tolerance, the sums only run in another order
+  struct RestoreSwitches {
+    ~RestoreSwitches() {
+      cuda::set_cudnn_deterministic(true);
+      cuda::set_cudnn_benchmark(false);
+    }
   } restore;
-  for (bool deterministic : {true, false}) {
+  const bool real_gpu = !sl::testing::fake_gpu_installed();
+  for (auto [deterministic, benchmark] : {std::pair{true, false}, std::pair{false, false},
+                                          std::pair{true, true}, std::pair{false, true}}) {
     CAPTURE(deterministic);
+    CAPTURE(benchmark);
     cuda::set_cudnn_deterministic(deterministic);
+    cuda::set_cudnn_benchmark(benchmark);
+    const size_t choices_before = cuda::cudnn_conv_choices().size();
     for (DType dt : {DType::f64, DType::f32}) {
       CAPTURE(dt);
       auto [rt, at] = tol(dt);
@@ -173,6 +182,20 @@ TEST_CASE("cuda parity: conv2d / conv1d through cuDNN" *
       check_gpu_parity([](const TensorList& t) { return conv1d(t[0], t[1], t[2], 1, "same"); },
                        {rnd({3, 5, 17}, dt), rnd({7, 5, 4}, dt), rnd({7}, dt)}, rt, at);
     }
+    if (!real_gpu) continue;  // the fake GPU runs the CPU's convolution: no cuDNN choices
+    // Note [Convolution algorithm cache]: 3 geometries x 2 dtypes x 3 passes chosen once each
+    // under these switches (check_gpu_parity runs each forward and backward once on the GPU).
+    const std::vector<std::string> choices = cuda::cudnn_conv_choices();
+    CHECK(choices.size() == choices_before + 18);
+    for (size_t i = choices_before; i < choices.size(); ++i) {
+      CAPTURE(choices[i]);
+      CHECK(choices[i].find(benchmark ? "benchmark)" : "heuristics)") != std::string::npos);
+      CHECK((choices[i].find("ms measured") != std::string::npos) == benchmark);
+    }
+    // The same geometries again: every choice is reused.
+    Tensor x = rnd({2, 3, 11, 9}, DType::f32).to(kGPU), w = rnd({4, 3, 3, 3}, DType::f32).to(kGPU);
+    conv2d(x, w, Tensor(), 2, 1).sum().backward();
+    CHECK(cuda::cudnn_conv_choices().size() == choices.size());
   }
 }
 
