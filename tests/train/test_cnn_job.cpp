@@ -322,6 +322,35 @@ TEST_CASE("cnn job: --offload-optimizer 1 trains as with the optimizer on the GP
   }
 }
 
+TEST_CASE("cnn job: --cudnn-benchmark 1 and --tf32 1 train on the GPU" *
+          needs_gpu_trainer("cnn job with --cudnn-benchmark and --tf32", 1)) {
+  // The switches of sl::cuda (set_cudnn_benchmark, set_allow_tf32) from the command line. On the
+  // fake GPU the kernels are the CPU's, which neither switch changes: the same state digest.
+  Env env;
+  auto args = [&](const std::string& ckpt, std::vector<std::string> flags) {
+    return plus(plus(env.args("single", ckpt), {"--device", "cuda", "--stop-after-epochs", "1"}),
+                flags);
+  };
+  JobResult plain = run_job(args("p", {}), gpu_train_bin());
+  REQUIRE_MESSAGE(plain.code == 0, plain.out);
+  // algorithms chosen by timing: the same arithmetic in another order
+  JobResult bench = run_job(args("b", {"--cudnn-benchmark", "1"}), gpu_train_bin());
+  REQUIRE_MESSAGE(bench.code == 0, bench.out);
+  check_trains_alike(plain.out, bench.out, plain.out + "\n---\n" + bench.out);
+  JobResult tf32 = run_job(args("t", {"--tf32", "1"}), gpu_train_bin());
+  REQUIRE_MESSAGE(tf32.code == 0, tf32.out);
+  if (!cuda_is_available()) {
+    CHECK_MESSAGE(state_digest_of(tf32.out) == state_digest_of(plain.out), tf32.out);
+  } else {
+    // TF32 rounds the products' inputs to 11 significant bits (relative error up to 2^-11 each,
+    // about 1e-3 per product); three steps of the tiny network move the loss by about that
+    // relative amount. 1e-2 leaves a factor of 10 (not yet measured on a GPU).
+    const double l = final_loss(plain.out);
+    CHECK_MESSAGE(std::fabs(final_loss(tf32.out) - l) <= 1e-2 * std::max(1.0, std::fabs(l)),
+                  (plain.out + "\n---\n" + tf32.out));
+  }
+}
+
 TEST_CASE("cnn job: --offload-optimizer 1 on 2 GPU ranks, with LAMB's norms across them" *
           needs_gpu_trainer("cnn job with the optimizer offloaded", 2)) {
   // Each rank updates its own shard on the CPU; LAMB's per-parameter norm sums go from the host
@@ -412,6 +441,20 @@ TEST_CASE("cnn job: errors are clear") {
   CHECK(r.code == 1);
   CHECK_MESSAGE(r.out.find("cnn: --offload-optimizer must be 0 or 1, got 2") != std::string::npos,
                 r.out);
+  for (const std::string flag : {"cudnn-benchmark", "tf32"}) {
+    r = run_job(plus(env.args("single", "e"), {"--" + flag, "2"}));
+    CHECK(r.code == 1);
+    CHECK_MESSAGE(r.out.find("cnn: --" + flag + " must be 0 or 1, got 2") != std::string::npos,
+                  r.out);
+    r = run_job(plus(env.args("single", "e"), {"--" + flag, "1"}));
+    CHECK(r.code == 1);
+    CHECK_MESSAGE(
+        r.out.find("cnn: --" + flag + " 1 changes how GPU kernels compute") != std::string::npos,
+        r.out);
+    CHECK_MESSAGE(r.out.find("it needs --device cuda, got --device cpu") != std::string::npos,
+                  r.out);
+    CHECK(r.out.find("epoch 1/3") == std::string::npos);
+  }
   r = run_job(plus(env.args("single", "e"), {"--device", "tpu"}));
   CHECK(r.code == 1);
   CHECK_MESSAGE(r.out.find("tpu") != std::string::npos, r.out);

@@ -178,6 +178,8 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   const std::string reduce_dtype_flag = opt.get_string("reduce-dtype", "same");
   const int64_t offload_optimizer = opt.get_int("offload-optimizer", 0);
   const int64_t estimate_ranks = opt.get_int("estimate-memory", 0);
+  const int64_t cudnn_benchmark = opt.get_int("cudnn-benchmark", 0);
+  const int64_t tf32 = opt.get_int("tf32", 0);
   const bool warmup_given = opt.extra.count("warmup-steps") > 0;      // else the job's default
   const int64_t warmup_flag = opt.get_int("warmup-steps", 0);
   StepProfile profile(opt, name, rank, world);
@@ -228,6 +230,16 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
            ": --offload-optimizer 1 moves the optimizer state from the GPU to the host; with "
            "--device ",
            device.str(), " it is in host memory already");
+  for (auto [flag, v] : {std::pair{"cudnn-benchmark", cudnn_benchmark}, {"tf32", tf32}}) {
+    SL_CHECK(v == 0 || v == 1, name, ": --", flag, " must be 0 or 1, got ", v);
+    SL_CHECK(v == 0 || device.is_cuda(), name, ": --", flag,
+             " 1 changes how GPU kernels compute (cuDNN convolutions, float32 products): it "
+             "needs --device cuda, got --device ",
+             device.str());
+  }
+  // process-wide switches (sl::cuda): this process trains one job
+  cuda::set_cudnn_benchmark(cudnn_benchmark == 1);
+  cuda::set_allow_tf32(tf32 == 1);
   SL_CHECK(checkpoint_every >= 0, name,
            ": --checkpoint-every must be >= 0 (0: at epoch ends "
            "only), got ",
@@ -574,6 +586,12 @@ const FlagDocs& loop_flags() {
        "--precision, --optimizer, buckets, --offload-optimizer) and exit without training"},
       {"sync-batchnorm", "0",
        "1: BatchNorm normalises with every rank's batch (ddp, zero1, zero2; SyncBatchNorm)"},
+      {"cudnn-benchmark", "0",
+       "1: pick each cuDNN convolution's algorithm by timing them all, once per input size "
+       "(--device cuda; as torch.backends.cudnn.benchmark)"},
+      {"tf32", "0",
+       "1: TF32 tensor cores in float32 matmuls and convolutions (--device cuda; about 10 "
+       "mantissa bits)"},
       {"checkpoint-dir", "(checkpoints/<job>)", "sharded checkpoints go here"},
       {"checkpoint-every", "0", "N > 0: also save every N steps (0: at epoch ends only)"},
       {"resume", "0", "1: continue from the checkpoint, at any world size and strategy"},
