@@ -114,7 +114,7 @@ void render(const Tensor& t, const Formatter& f, bool summarize, int indent, std
     std::vector<std::string> items;
     for (int64_t i = 0; i < n; ++i) {
       if (cut && i == kEdgeItems) {
-        items.push_back("...");
+        items.push_back(" ...");  // PyTorch's item: ",  ..., " within a row
         i = n - kEdgeItems - 1;
         continue;
       }

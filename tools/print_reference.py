@@ -26,6 +26,12 @@ CASES = [
     ("float nonfinite wide", torch.tensor([float("-inf"), 0.0, 1234.5, float("nan")])),
     ("float zeros and nan", torch.tensor([0.0, float("nan")])),
     ("float sci with inf", torch.tensor([1e-6, -float("inf"), 20.0])),
+    # summarised (more than 1000 elements): 3 edge items each side of "..."
+    ("summarised 1-d", torch.arange(2000)),
+    ("summarised 1-d wrapped", torch.arange(1001, dtype=torch.float64) * 1e10),
+    ("summarised rows", torch.arange(3000).reshape(1000, 3)),
+    ("summarised rows and columns", torch.arange(2000).reshape(10, 200)),
+    ("summarised 3-d", torch.arange(2000, dtype=torch.float32).reshape(10, 10, 20) / 8),
 ]
 
 
