@@ -229,15 +229,26 @@ Tensor norm(const Tensor& a, double p, const std::vector<int64_t>& dims, bool ke
                    [p, dims](const Tensor& g, const Tensor& x, const Tensor& y, int64_t) {
                      Tensor zero = zeros_like(x);
                      if (std::isinf(p)) {
+                       // +-inf: the gradient shared by the elements whose |x| is the max / min
                        Tensor hit = eq(abs(x), y).to(g.dtype());
                        Tensor count = sum(hit, dims, true);
                        return mul(div(mul(g, hit), count), sign(x));
                      }
+                     if (p == 0.0) return zero;  // a count: constant almost everywhere
                      if (p == 1.0) return mul(g, sign(x));
                      Tensor safe_y = where(eq(y, 0), ones_like(y), y);
                      Tensor d;
                      if (p == 2.0) {
                        d = div(x, safe_y);
+                     } else if (p < 1.0) {
+                       // sgn(x) |x|^(p-1) / y^(p-1), 0 where x is 0 (|x|^(p-1) is inf there) and,
+                       // below, where y is 0 (p < 0 and some x is 0: y is 0 whatever the others
+                       // are). Written with sgn(x) rather than x |x|^(p-2) so that an infinite x
+                       // gets 0 (inf^(p-1) = 0), not inf * 0. PyTorch 1.13 gives the same.
+                       Tensor safe_x = where(eq(x, 0), ones_like(x), x);
+                       d = where(
+                           eq(x, 0), zero,
+                           div(mul(sign(safe_x), pow(abs(safe_x), p - 1.0)), pow(safe_y, p - 1.0)));
                      } else {
                        // 0 where x is 0, as PyTorch's norm_backward (sgn(x) |x|^(p-1), masked
                        // at x == 0 for p < 1): x |x|^(p-2) is 0 * inf = NaN there for p < 2

@@ -186,18 +186,24 @@ void reduce_typed(ReduceOp op, const Tensor& out, const Tensor& in, const Reduce
         double p = params.p;
         for_outputs([&](int64_t o, int64_t i, int64_t j) {
           double r;
-          if (std::isinf(p)) {
+          if (R == 0) {
+            r = 0;  // every order, as PyTorch (even -inf and p < 0)
+          } else if (std::isinf(p)) {
+            // max |x| (p = inf) or min |x| (p = -inf); NaN wins
             const T* base = x + o * R * inner + i;
-            double m = 0;
+            double m = p > 0 ? 0.0 : std::numeric_limits<double>::infinity();
             for (int64_t k = 0; k < R; ++k) {
               double v = std::fabs(static_cast<double>(static_cast<C>(base[k * inner])));
               if (v != v) {
                 m = v;
                 break;
               }
-              m = v > m ? v : m;
+              m = (p > 0 ? v > m : v < m) ? v : m;
             }
             r = m;
+          } else if (p == 0.0) {
+            // the number of nonzero elements (NaN counts)
+            r = red.sum_of(o, i, [](C v) { return v != C(0) ? 1.0 : 0.0; });
           } else if (p == 2.0) {
             r = std::sqrt(red.sum_of(o, i, [](C v) { return static_cast<double>(v) * v; }));
           } else if (p == 1.0) {

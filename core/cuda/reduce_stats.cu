@@ -41,16 +41,20 @@ struct VarStore {
   }
 };
 
-/// p-norm: sum of |v|^p (p = inf: max of |v|, NaN propagating).
+/// p-norm: sum of |v|^p (p = +-inf: max / min of |v|, NaN propagating; p = 0: count of
+/// nonzero v).
 template <class T>
 struct NormPolicy {
   using Acc = double;
   double p;
   bool inf;
-  __device__ Acc identity() const { return 0.0; }
+  __device__ Acc identity() const {
+    return inf && p < 0 ? __longlong_as_double(0x7ff0000000000000LL) : 0.0;
+  }
   __device__ Acc map(T v, int64_t, int64_t) const {
     double x = ::fabs(static_cast<double>(to_comp(v)));
     if (inf || p == 1.0) return x;
+    if (p == 0.0) return x != 0.0 ? 1.0 : 0.0;  // NaN counts
     if (p == 2.0) return x * x;
     return ::pow(x, p);
   }
@@ -58,7 +62,7 @@ struct NormPolicy {
     if (inf) {
       if (a != a) return a;
       if (b != b) return b;
-      return b > a ? b : a;
+      return (p > 0 ? b > a : b < a) ? b : a;
     }
     return a + b;
   }
@@ -69,8 +73,12 @@ struct NormStore {
   T* out;
   double p;
   bool inf;
+  int64_t R;
   __device__ void operator()(int64_t i, double acc) const {
-    double r = inf || p == 1.0 ? acc : p == 2.0 ? ::sqrt(acc) : ::pow(acc, 1.0 / p);
+    double r = R == 0                        ? 0.0  // every order, as PyTorch
+               : inf || p == 1.0 || p == 0.0 ? acc
+               : p == 2.0                    ? ::sqrt(acc)
+                                             : ::pow(acc, 1.0 / p);
     out[i] = convert<T>(r);
   }
 };
@@ -142,7 +150,7 @@ void launch_reduce_stats(ReduceCode op, DType dt, const void* in, void* out, int
                       VarStore<T>{y, R, correction}, s);
       } else if (op == ReduceCode::norm) {
         const bool inf = std::isinf(p);
-        run_reduction(NormPolicy<T>{p, inf}, x, outer, R, inner, NormStore<T>{y, p, inf}, s);
+        run_reduction(NormPolicy<T>{p, inf}, x, outer, R, inner, NormStore<T>{y, p, inf, R}, s);
       } else if (op == ReduceCode::logsumexp) {
         DeviceScratch m(nout * sizeof(double));
         run_reduction(MinMaxPolicy<T, true>{}, x, outer, R, inner,

@@ -1,6 +1,7 @@
 #include "core/ops/reduce.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/ops/copy.h"
 #include "core/ops/view.h"
@@ -87,7 +88,8 @@ Tensor reduce(ReduceOp op, const Tensor& t, const std::vector<int64_t>& dims, bo
   check_defined(name, t);
   std::vector<int64_t> wdims = wrap_dims(dims, t.dim(), name);
   if (op == ReduceOp::norm) {
-    SL_CHECK(params.p > 0, "norm: order p must be positive, got ", params.p);
+    SL_CHECK(!std::isnan(params.p), "norm: order p must be a number (any real, or +-inf), got ",
+             params.p);
   }
   // PyTorch's rule: mean, var/std and norm have no integer result and refuse to guess one;
   // logsumexp promotes integers to the default float.

@@ -18,11 +18,16 @@
 namespace sl {
 
 enum class ReduceOp : uint8_t {
-  sum, mean, prod, max, min,
-  var,        // params.correction
-  norm,       // params.p (0 < p, inf allowed)
+  sum,
+  mean,
+  prod,
+  max,
+  min,
+  var,   // params.correction
+  norm,  // params.p: (sum |x|^p)^(1/p); inf: max |x|, -inf: min |x|, 0: nonzero count
   logsumexp,
-  all, any,   // bool results
+  all,
+  any,  // bool results
   count_
 };
 const char* reduce_op_name(ReduceOp op);

@@ -65,3 +65,62 @@ TEST_CASE("norm's gradient is 0 for a zero vector and at zero elements, for ever
     CHECK(m.grad()[1][2].item<double>() == 0.0);
   }
 }
+
+TEST_CASE("norm of order -inf, 0 and below 0: values and gradients as PyTorch 1.13") {
+  // Expected values printed by PyTorch 1.13 (/usr/bin/python3):
+  //   for p in [float('-inf'), 0, -1, -2, -0.5]:
+  //     for v in [[1.,-3.,3.,2.], [0.,-3.,2.,0.], [float('inf'), 2.], [0., 0.]]:
+  //       x = torch.tensor(v, dtype=torch.float64, requires_grad=True); n = torch.norm(x, p)
+  //       n.backward(); print(p, v, n.item(), x.grad)   # x.grad None (p = 0): zeros
+  //   torch.norm(torch.zeros(2, 0), p, dim=1)            # [0., 0.] for every p
+  const double inf = std::numeric_limits<double>::infinity();
+  struct Case {
+    double p;
+    std::vector<double> x;
+    double norm;
+    std::vector<double> grad;
+  };
+  const std::vector<Case> cases = {
+      {-inf, {1, -3, 3, 2}, 1.0, {1, 0, 0, 0}},
+      {-inf, {0, -3, 2, 0}, 0.0, {0, 0, 0, 0}},
+      {-inf, {inf, 2}, 2.0, {0, 1}},
+      {-inf, {0, 0}, 0.0, {0, 0}},
+      {0, {1, -3, 3, 2}, 4.0, {0, 0, 0, 0}},
+      {0, {0, -3, 2, 0}, 2.0, {0, 0, 0, 0}},
+      {0, {inf, 2}, 2.0, {0, 0}},
+      {0, {0, 0}, 0.0, {0, 0}},
+      {-1,
+       {1, -3, 3, 2},
+       0.46153846153846156,
+       {0.21301775147928997, -0.02366863905325444, 0.02366863905325444, 0.053254437869822494}},
+      {-1, {0, -3, 2, 0}, 0.0, {0, 0, 0, 0}},
+      {-1, {inf, 2}, 2.0, {0, 1}},
+      {-1, {0, 0}, 0.0, {0, 0}},
+      {-2,
+       {1, -3, 3, 2},
+       0.8241633836921342,
+       {0.5598090908097516, -0.0207336700299908, 0.0207336700299908, 0.06997613635121895}},
+      {-0.5,
+       {1, -3, 3, 2},
+       0.12210099970187172,
+       {0.04266569550894754, -0.00821101692908449, 0.00821101692908449, 0.015084601309208617}},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.p);
+    CAPTURE(c.x[0]);
+    const int64_t n = static_cast<int64_t>(c.x.size());
+    Tensor x = from_vector(c.x, {n}).requires_grad_();
+    Tensor y = x.norm(c.p);
+    // float64 closed forms: a few ulps from PyTorch's evaluation order
+    CHECK(y.item<double>() == doctest::Approx(c.norm).epsilon(1e-14));
+    y.backward();
+    SL_CHECK_CLOSE(x.grad(), from_vector(c.grad, {n}), 1e-14, 1e-15);
+  }
+  for (double p : {-inf, 0.0, -1.0, 2.0, inf}) {
+    CAPTURE(p);
+    SL_CHECK_CLOSE(zeros({2, 0}, {.dtype = DType::f64}).norm(p, {1}),
+                   zeros({2}, {.dtype = DType::f64}), 0, 0);
+  }
+  SL_CHECK_THROWS(ones({2}).norm(std::numeric_limits<double>::quiet_NaN()), ValueError,
+                  "norm: order p must be a number");
+}

@@ -196,8 +196,17 @@ std::vector<OpCase> reduce_cases() {
   auto pnorm = [](double p) {
     return [p](const Vals& l) {
       double s = 0;
-      if (std::isinf(p)) {
+      if (std::isinf(p) && p > 0) {
         for (double x : l) s = std::max(s, std::fabs(x));
+        return s;
+      }
+      if (std::isinf(p)) {
+        s = std::numeric_limits<double>::infinity();
+        for (double x : l) s = std::min(s, std::fabs(x));
+        return s;
+      }
+      if (p == 0) {
+        for (double x : l) s += x != 0 ? 1 : 0;
         return s;
       }
       for (double x : l) s += std::pow(std::fabs(x), p);
@@ -216,6 +225,20 @@ std::vector<OpCase> reduce_cases() {
   v.push_back(reduction(
       "norm", "p=3 keepdim", in({2, 5}), F, {-1}, true,
       [](const Tensor& x) { return x.norm(3, {-1}, true); }, pnorm(3), true));
+  // orders below 1: min |x|, the nonzero count, negative and fractional p (positive inputs keep
+  // the finite differences away from |x| = 0, where these orders are not differentiable)
+  v.push_back(reduction(
+      "norm", "p=-inf dim 1", in({3, 4}, Domain::positive), F, {1}, false,
+      [](const Tensor& x) { return x.norm(-INFINITY, {1}); }, pnorm(-INFINITY), true));
+  v.push_back(reduction(
+      "norm", "p=0 dim 0", in({3, 4}, Domain::positive), F, {0}, false,
+      [](const Tensor& x) { return x.norm(0, {0}); }, pnorm(0), true));
+  v.push_back(reduction(
+      "norm", "p=-1.5 keepdim transposed", in({3, 4}, Domain::positive, Layout::transposed), F,
+      {-1}, true, [](const Tensor& x) { return x.norm(-1.5, {-1}, true); }, pnorm(-1.5), true));
+  v.push_back(reduction(
+      "norm", "p=0.5 all", in({2, 3}, Domain::positive), F, {}, false,
+      [](const Tensor& x) { return x.norm(0.5); }, pnorm(0.5), true));
   // max/min of all elements (0-d result)
   v.push_back(reduction(
       "max", "all transposed", in({3, 4}, Domain::any, Layout::transposed), kNumericDTypes, {},
