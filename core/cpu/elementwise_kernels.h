@@ -16,6 +16,7 @@
 #include "core/cpu/gelu_block.h"
 #include "core/cpu/loops.h"
 #include "core/cpu/math.h"
+#include "core/int_wrap.h"
 #include "core/ops/elementwise.h"
 
 namespace sl::cpu {
@@ -26,14 +27,17 @@ inline C sign_of(C x) {
   return static_cast<C>((C(0) < x) - (x < C(0)));
 }
 
+/// Integer arithmetic is done in W = wrap_t<C> and wraps (Note [Integer wraparound]); for
+/// floating C, W is C and the expressions are unchanged.
 template <UnaryOp op, class C>
 inline auto unary_fn(C x) {
-  if constexpr (op == UnaryOp::neg) return static_cast<C>(-x);
+  using W = wrap_t<C>;
+  if constexpr (op == UnaryOp::neg) return static_cast<C>(-W(x));
   if constexpr (op == UnaryOp::abs) {
     if constexpr (std::is_same_v<C, bool>)
       return x;
     else
-      return static_cast<C>(x < C(0) ? -x : x);
+      return static_cast<C>(x < C(0) ? -W(x) : W(x));
   }
   if constexpr (op == UnaryOp::exp) return math::exp(x);
   if constexpr (op == UnaryOp::log) return std::log(x);
@@ -41,7 +45,7 @@ inline auto unary_fn(C x) {
   if constexpr (op == UnaryOp::expm1) return std::expm1(x);
   if constexpr (op == UnaryOp::sqrt) return std::sqrt(x);
   if constexpr (op == UnaryOp::rsqrt) return C(1) / std::sqrt(x);
-  if constexpr (op == UnaryOp::square) return static_cast<C>(x * x);
+  if constexpr (op == UnaryOp::square) return static_cast<C>(W(x) * W(x));
   if constexpr (op == UnaryOp::reciprocal) return C(1) / x;
   if constexpr (op == UnaryOp::tanh) return math::tanh(x);
   if constexpr (op == UnaryOp::sigmoid) return math::sigmoid(x);
@@ -158,12 +162,22 @@ void unary_table(UnaryOp op, const Tensor& out, const Tensor& in, std::index_seq
   table[static_cast<size_t>(op)](out, in);
 }
 
+/// a % b for integers; any a % -1 is 0 (INT_MIN % -1 overflows in C++ and traps on x86;
+/// Note [Integer wraparound]). b != 0 (checked by run_binary).
+template <class C>
+inline C int_rem(C a, C b) {
+  if constexpr (std::is_signed_v<C>) {
+    if (b == C(-1)) return C(0);
+  }
+  return static_cast<C>(a % b);
+}
+
 template <class C>
 inline C py_fmod(C a, C b) {
   if constexpr (std::is_floating_point_v<C>)
     return std::fmod(a, b);
   else
-    return static_cast<C>(a % b);
+    return int_rem(a, b);
 }
 
 template <class C>
@@ -172,37 +186,43 @@ inline C py_remainder(C a, C b) {
     C r = std::fmod(a, b);
     return (r != C(0) && ((r < C(0)) != (b < C(0)))) ? r + b : r;
   } else {
-    C r = static_cast<C>(a % b);
-    return (r != 0 && ((r < 0) != (b < 0))) ? static_cast<C>(r + b) : r;
+    C r = int_rem(a, b);
+    return (r != 0 && ((r < 0) != (b < 0))) ? static_cast<C>(r + b) : r;  // |r| < |b|: no overflow
   }
 }
 
+/// base^exp modulo 2^bits (Note [Integer wraparound]); a negative exp gives PyTorch's 0, or +-1
+/// for bases +-1.
 template <class C>
 inline C int_pow(C base, C exp) {
   if (exp < 0) return base == 1 ? 1 : (base == -1 ? (exp % 2 ? -1 : 1) : 0);
-  C r = 1;
+  using W = wrap_t<C>;
+  W r = 1, b = W(base);
   while (exp) {
-    if (exp & 1) r = static_cast<C>(r * base);
-    base = static_cast<C>(base * base);
+    if (exp & 1) r = static_cast<W>(r * b);
+    b = static_cast<W>(b * b);
     exp >>= 1;
   }
-  return r;
+  return static_cast<C>(r);
 }
 
+/// Integer add, sub and mul are done in W = wrap_t<C> and wrap (Note [Integer wraparound]); for
+/// floating C, W is C and the expressions are unchanged.
 template <BinaryOp op, class C>
 inline auto binary_fn(C a, C b, C alpha) {
+  using W = wrap_t<C>;
   if constexpr (op == BinaryOp::add) {
     if constexpr (std::is_same_v<C, bool>)
       return static_cast<bool>(a || (b && alpha));
     else
-      return static_cast<C>(a + alpha * b);
+      return static_cast<C>(W(a) + W(alpha) * W(b));
   }
-  if constexpr (op == BinaryOp::sub) return static_cast<C>(a - alpha * b);
+  if constexpr (op == BinaryOp::sub) return static_cast<C>(W(a) - W(alpha) * W(b));
   if constexpr (op == BinaryOp::mul) {
     if constexpr (std::is_same_v<C, bool>)
       return static_cast<bool>(a && b);
     else
-      return static_cast<C>(a * b);
+      return static_cast<C>(W(a) * W(b));
   }
   if constexpr (op == BinaryOp::div) return static_cast<C>(a / b);
   if constexpr (op == BinaryOp::pow) {
