@@ -1,5 +1,6 @@
 // CPU kernels of the reduce family over contiguous [outer, R, inner] inputs
-// (Note [Reduction layout]). Floating values accumulate in double, integers in int64. Sums over
+// (Note [Reduction layout]). Floating values accumulate in double, integers in uint64 and give
+// their int64 result modulo 2^64 (Note [Integer wraparound]). Sums over
 // a reduced dim with inner > 1 (column sums, e.g. bias gradients) walk the rows in order over
 // tiles of adjacent columns instead of one strided column at a time (sum_columns); so do running
 // sums (cumsum_columns).
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "core/cpu/loops.h"
+#include "core/int_wrap.h"
 #include "core/ops/reduce.h"
 
 namespace sl::cpu {
@@ -17,8 +19,9 @@ namespace {
 /// R is cut into blocks of this many elements whatever the thread count (determinism).
 constexpr int64_t kReduceBlock = 16384;
 
+/// double for floating T; uint64_t for integers and bool, read back with acc_value.
 template <class T>
-using acc_t = std::conditional_t<std::is_floating_point_v<compute_t<T>>, double, int64_t>;
+using acc_t = sum_acc_wrap_t<std::is_floating_point_v<compute_t<T>>>;
 
 /// Sum of f(x[k*stride]) for k in [0, n), with 8 independent accumulators combined in a fixed
 /// order (vectorisable, deterministic).
@@ -85,8 +88,8 @@ void sum_columns(O* y, const T* x, int64_t outer, int64_t R, int64_t inner, bool
       for (int64_t c = 0; c < w; ++c) {
         A s = ((acc[0][c] + acc[1][c]) + (acc[2][c] + acc[3][c])) +
               ((acc[4][c] + acc[5][c]) + (acc[6][c] + acc[7][c]));
-        yt[c] = mean ? static_cast<O>(static_cast<double>(s) / static_cast<double>(R))
-                     : static_cast<O>(s);
+        yt[c] = mean ? static_cast<O>(static_cast<double>(acc_value(s)) / static_cast<double>(R))
+                     : static_cast<O>(acc_value(s));
       }
     }
   });
@@ -121,9 +124,9 @@ void reduce_typed(ReduceOp op, const Tensor& out, const Tensor& in, const Reduce
         for_outputs([&](int64_t o, int64_t i, int64_t j) {
           A s = red.sum_of(o, i, ident);
           if (op == ReduceOp::mean) {
-            y[j] = static_cast<O>(static_cast<double>(s) / static_cast<double>(R));
+            y[j] = static_cast<O>(static_cast<double>(acc_value(s)) / static_cast<double>(R));
           } else {
-            y[j] = static_cast<O>(s);
+            y[j] = static_cast<O>(acc_value(s));
           }
         });
       });
@@ -137,7 +140,7 @@ void reduce_typed(ReduceOp op, const Tensor& out, const Tensor& in, const Reduce
           A p = 1;
           const T* base = x + o * R * inner + i;
           for (int64_t r = 0; r < R; ++r) p *= static_cast<A>(static_cast<C>(base[r * inner]));
-          y[j] = static_cast<O>(p);
+          y[j] = static_cast<O>(acc_value(p));
         });
       });
       return;
@@ -328,7 +331,7 @@ void cumsum_columns(T* y, const T* x, int64_t outer, int64_t R, int64_t inner) {
         T* out = y + base + r * inner;
         for (int64_t c = 0; c < w; ++c) {
           s[c] += static_cast<A>(static_cast<C>(row[c]));
-          out[c] = static_cast<T>(s[c]);
+          out[c] = static_cast<T>(acc_value(s[c]));
         }
       }
     }
@@ -353,7 +356,7 @@ void cumsum_cpu(const Tensor& out, const Tensor& in) {
                      A s = 0;
                      for (int64_t r = 0; r < R; ++r) {
                        s += static_cast<A>(static_cast<compute_t<T>>(x[base + r * inner]));
-                       y[base + r * inner] = static_cast<T>(s);
+                       y[base + r * inner] = static_cast<T>(acc_value(s));
                      }
                    }
                  });
