@@ -2,12 +2,14 @@
 // on the CPU always, whatever sl::cuda::checked_indexing says), so the kernels do not guard them;
 // `op` (the name a CUDA kernel records for a bad index) is unused here.
 // Accumulating kernels give each output element to exactly one thread, which adds the
-// contributions in index order: the same bits for any thread count.
+// contributions in index order: the same bits for any thread count. Integer sums wrap
+// (Note [Integer wraparound]).
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "core/cpu/loops.h"
+#include "core/int_wrap.h"
 #include "core/ops/copy.h"
 #include "core/ops/index.h"
 
@@ -50,10 +52,11 @@ void index_add_cpu(const Tensor& out, const Tensor& index, const Tensor& src, Sc
   visit_dtype(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
+    using W = wrap_t<C>;
     if constexpr (std::is_same_v<T, bool>) {
       detail::throw_error<DTypeError>("index_add: not supported for bool tensors");
     } else {
-      const C alpha = alpha_s.to<C>();
+      const W alpha = static_cast<W>(alpha_s.to<C>());
       T* y = out.data_ptr<T>();
       const T* s = src.data_ptr<T>();
       // Threads own ranges of (o, i); each adds its rows for every j in order.
@@ -68,7 +71,8 @@ void index_add_cpu(const Tensor& out, const Tensor& index, const Tensor& src, Sc
                 T* yr = y + (o * n + idx[j]) * inner;
                 const T* sr = s + (o * k + j) * inner;
                 for (int64_t i = i0; i < i1; ++i) {
-                  yr[i] = static_cast<T>(static_cast<C>(yr[i]) + alpha * static_cast<C>(sr[i]));
+                  yr[i] = static_cast<T>(
+                      static_cast<C>(W(static_cast<C>(yr[i])) + alpha * W(static_cast<C>(sr[i]))));
                 }
               }
               pos += i1 - i0;
@@ -133,6 +137,7 @@ void scatter_cpu(const Tensor& out, int64_t dim, const Tensor& index, const Tens
   visit_dtype(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
+    using W = wrap_t<C>;
     T* y = out.data_ptr<T>();
     const T* s = src.data_ptr<T>();
     // Lines differ in a coordinate other than dim, so they write disjoint output lines.
@@ -148,7 +153,7 @@ void scatter_cpu(const Tensor& out, int64_t dim, const Tensor& index, const Tens
           } else if constexpr (std::is_same_v<T, bool>) {
             dst = dst || v;
           } else {
-            dst = static_cast<T>(static_cast<C>(dst) + static_cast<C>(v));
+            dst = static_cast<T>(static_cast<C>(W(static_cast<C>(dst)) + W(static_cast<C>(v))));
           }
         }
       }

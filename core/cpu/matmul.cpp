@@ -9,6 +9,7 @@
 
 #include "core/cpu/eigen.h"  // Note [Eigen's fast math]
 #include "core/cpu/loops.h"
+#include "core/int_wrap.h"
 #include "core/ops/copy.h"
 #include "core/ops/matmul.h"
 #include "core/ops/view.h"
@@ -179,16 +180,23 @@ void bmm_typed(const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha
     }
   }
 #endif
-  // Note [Deterministic BLAS tiles]: Eigen single-threaded, on the same grid of output tiles
+  // Note [Deterministic BLAS tiles]: Eigen single-threaded, on the same grid of output tiles.
+  // Integers are multiplied as the unsigned type of their width, which has the same bits and
+  // wraps (Note [Integer wraparound]); W is T for the floating types.
+  using W = wrap_t<T>;
+  const W w_alpha = static_cast<W>(alpha), w_beta = static_cast<W>(beta);
+  const W* wa = reinterpret_cast<const W*>(pa);
+  const W* wb = reinterpret_cast<const W*>(pb);
+  W* wc = reinterpret_cast<W*>(pc);
   Eigen::setNbThreads(1);
   auto [tm, tn] = gemm_tiles(B, M, N, K);
   const int64_t mt = M == 0 ? 1 : (M + tm - 1) / tm, nt = N == 0 ? 1 : (N + tn - 1) / tn;
   parallel_for(0, B * mt * nt, 1, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t p = t / (mt * nt), i0 = (t / nt) % mt * tm, j0 = t % nt * tn;
-      gemm_eigen<T>(std::min(tm, M - i0), std::min(tn, N - j0), K, pa + p * sab + i0 * sam, sam,
-                    sak, pb + p * sbb + j0 * sbn, sbk, sbn, pc + p * M * N + i0 * N + j0, N, alpha,
-                    beta);
+      gemm_eigen<W>(std::min(tm, M - i0), std::min(tn, N - j0), K, wa + p * sab + i0 * sam, sam,
+                    sak, wb + p * sbb + j0 * sbn, sbk, sbn, wc + p * M * N + i0 * N + j0, N,
+                    w_alpha, w_beta);
     }
   });
 }
