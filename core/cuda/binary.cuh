@@ -7,6 +7,7 @@
 
 #include "core/cuda/device_math.cuh"
 #include "core/cuda/loops.cuh"
+#include "core/int_wrap.h"
 
 namespace sl::cuda {
 
@@ -19,45 +20,59 @@ constexpr bool binary_needs_float(B op) {
   return op == B::div || op == B::atan2 || op >= B::relu_backward;
 }
 
+/// a % b for integers; any a % -1 is 0 (INT_MIN % -1 overflows; Note [Integer wraparound]).
+template <class C>
+__device__ __forceinline__ C int_rem(C a, C b) {
+  if constexpr (std::is_signed_v<C>) {
+    if (b == C(-1)) return C(0);
+  }
+  return static_cast<C>(a % b);
+}
+
 template <class C>
 __device__ __forceinline__ C py_remainder(C a, C b) {
   if constexpr (std::is_floating_point_v<C>) {
     C r = dmath::fmod(a, b);
     return (r != C(0) && ((r < C(0)) != (b < C(0)))) ? r + b : r;
   } else {
-    C r = static_cast<C>(a % b);
-    return (r != 0 && ((r < 0) != (b < 0))) ? static_cast<C>(r + b) : r;
+    C r = int_rem(a, b);
+    return (r != 0 && ((r < 0) != (b < 0))) ? static_cast<C>(r + b) : r;  // |r| < |b|: no overflow
   }
 }
 
+/// base^exp modulo 2^bits (Note [Integer wraparound]).
 template <class C>
 __device__ __forceinline__ C int_pow(C base, C exp) {
   if (exp < 0) return base == 1 ? 1 : (base == -1 ? (exp % 2 ? -1 : 1) : 0);
-  C r = 1;
+  using W = wrap_t<C>;
+  W r = 1, b = W(base);
   while (exp) {
-    if (exp & 1) r = static_cast<C>(r * base);
-    base = static_cast<C>(base * base);
+    if (exp & 1) r = static_cast<W>(r * b);
+    b = static_cast<W>(b * b);
     exp >>= 1;
   }
-  return r;
+  return static_cast<C>(r);
 }
 
+/// Integer add, sub and mul are done in W = wrap_t<C> and wrap (Note [Integer wraparound]); for
+/// floating C, W is C and the expressions are unchanged.
 template <B op, class C>
 __device__ __forceinline__ auto binary_fn(C a, C b, C alpha) {
   constexpr bool fl = std::is_floating_point_v<C>;
   constexpr bool bl = std::is_same_v<C, bool>;
+  using W = wrap_t<C>;
   if constexpr (op == B::add) {
     if constexpr (bl)
       return static_cast<bool>(a || (b && alpha));
     else
-      return static_cast<C>(a + alpha * b);
+      return static_cast<C>(W(a) + W(alpha) * W(b));
   }
-  if constexpr (op == B::sub) return static_cast<C>(a - alpha * b);
+  if constexpr (op == B::sub) return static_cast<C>(W(a) - W(alpha) * W(b));
   if constexpr (op == B::mul) {
     if constexpr (bl)
       return static_cast<bool>(a && b);
     else
-      return static_cast<C>(a * b);
+      return static_cast<C>(W(a) * W(b));
   }
   if constexpr (op == B::div) return static_cast<C>(a / b);
   if constexpr (op == B::pow) {
@@ -85,7 +100,7 @@ __device__ __forceinline__ auto binary_fn(C a, C b, C alpha) {
     if constexpr (fl)
       return dmath::fmod(a, b);
     else
-      return static_cast<C>(a % b);
+      return int_rem(a, b);
   }
   if constexpr (op == B::remainder) return py_remainder(a, b);
   if constexpr (op == B::eq) return a == b;

@@ -13,6 +13,7 @@
 #include "core/cuda/kernels_core.h"
 #include "core/cuda/loops.cuh"
 #include "core/cuda/reduce.cuh"
+#include "core/int_wrap.h"
 
 namespace sl::cuda {
 namespace {
@@ -43,7 +44,8 @@ __device__ __forceinline__ double mul_add_rn(double a, double b, double c) {
 }
 template <class C>
 __device__ __forceinline__ C mul_add_rn(C a, C b, C c) {
-  return a * b + c;  // integers: exact (wrapping as on the CPU)
+  using W = wrap_t<C>;  // integers wrap, as on the CPU (Note [Integer wraparound])
+  return static_cast<C>(W(a) * W(b) + W(c));
 }
 
 /// Writes the first bad index since the last report to the record (Note [Unchecked indexing]).
@@ -184,7 +186,8 @@ __device__ __forceinline__ void scatter_step(T& y, T v, bool accumulate) {
   } else if constexpr (std::is_same_v<T, bool>) {
     y = y || v;
   } else {
-    y = convert<T>(to_comp(y) + to_comp(v));
+    using W = wrap_t<comp_t<T>>;  // integers wrap (Note [Integer wraparound])
+    y = convert<T>(static_cast<comp_t<T>>(W(to_comp(y)) + W(to_comp(v))));
   }
 }
 

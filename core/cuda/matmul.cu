@@ -1,7 +1,9 @@
 // CUDA kernel of the matmul family for integer dtypes (cuBLAS has no integer GEMM of these
 // types): one thread per output element, accumulating in the element type like the CPU's Eigen
-// path. Integer matmuls are rare; this is written for correctness, not speed.
+// path, as the unsigned type of its width so that it wraps (Note [Integer wraparound]). Integer
+// matmuls are rare; this is written for correctness, not speed.
 #include "core/cuda/loops.cuh"
+#include "core/int_wrap.h"
 
 namespace sl::cuda {
 namespace {
@@ -17,10 +19,11 @@ __global__ void int_bmm_kernel(const T* a, const T* b, T* out, int64_t batch, in
     const int64_t n = t % N, m = (t / N) % M, p = t / (M * N);
     const T* ar = a + p * sab + m * sam;
     const T* bc = b + p * sbb + n * sbn;
-    T acc = 0;
-    for (int64_t k = 0; k < K; ++k) acc = static_cast<T>(acc + ar[k * sak] * bc[k * sbk]);
-    T prev = beta == T(0) ? T(0) : static_cast<T>(beta * out[t]);
-    out[t] = static_cast<T>(prev + alpha * acc);
+    using W = wrap_t<T>;
+    W acc = 0;
+    for (int64_t k = 0; k < K; ++k) acc = static_cast<W>(acc + W(ar[k * sak]) * W(bc[k * sbk]));
+    W prev = beta == T(0) ? W(0) : static_cast<W>(W(beta) * W(out[t]));
+    out[t] = static_cast<T>(static_cast<W>(prev + W(alpha) * acc));
   }
 }
 

@@ -23,6 +23,7 @@
 #include "core/cuda/check.h"
 #include "core/cuda/dev_types.cuh"
 #include "core/cuda/loops.cuh"
+#include "core/int_wrap.h"
 
 namespace sl::cuda {
 
@@ -192,8 +193,10 @@ void run_reduction(const P& p, const In* in, int64_t outer, int64_t R, int64_t i
 
 // ---- common policies ---------------------------------------------------------------------
 
+/// double for floating T; uint64_t for integers, read back with acc_value (Note [Integer
+/// wraparound]).
 template <class T>
-using sum_acc_t = std::conditional_t<is_float_v<T>, double, int64_t>;
+using sum_acc_t = sum_acc_wrap_t<is_float_v<T>>;
 
 template <class T>
 struct SumPolicy {

@@ -21,9 +21,9 @@ struct SumStore {
   int64_t R;
   __device__ void operator()(int64_t i, Acc acc) const {
     if (mean) {
-      out[i] = convert<O>(static_cast<double>(acc) / static_cast<double>(R));
+      out[i] = convert<O>(static_cast<double>(acc_value(acc)) / static_cast<double>(R));
     } else {
-      out[i] = convert<O>(acc);
+      out[i] = convert<O>(acc_value(acc));
     }
   }
 };
@@ -64,7 +64,7 @@ __global__ void __launch_bounds__(kBlockThreads)
 #pragma unroll
       for (int j = 0; j < kScanItems; ++j) {
         int64_t r = first + j;
-        if (r < R) y[r] = convert<T>(before + local[j]);
+        if (r < R) y[r] = convert<T>(acc_value(static_cast<Acc>(before + local[j])));
       }
       carry += totals[kBlockThreads - 1];
       __syncthreads();
@@ -82,7 +82,7 @@ __global__ void __launch_bounds__(kBlockThreads)
     Acc s = 0;
     for (int64_t r = 0; r < R; ++r) {
       s += static_cast<Acc>(to_comp(in[base + r * inner]));
-      out[base + r * inner] = convert<T>(s);
+      out[base + r * inner] = convert<T>(acc_value(s));
     }
   }
 }

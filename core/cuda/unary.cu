@@ -5,6 +5,7 @@
 
 #include "core/cuda/device_math.cuh"
 #include "core/cuda/loops.cuh"
+#include "core/int_wrap.h"
 
 namespace sl::cuda {
 namespace {
@@ -35,16 +36,18 @@ constexpr bool is_predicate(U op) {
   return op == U::logical_not || op == U::isnan || op == U::isinf || op == U::isfinite;
 }
 
+/// Integer neg, abs and square are done in W = wrap_t<C> and wrap (Note [Integer wraparound]).
 template <U op, class C>
 __device__ __forceinline__ auto unary_fn(C x) {
   constexpr bool fl = std::is_floating_point_v<C>;
   constexpr bool bl = std::is_same_v<C, bool>;
-  if constexpr (op == U::neg) return static_cast<C>(-x);
+  using W = wrap_t<C>;
+  if constexpr (op == U::neg) return static_cast<C>(-W(x));
   if constexpr (op == U::abs) {
     if constexpr (bl)
       return x;
     else
-      return static_cast<C>(x < C(0) ? -x : x);
+      return static_cast<C>(x < C(0) ? -W(x) : W(x));
   }
   if constexpr (op == U::exp) return dmath::exp(x);
   if constexpr (op == U::log) return dmath::log(x);
@@ -52,7 +55,7 @@ __device__ __forceinline__ auto unary_fn(C x) {
   if constexpr (op == U::expm1) return dmath::expm1(x);
   if constexpr (op == U::sqrt) return dmath::sqrt(x);
   if constexpr (op == U::rsqrt) return C(1) / dmath::sqrt(x);
-  if constexpr (op == U::square) return static_cast<C>(x * x);
+  if constexpr (op == U::square) return static_cast<C>(W(x) * W(x));
   if constexpr (op == U::reciprocal) return C(1) / x;
   if constexpr (op == U::tanh) return dmath::tanh(x);
   if constexpr (op == U::sigmoid) return dmath::sigmoid(x);
