@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <string_view>
 
 #include "core/error.h"
 #include "core/json_string.h"
@@ -57,6 +58,30 @@ std::string mebibytes(int64_t bytes) {
 }
 std::string megabytes(int64_t bytes) {
   return scaled("%.2f MB", bytes, 1e6);
+}
+
+// A name as the summary prints it: one line whatever it holds. Control characters become C
+// escapes (\n, \t, \r, \xNN) so that a name cannot break a row or the lines after it.
+std::string printable(std::string_view name) {
+  std::string out;
+  out.reserve(name.size());
+  for (char ch : name) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out;
 }
 
 // Microseconds with the nanoseconds kept: 1234567 ns -> "1234.567".
@@ -198,10 +223,11 @@ std::string Profile::summary(size_t rows) const {
         continue;
       }
       ++shown;
-      std::snprintf(line, sizeof line, "%12s %6.1f%% %12s %9" PRId64 "  %-9s %s\n",
+      // the name after the fixed-width columns, outside the buffer: any length, one line
+      std::snprintf(line, sizeof line, "%12s %6.1f%% %12s %9" PRId64 "  %-9s ",
                     ms(r.self_ns).c_str(), 100.0 * static_cast<double>(r.self_ns) / wall,
-                    ms(r.total_ns).c_str(), r.calls, category_name(r.category), r.name.c_str());
-      out += line;
+                    ms(r.total_ns).c_str(), r.calls, category_name(r.category));
+      out += line + printable(r.name) + "\n";
     }
     if (more > 0) out += "(" + std::to_string(more) + " more rows)\n";
   };
@@ -212,10 +238,9 @@ std::string Profile::summary(size_t rows) const {
         "on the devices (gpu: a kernel call's time on its device's stream; busy: their "
         "union):\n";
     for (const DeviceBusy& d : busy) {
-      std::snprintf(line, sizeof line, "  %s: busy %s ms (%.1f%%), %" PRId64 " gpu event(s)\n",
-                    d.track.c_str(), ms(d.busy_ns).c_str(),
-                    100.0 * static_cast<double>(d.busy_ns) / wall, d.events);
-      out += line;
+      std::snprintf(line, sizeof line, ": busy %s ms (%.1f%%), %" PRId64 " gpu event(s)\n",
+                    ms(d.busy_ns).c_str(), 100.0 * static_cast<double>(d.busy_ns) / wall, d.events);
+      out += "  " + printable(d.track) + line;
     }
     print_rows(true);
   }
@@ -223,20 +248,21 @@ std::string Profile::summary(size_t rows) const {
   if (!c.empty()) {
     out += "collectives (in flight: issue to completion; waited: callers blocked in wait()):\n";
     for (const CommRow& r : c) {
-      std::snprintf(line, sizeof line,
-                    "  %-15s %6" PRId64 " call(s) %12s  in flight %10s ms  waited %10s ms\n",
-                    r.name.c_str(), r.calls, megabytes(r.bytes).c_str(), ms(r.in_flight_ns).c_str(),
-                    ms(r.waited_ns).c_str());
-      out += line;
+      std::string name = printable(r.name);
+      if (name.size() < 15) name.append(15 - name.size(), ' ');
+      std::snprintf(
+          line, sizeof line, " %6" PRId64 " call(s) %12s  in flight %10s ms  waited %10s ms\n",
+          r.calls, megabytes(r.bytes).c_str(), ms(r.in_flight_ns).c_str(), ms(r.waited_ns).c_str());
+      out += "  " + name + line;
     }
   }
   for (const MemoryPeak& m : memory_peaks()) {
     std::string where;
-    for (const std::string& n : m.open) where += (where.empty() ? "" : " > ") + n;
-    std::snprintf(line, sizeof line, "%s: peak %s at %s ms (first %s, last %s)", m.name.c_str(),
+    for (const std::string& n : m.open) where += (where.empty() ? "" : " > ") + printable(n);
+    std::snprintf(line, sizeof line, ": peak %s at %s ms (first %s, last %s)",
                   mebibytes(m.peak_bytes).c_str(), ms(m.peak_at_ns).c_str(),
                   mebibytes(m.first_bytes).c_str(), mebibytes(m.last_bytes).c_str());
-    out += line;
+    out += printable(m.name) + line;
     out += where.empty() ? "\n" : ", in " + where + "\n";
   }
   return out;

@@ -305,6 +305,29 @@ TEST_CASE("profiler: the summary lists rows by self time and the collectives") {
   CHECK(comm[0].in_flight_ns == 2'000'000);
 }
 
+TEST_CASE("profiler: the summary keeps one line per row whatever the names hold") {
+  // A name with control characters is printed with C escapes, and a long one whole, so neither
+  // breaks its row nor the lines after it (a 256-byte line buffer used to cut long names and
+  // their newline off).
+  const std::string long_name(400, 'n');
+  profiler::start();
+  const uint64_t gen = profiler::generation();
+  const int64_t b = profiler::now_ns();
+  profiler::record(gen, "a\nb\tc\x01", Category::phase, b, b + 3'000'000);
+  profiler::record(gen, long_name.c_str(), Category::kernel, b + 3'000'000, b + 4'000'000);
+  profiler::record(gen, "all\nreduce", Category::comm, b, b + 2'000'000, 1000, true, 1);
+  Profile p = profiler::stop();
+  const std::string s = p.summary();
+  CAPTURE(s);
+  CHECK(s.find("  phase     a\\nb\\tc\\x01\n") != std::string::npos);
+  CHECK(s.find("  kernel    " + long_name + "\n") != std::string::npos);
+  CHECK(s.find("  all\\nreduce") != std::string::npos);
+  // every line of the summary is a header, a row or a known section line
+  size_t lines = 0;
+  for (size_t at = 0; at < s.size(); at = s.find('\n', at) + 1) ++lines;
+  CHECK(lines == 6);  // profile line, header, 2 rows, "collectives ..." and its row
+}
+
 TEST_CASE("profiler: allocations and frees are memory samples; the peak names what was open") {
   const int64_t base = memory_stats().live_bytes;
   profiler::start();
