@@ -83,9 +83,19 @@ Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions opts) {
 
 Tensor linspace(double start, double end, int64_t steps, TensorOptions opts) {
   SL_CHECK(steps >= 0, "linspace: number of steps must be non-negative, got ", steps);
+  // Stricter than PyTorch, which fills the points between infinite ends with nan and overflows
+  // an integer dtype silently: the ends must be finite (from two steps on) and fit the dtype.
+  SL_CHECK(steps < 2 || (std::isfinite(start) && std::isfinite(end)),
+           "linspace: start and end must be finite for ", steps, " steps, got ", start, " and ",
+           end, " (the points between would be nan)");
+  ops::check_scalar_fits("linspace", start, opts.dtype);
+  ops::check_scalar_fits("linspace", end, opts.dtype);
   Tensor host = ops::empty({steps}, DType::f64, kCPU);
   double* p = static_cast<double*>(host.data_ptr());
-  double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
+  const double gaps = static_cast<double>(steps - 1);
+  double step = steps > 1 ? (end - start) / gaps : 0.0;
+  // ends more than the largest double apart: the same step without the overflowing difference
+  if (!std::isfinite(step)) step = end / gaps - start / gaps;
   // symmetric formula as PyTorch: first half from start, second half from end; one step is
   // start (PyTorch fills it), not the formula's end
   int64_t half = steps / 2;
@@ -93,7 +103,10 @@ Tensor linspace(double start, double end, int64_t steps, TensorOptions opts) {
     p[i] = i < half ? start + step * static_cast<double>(i)
                     : end - step * static_cast<double>(steps - 1 - i);
   }
-  if (steps == 1) p[0] = start;
+  // the ends exactly (the formula gives them too, unless the step overflowed: 2 steps 1e308
+  // apart); a single step is start
+  if (steps >= 1) p[0] = start;
+  if (steps >= 2) p[steps - 1] = end;
   return finish(ops::to_device(ops::cast(host, opts.dtype), opts.device), opts);
 }
 

@@ -1,5 +1,6 @@
 // Factory functions against PyTorch 1.13's results: linspace with one step, integer arange beyond
 // 2^53 (where double cannot hold every integer).
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -17,6 +18,32 @@ TEST_CASE("linspace with one step gives start, as torch.linspace") {
   CHECK(linspace(0, 1, 2).to_vector<float>() == std::vector<float>{0.0f, 1.0f});
   CHECK(linspace(0, 1, 5).to_vector<float>() == std::vector<float>{0.0f, 0.25f, 0.5f, 0.75f, 1.0f});
   CHECK(linspace(0, 1, 0).numel() == 0);
+}
+
+TEST_CASE("linspace: ends that are not finite or do not fit the dtype are refused") {
+  const double inf = std::numeric_limits<double>::infinity();
+  // PyTorch 1.13 returns [nan, inf, nan, nan] for torch.linspace(0, inf, 4): refused here
+  SL_CHECK_THROWS(linspace(0, inf, 4), ValueError,
+                  "linspace: start and end must be finite for 4 steps, got 0 and inf");
+  SL_CHECK_THROWS(linspace(std::nan(""), 1, 3), ValueError, "must be finite for 3 steps");
+  // one step is start, whatever it is (as PyTorch)
+  CHECK(std::isinf(linspace(inf, 0, 1, {.dtype = DType::f64}).item<double>()));
+  // torch.linspace(0, 3e9, 3, dtype=torch.int32): "value cannot be converted to type int
+  // without overflow"; Shardlight used to wrap the end to -2147483648
+  SL_CHECK_THROWS(linspace(0, 3e9, 3, {.dtype = DType::i32}), ValueError,
+                  "linspace: value 3e+09 cannot be converted to int32");
+  SL_CHECK_THROWS(linspace(-1e39, 0, 3), ValueError,
+                  "linspace: value -1e+39 cannot be converted to float32 without overflow");
+  CHECK(linspace(0, 3e9, 3, {.dtype = DType::i64}).to_vector<int64_t>() ==
+        std::vector<int64_t>{0, 1500000000, 3000000000});
+  // ends further apart than the largest double: exact, where PyTorch 1.13 gives
+  // [nan, -inf, nan] for torch.linspace(-1e308, 1e308, 3, dtype=torch.float64)
+  CHECK(linspace(-1e308, 1e308, 3, {.dtype = DType::f64}).to_vector<double>() ==
+        std::vector<double>{-1e308, 0.0, 1e308});
+  CHECK(linspace(-1e308, 1e308, 2, {.dtype = DType::f64}).to_vector<double>() ==
+        std::vector<double>{-1e308, 1e308});
+  CHECK(linspace(-1e308, 1e308, 5, {.dtype = DType::f64}).to_vector<double>() ==
+        std::vector<double>{-1e308, -5e307, 0.0, 5e307, 1e308});
 }
 
 TEST_CASE("integer arange is computed in int64: exact beyond 2^53 and near the int64 limits") {
