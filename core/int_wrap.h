@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 namespace sl {
@@ -50,6 +51,26 @@ constexpr auto acc_value(A a) {
   } else {
     return a;
   }
+}
+
+// Note [Float to integer conversion]
+// Converting a floating value to an integer dtype truncates toward zero; a NaN, an infinity or a
+// value whose truncation the integer type cannot hold is undefined behaviour in C++. Casts give
+// those the most negative value of the type instead: what x86's conversion instructions return
+// (the "integer indefinite"), and so what PyTorch gives on x86 CPUs (torch.tensor([3e9, nan,
+// inf]).to(torch.int32) is three times -2147483648). The CUDA kernels use the same rule, so a
+// GPU cast matches the CPU's (the GPU's own instruction would saturate and map NaN to 0).
+
+/// v truncated toward zero as a signed integer To, or To's minimum when v is NaN, infinite or out
+/// of To's range (Note [Float to integer conversion]). Host and device (constexpr).
+template <class To>
+constexpr To float_to_int(double v) {
+  static_assert(std::is_integral_v<To> && std::is_signed_v<To>);
+  constexpr double lo = static_cast<double>(std::numeric_limits<To>::min());  // -2^(bits-1)
+  // below 53 bits lo - 1 is exact and (lo - 1, lo) truncates to lo; for 64 bits no double lies
+  // between lo - 1 and lo
+  const bool fits = (sizeof(To) * 8 < 53 ? v > lo - 1.0 : v >= lo) && v < -lo;
+  return fits ? static_cast<To>(v) : std::numeric_limits<To>::min();
 }
 
 }  // namespace sl

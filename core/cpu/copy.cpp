@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "core/cpu/loops.h"
+#include "core/int_wrap.h"
 #include "core/ops/copy.h"
 
 namespace sl::cpu {
@@ -14,7 +15,9 @@ inline To convert(From v) {
   } else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
     return To(static_cast<float>(v));
   } else if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>) {
-    return static_cast<To>(static_cast<float>(v));
+    return convert<To>(static_cast<float>(v));
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
+    return float_to_int<To>(static_cast<double>(v));  // NaN, inf, out of range: To's minimum
   } else {
     return static_cast<To>(v);
   }

@@ -13,6 +13,7 @@
 
 #include "core/cuda/kernels.h"
 #include "core/dtype.h"
+#include "core/int_wrap.h"
 
 namespace sl::cuda {
 
@@ -77,7 +78,8 @@ __device__ __forceinline__ comp_t<T> to_comp(T v) {
 }
 
 /// Converts any device value to storage type To with the CPU's rules (core/cpu/copy.cpp): to
-/// bool is "!= 0"; to a 16-bit float goes through float; from a 16-bit float too.
+/// bool is "!= 0"; to a 16-bit float goes through float; from a 16-bit float too; float to
+/// integer gives the integer's minimum for NaN, inf and values out of range.
 template <class To, class From>
 __device__ __forceinline__ To convert(From v) {
   if constexpr (std::is_same_v<To, From>) {
@@ -90,6 +92,8 @@ __device__ __forceinline__ To convert(From v) {
     return __float2half_rn(static_cast<float>(v));
   } else if constexpr (std::is_same_v<To, __nv_bfloat16>) {
     return __float2bfloat16_rn(static_cast<float>(v));
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
+    return float_to_int<To>(static_cast<double>(v));  // Note [Float to integer conversion]
   } else {
     return static_cast<To>(v);
   }
