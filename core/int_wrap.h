@@ -53,6 +53,16 @@ constexpr auto acc_value(A a) {
   }
 }
 
+/// a % b for integers, b != 0; any a % -1 is the exact 0 (INT_MIN % -1 overflows in C++ and
+/// traps on x86; Note [Integer wraparound]). Host and device (constexpr).
+template <class C>
+constexpr C int_rem(C a, C b) {
+  if constexpr (std::is_signed_v<C>) {
+    if (b == C(-1)) return C(0);
+  }
+  return static_cast<C>(a % b);
+}
+
 // Note [Float to integer conversion]
 // Converting a floating value to an integer dtype truncates toward zero; a NaN, an infinity or a
 // value whose truncation the integer type cannot hold is undefined behaviour in C++. Casts give

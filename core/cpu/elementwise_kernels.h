@@ -162,16 +162,6 @@ void unary_table(UnaryOp op, const Tensor& out, const Tensor& in, std::index_seq
   table[static_cast<size_t>(op)](out, in);
 }
 
-/// a % b for integers; any a % -1 is 0 (INT_MIN % -1 overflows in C++ and traps on x86;
-/// Note [Integer wraparound]). b != 0 (checked by run_binary).
-template <class C>
-inline C int_rem(C a, C b) {
-  if constexpr (std::is_signed_v<C>) {
-    if (b == C(-1)) return C(0);
-  }
-  return static_cast<C>(a % b);
-}
-
 template <class C>
 inline C py_fmod(C a, C b) {
   if constexpr (std::is_floating_point_v<C>)

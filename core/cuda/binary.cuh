@@ -20,15 +20,6 @@ constexpr bool binary_needs_float(B op) {
   return op == B::div || op == B::atan2 || op >= B::relu_backward;
 }
 
-/// a % b for integers; any a % -1 is 0 (INT_MIN % -1 overflows; Note [Integer wraparound]).
-template <class C>
-__device__ __forceinline__ C int_rem(C a, C b) {
-  if constexpr (std::is_signed_v<C>) {
-    if (b == C(-1)) return C(0);
-  }
-  return static_cast<C>(a % b);
-}
-
 template <class C>
 __device__ __forceinline__ C py_remainder(C a, C b) {
   if constexpr (std::is_floating_point_v<C>) {

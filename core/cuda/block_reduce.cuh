@@ -18,43 +18,37 @@
 
 namespace sl::cuda {
 
-/// v of lane (this lane + s) of the warp (all 32 lanes must call; a lane past the warp's end gets
-/// its own v back), for any trivially copyable V (shuffled 4 bytes at a time).
-template <class V>
-__device__ __forceinline__ V shfl_down_any(V v, int s) {
+/// shuffle(x) applied to v: directly for the 4- and 8-byte arithmetic types the warp shuffles
+/// take, else to each 4-byte word of any trivially copyable V.
+template <class V, class Shuffle>
+__device__ __forceinline__ V shuffle_value(V v, Shuffle shuffle) {
   static_assert(std::is_trivially_copyable_v<V>);
   if constexpr (std::is_arithmetic_v<V> && !std::is_same_v<V, bool> &&
                 (sizeof(V) == 4 || sizeof(V) == 8)) {
-    return __shfl_down_sync(0xffffffffu, v, s);
+    return shuffle(v);
   } else {
     constexpr int kWords = static_cast<int>((sizeof(V) + 3) / 4);
     uint32_t w[kWords] = {};
     __builtin_memcpy(w, &v, sizeof(V));
 #pragma unroll
-    for (int i = 0; i < kWords; ++i) w[i] = __shfl_down_sync(0xffffffffu, w[i], s);
+    for (int i = 0; i < kWords; ++i) w[i] = shuffle(w[i]);
     V r;
     __builtin_memcpy(&r, w, sizeof(V));
     return r;
   }
 }
 
+/// v of lane (this lane + s) of the warp (all 32 lanes must call; a lane past the warp's end gets
+/// its own v back).
+template <class V>
+__device__ __forceinline__ V shfl_down_any(V v, int s) {
+  return shuffle_value(v, [s](auto x) { return __shfl_down_sync(0xffffffffu, x, s); });
+}
+
 /// v of lane `src` of this lane's segment of `width` lanes (all 32 lanes must call).
 template <class V>
 __device__ __forceinline__ V shfl_any(V v, int src, int width) {
-  static_assert(std::is_trivially_copyable_v<V>);
-  if constexpr (std::is_arithmetic_v<V> && !std::is_same_v<V, bool> &&
-                (sizeof(V) == 4 || sizeof(V) == 8)) {
-    return __shfl_sync(0xffffffffu, v, src, width);
-  } else {
-    constexpr int kWords = static_cast<int>((sizeof(V) + 3) / 4);
-    uint32_t w[kWords] = {};
-    __builtin_memcpy(w, &v, sizeof(V));
-#pragma unroll
-    for (int i = 0; i < kWords; ++i) w[i] = __shfl_sync(0xffffffffu, w[i], src, width);
-    V r;
-    __builtin_memcpy(&r, w, sizeof(V));
-    return r;
-  }
+  return shuffle_value(v, [src, width](auto x) { return __shfl_sync(0xffffffffu, x, src, width); });
 }
 
 /// op over the G threads of this thread's group in the fixed tree of Note [Group reductions];

@@ -238,7 +238,6 @@ ConvAlgoChoice make_choice(const ConvAlgoKey& k, const Perf& p, cudnnMathType_t 
   c.algo = static_cast<int>(p.algo);
   c.math = static_cast<int>(math);
   c.workspace = workspace;
-  if (k.benchmark) c.time_ms = p.time;
   std::ostringstream os;
   os << "conv2d " << passes[static_cast<int>(k.pass)] << " x " << sizes4_str(k.x) << " w "
      << sizes4_str(k.w) << " y " << sizes4_str(k.y) << ' '

@@ -64,8 +64,6 @@ struct ConvAlgoChoice {
   int algo = 0;
   int math = 0;
   size_t workspace = 0;
-  /// The time cuDNN measured for it in benchmark mode (milliseconds), negative for heuristics.
-  float time_ms = -1.0f;
   /// A line for cudnn_conv_choices(): the key and the choice in words.
   std::string description;
 };
