@@ -93,8 +93,14 @@ Tensor nll_core(const char* op, const Tensor& logp, const Tensor& target,
       SL_CHECK_INDEX(t >= 0 && t < C, op, ": target ", t, " is out of bounds for ", C, " classes");
     }
   }
-  Tensor safe = tgt.masked_fill(valid.logical_not(), 0);
-  Tensor picked = logp.gather(cdim, safe.unsqueeze(cdim)).squeeze(cdim);
+  // Note [Ignored rows]: an ignored row gathers class 0 as a placeholder, and its log-probs may
+  // hold -inf (a masked logit); scaling by a zero weight would make that NaN, so ignored rows are
+  // zeroed with masked_fill instead. Its gradient is exactly zero there even when the incoming
+  // one is not finite, as with the 0/0 mean of an all-ignored batch: PyTorch's loss is NaN
+  // there and its gradient zero, and so are ours.
+  Tensor ignored = valid.logical_not();
+  Tensor safe = tgt.masked_fill(ignored, 0);
+  Tensor picked = logp.gather(cdim, safe.unsqueeze(cdim)).squeeze(cdim).masked_fill(ignored, 0);
   Tensor wt = valid.to(logp.dtype());
   if (o.weight.defined()) {
     SL_CHECK_SHAPE(o.weight.dim() == 1 && o.weight.numel() == C, op, ": weight must have shape [",
@@ -106,7 +112,7 @@ Tensor nll_core(const char* op, const Tensor& logp, const Tensor& target,
   if (o.label_smoothing == 0.0) return nll_red;
   Tensor per_class = logp;
   if (o.weight.defined()) per_class = logp * class_view(o.weight.to(logp.dtype()), logp, cdim);
-  Tensor smooth = -per_class.sum({cdim}) * valid.to(logp.dtype());
+  Tensor smooth = (-per_class.sum({cdim})).masked_fill(ignored, 0);
   Tensor smooth_red =
       o.reduction == Reduction::mean ? smooth.sum() / wt.sum() : reduce(smooth, o.reduction);
   return nll_red * (1.0 - o.label_smoothing) + smooth_red * (o.label_smoothing / C);
@@ -133,7 +139,10 @@ Tensor cross_entropy(const Tensor& input_in, const Tensor& target_in,
   int64_t cdim = input.dim() == 1 ? 0 : 1;
   Tensor logp = log_softmax(input, cdim);
   if (!target.is_floating_point()) return nll_core(op, logp, target, o);
-  // Class probabilities.
+  // Class probabilities: every class of every row counts, so there is nothing to ignore.
+  SL_CHECK(o.ignore_index < 0, op, ": ignore_index ", o.ignore_index,
+           " is not supported with class-probability (floating point) targets; it applies to "
+           "class-index targets only (leave it negative, e.g. the default -100)");
   SL_CHECK_SHAPE(target.sizes() == input.sizes(), op,
                  ": probability targets must have the "
                  "input's shape ",

@@ -34,7 +34,9 @@ struct CrossEntropyOptions {
 /// (ranks or sizes that do not fit, weight not [C]), IndexError (a class index outside [0, C)
 /// that is not ignore_index; on CUDA with checked indexing off, reported by the guarded gather
 /// at the next synchronisation, Note [Index checks]), ValueError (label_smoothing outside
-/// [0, 1]), DTypeError.
+/// [0, 1], or an ignore_index >= 0 with probability targets, as PyTorch), DTypeError. Ignored
+/// targets add exactly 0 to the loss and the gradient even where their logits are -inf; with
+/// every target ignored, the mean is NaN (0/0) and the gradient zero, as in PyTorch.
 Tensor cross_entropy(const Tensor& input, const Tensor& target,
                      const CrossEntropyOptions& opts = {});
 /// Negative log-likelihood of log-probabilities `input` with class-index targets; same shapes,

@@ -349,6 +349,27 @@ def gen_loss(w):
     run_case(w, "ctc_zero_inf", lambda a, b: F.ctc_loss(a, b, il2, tl, blank=0,
                                                         reduction="mean", zero_infinity=True),
              [lp.clone(), targets])
+    # Ignored rows contribute exactly nothing: rows 0 and 2 are ignored and hold a masked logit
+    # (-inf), at class 0 (the placeholder class an ignored row gathers) and at class 2 (which
+    # label smoothing sums over). PyTorch returns a finite loss and a zero gradient for them.
+    inf = float("inf")
+    xi = torch.tensor([[-inf, 1.0, 2.0], [0.5, 1.0, 2.0], [0.3, -0.4, -inf]])
+    ti = torch.tensor([-100, 1, -100])
+    run_case(w, "ce_ignored_neginf", lambda a, b: F.cross_entropy(a, b), [xi.clone(), ti])
+    for red in ["mean", "none"]:
+        run_case(w, f"ce_ignored_neginf_ls_{red}",
+                 lambda a, b, red=red: F.cross_entropy(a, b, label_smoothing=0.1, reduction=red),
+                 [xi.clone(), ti])
+    run_case(w, "nll_ignored_neginf", lambda a, b: F.nll_loss(a, b, reduction="none"),
+             [torch.log_softmax(xi, 1), ti])
+    # Every target ignored: the mean is 0/0 = NaN, but the gradient is exactly zero.
+    seeded(97)
+    xa = torch.randn(3, 4)
+    ta = torch.full((3,), -100)
+    run_case(w, "ce_all_ignored", lambda a, b: F.cross_entropy(a, b), [xa.clone(), ta])
+    run_case(w, "ce_all_ignored_w_ls",
+             lambda a, b: F.cross_entropy(a, b, weight=wt[:4], label_smoothing=0.2),
+             [xa.clone(), ta])
 
 
 FAMILIES = {

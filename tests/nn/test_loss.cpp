@@ -56,6 +56,24 @@ TEST_CASE("cross_entropy matches PyTorch") {
   });
   check_case(fx, "nll_w",
              [&](const TensorList& in) { return F::nll_loss(in[0], in[1], {.weight = w}); });
+  // Ignored rows holding -inf logits, and batches where every target is ignored (the fixture's
+  // NaN means must be NaN here too; the gradients are exactly zero in both).
+  check_case(fx, "ce_ignored_neginf",
+             [&](const TensorList& in) { return F::cross_entropy(in[0], in[1]); });
+  for (auto red : {Reduction::mean, Reduction::none}) {
+    check_case(fx, std::string("ce_ignored_neginf_ls_") + nn::reduction_name(red),
+               [&](const TensorList& in) {
+                 return F::cross_entropy(in[0], in[1], {.reduction = red, .label_smoothing = 0.1});
+               });
+  }
+  check_case(fx, "nll_ignored_neginf", [&](const TensorList& in) {
+    return F::nll_loss(in[0], in[1], {.reduction = Reduction::none});
+  });
+  check_case(fx, "ce_all_ignored",
+             [&](const TensorList& in) { return F::cross_entropy(in[0], in[1]); });
+  check_case(fx, "ce_all_ignored_w_ls", [&](const TensorList& in) {
+    return F::cross_entropy(in[0], in[1], {.weight = w.narrow(0, 0, 4), .label_smoothing = 0.2});
+  });
   // The module form registers the weight as a buffer, as PyTorch does.
   nn::CrossEntropyLoss ce({.weight = w, .label_smoothing = 0.1});
   CHECK(ce.state_dict().keys() == std::vector<std::string>{"weight"});
@@ -177,6 +195,11 @@ TEST_CASE("loss error paths") {
                   "input of shape [4, 3] needs a target of shape [4], got [3]");
   SL_CHECK_THROWS(F::cross_entropy(x, randn({4, 2})), ShapeError,
                   "probability targets must have the input's shape [4, 3], got [4, 2]");
+  // PyTorch refuses an ignore_index >= 0 with probability targets; negative ones are accepted.
+  Tensor probs = softmax(randn({4, 3}), 1);
+  SL_CHECK_THROWS(F::cross_entropy(x, probs, {.ignore_index = 0}), ValueError,
+                  "cross_entropy: ignore_index 0 is not supported with class-probability");
+  CHECK_NOTHROW(F::cross_entropy(x, probs, {.ignore_index = -1}));
   SL_CHECK_THROWS(F::cross_entropy(x, idx({0, 1, 2, 0}), {.weight = ones({2})}), ShapeError,
                   "weight must have shape [3], got [2]");
   SL_CHECK_THROWS(F::cross_entropy(x, idx({0, 1, 2, 0}), {.label_smoothing = 1.5}), ValueError,
