@@ -137,7 +137,9 @@ struct OneCycleOptions {
 /// base_momentum. The constructor sets them on the optimizer, as PyTorch does.
 class OneCycleLR : public LRScheduler {
  public:
-  /// max_lrs: one per group, or a single value for all. Throws ValueError for bad options.
+  /// max_lrs: one per group, or a single value for all. Throws ValueError for bad options,
+  /// including a pct_start and total_steps that leave a reachable phase zero steps wide (PyTorch
+  /// divides by zero there: Note [OneCycle empty phases]).
   OneCycleLR(Optimizer& opt, std::vector<double> max_lrs, OneCycleOptions o);
   const char* name() const override { return "OneCycleLR"; }
 

@@ -125,7 +125,24 @@ def scheduler_cases():
              div_factor=10.0, final_div_factor=100.0),
         dict(name="onecycle_no_momentum", scheduler="OneCycleLR", optimizer="SGD", base_lrs=[0.1],
              steps=8, max_lr=[0.3], total_steps=8, cycle_momentum=False),
-    ] + plateau_cases()
+    ] + plateau_cases() + onecycle_grid_cases()
+
+
+def onecycle_grid_cases():
+    """Short OneCycle schedules over a grid of total_steps and pct_start, stepped to the end.
+
+    Some leave a phase zero steps wide and PyTorch then divides by zero (ZeroDivisionError, in
+    the constructor or at a later step); those cases carry raises=True and no tensors (our
+    constructor must refuse them), the others the lrs and momenta PyTorch gives."""
+    cases = []
+    for total in range(1, 9):
+        for pct in (0.0, 0.125, 0.25, 0.3, 0.5, 0.75, 1.0):
+            for three in (False, True):
+                cases.append(dict(name=f"onecycle_grid_{total}_{pct}_{int(three)}",
+                                  scheduler="OneCycleLR", optimizer="SGD", base_lrs=[0.1],
+                                  steps=total, max_lr=[0.2], total_steps=total, pct_start=pct,
+                                  three_phase=three, momentum=0.9))
+    return cases
 
 
 # A loss that improves, stalls (changes below the threshold), improves again, then turns NaN; an
@@ -163,9 +180,14 @@ def linear_warmup_lambda(num_warmup_steps, num_training_steps):
 def gen_schedulers(tensors, meta_cases):
     S = torch.optim.lr_scheduler
     for case in scheduler_cases():
-        groups = [dict(params=[torch.zeros(1, requires_grad=True)], lr=lr) for lr in case["base_lrs"]]
         extra = {"momentum": case["momentum"]} if "momentum" in case else {}
-        opt = getattr(torch.optim, case["optimizer"])(groups, **extra)
+
+        def make_opt():
+            groups = [dict(params=[torch.zeros(1, requires_grad=True)], lr=lr)
+                      for lr in case["base_lrs"]]
+            return getattr(torch.optim, case["optimizer"])(groups, **extra)
+
+        opt = make_opt()
         kind = case["scheduler"]
         if kind == "StepLR":
             sched = S.StepLR(opt, step_size=case["step_size"], gamma=case["gamma"])
@@ -180,6 +202,14 @@ def gen_schedulers(tensors, meta_cases):
         else:
             kw = {k: case[k] for k in ("total_steps", "anneal_strategy", "pct_start", "three_phase",
                                        "div_factor", "final_div_factor", "cycle_momentum") if k in case}
+            try:
+                sched = S.OneCycleLR(opt, max_lr=case["max_lr"], **kw)
+                for _ in range(case["steps"]):
+                    sched.step()
+            except ZeroDivisionError:
+                meta_cases.append(dict(case, raises=True))
+                continue
+            opt = make_opt()
             sched = S.OneCycleLR(opt, max_lr=case["max_lr"], **kw)
         lrs, moms = [], []
 
