@@ -135,7 +135,10 @@ void adam_typed(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
     V.arr() = V.arr() * beta2 + (Gr * one_minus_beta2) * Gr;
     if (vmax) {
       ChunkView<T, C> X(vmax + s, n, true);
-      X.arr() = X.arr().max(V.arr());  // torch.maximum(max_exp_avg_sq, exp_avg_sq, out=...)
+      // torch.maximum(max_exp_avg_sq, exp_avg_sq, out=...), which propagates NaN; Eigen's
+      // default max keeps either operand depending on whether the element is in a vector body
+      // or the scalar tail.
+      X.arr() = X.arr().binaryExpr(V.arr(), [](C a, C b) { return a < b || b != b ? b : a; });
       Den = X.arr().sqrt() / bc2_sqrt + eps;
       X.store();
     } else {

@@ -87,7 +87,7 @@ __global__ void adam_kernel(T* p, const G* g, T* m, T* v, T* vmax, int64_t n, Ad
     C den;
     if (vmax) {
       C x = static_cast<C>(to_comp(vmax[i]));
-      x = x < vv ? vv : x;
+      x = (x < vv || vv != vv) ? vv : x;  // torch.maximum: NaN in either operand wins
       vmax[i] = convert<T>(x);
       den = add(div(sqrt_rn(x), bc2), eps);
     } else {

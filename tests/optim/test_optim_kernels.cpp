@@ -1,5 +1,6 @@
 // The optim-fused kernels over flat spans: shard-invariance, thread-count invariance, mixed
 // precision, and every error path of the ops:: wrappers.
+#include <algorithm>
 #include <cmath>
 
 #include "support/testing.h"
@@ -131,6 +132,32 @@ TEST_CASE("optimizer kernels give the same bits with 1 and 2 threads") {
   set_num_threads(saved);
   CHECK(one.first == two.first);
   CHECK(one.second == two.second);
+}
+
+// torch.maximum propagates NaN, so PyTorch's amsgrad max_exp_avg_sq turns NaN wherever a NaN
+// gradient made exp_avg_sq NaN. 37 elements: NaNs in the vectorised body (0, 5, 17) and in the
+// scalar tail (33, 36) of both 8- and 16-lane loops; before the fix the body and the tail
+// disagreed about which operand a NaN comparison keeps.
+TEST_CASE("amsgrad's running max propagates NaN in every element position (f32, f64)") {
+  const std::vector<int64_t> nan_at = {0, 5, 17, 33, 36};
+  for (DType dt : {DType::f32, DType::f64}) {
+    CAPTURE(dtype_name(dt));
+    Generator gen(3);
+    TensorOptions o{.dtype = dt};
+    Tensor p = randn({37}, o, &gen), g = randn({37}, o, &gen);
+    Tensor m = zeros({37}, o), v = zeros({37}, o), vm = zeros({37}, o);
+    AdamHyper h{.lr = 0.01, .amsgrad = true};
+    ops::adam_step(p, g, m, v, vm, 1, h);
+    std::vector<double> gv = g.to(DType::f64).to_vector<double>();
+    for (int64_t i : nan_at) gv[static_cast<size_t>(i)] = std::nan("");
+    ops::adam_step(p, from_vector(gv).to(dt), m, v, vm, 2, h);
+    std::vector<double> got = vm.to(DType::f64).to_vector<double>();
+    for (int64_t i = 0; i < 37; ++i) {
+      CAPTURE(i);
+      bool want_nan = std::find(nan_at.begin(), nan_at.end(), i) != nan_at.end();
+      CHECK(std::isnan(got[static_cast<size_t>(i)]) == want_nan);
+    }
+  }
 }
 
 TEST_CASE("fp32 master update from a bf16 gradient equals the update from its f32 value") {
