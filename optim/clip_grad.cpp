@@ -47,6 +47,10 @@ double total_norm_from_partial(double partial, double norm_type) {
 }
 
 void clip_grads_with_norm_(const TensorList& grads, double max_norm, double total_norm) {
+  // PyTorch accepts these and scales by a negative or NaN coefficient: gradients silently
+  // flipped or destroyed. A bad max_norm is a bug in the caller, so it is refused here.
+  SL_CHECK(max_norm >= 0 && !std::isnan(max_norm),
+           "clip_grad_norm_: max_norm must be >= 0 (0 zeroes the gradients), got ", max_norm);
   NoGradGuard no_grad;
   for (const auto& g : grads) {
     if (!g.defined()) continue;
@@ -67,6 +71,8 @@ void clip_grads_with_norm_(const TensorList& grads, double max_norm, double tota
 
 double clip_grad_norm_(const TensorList& params, double max_norm, double norm_type,
                        bool error_if_nonfinite) {
+  SL_CHECK(max_norm >= 0 && !std::isnan(max_norm),
+           "clip_grad_norm_: max_norm must be >= 0 (0 zeroes the gradients), got ", max_norm);
   TensorList grads = defined_grads(params);
   if (grads.empty()) return 0.0;
   double total = total_norm_from_partial(grad_norm_partial(grads, norm_type), norm_type);

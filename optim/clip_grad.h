@@ -15,13 +15,15 @@ double grad_norm_partial(const TensorList& tensors, double norm_type);
 /// partial^(1/p), or partial itself for p = inf.
 double total_norm_from_partial(double partial, double norm_type);
 /// Multiplies every defined tensor by min(1, max_norm / (total_norm + 1e-6)) (computed in the
-/// tensors' precision as PyTorch does: float for f32/f16/bf16). No-op when that is 1.
+/// tensors' precision as PyTorch does: float for f32/f16/bf16). No-op when that is 1. Throws
+/// ValueError for a negative or NaN max_norm (PyTorch would flip or NaN the gradients).
 void clip_grads_with_norm_(const TensorList& grads, double max_norm, double total_norm);
 
 /// Clips the gradients of `params` (those defined) so their total norm_type-norm is at most
 /// max_norm; returns the total norm before clipping (0 when no parameter has a gradient).
 /// error_if_nonfinite: throws ValueError when the total norm is inf or NaN (then no gradient is
-/// changed); otherwise non-finite norms scale the gradients to NaN, as in PyTorch.
+/// changed); otherwise non-finite norms scale the gradients to NaN, as in PyTorch. A negative
+/// or NaN max_norm throws ValueError before anything is computed.
 double clip_grad_norm_(const TensorList& params, double max_norm, double norm_type = 2.0,
                        bool error_if_nonfinite = false);
 /// Clamps every defined gradient of `params` into [-clip_value, clip_value]. Throws ValueError

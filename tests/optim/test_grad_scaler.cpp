@@ -155,6 +155,16 @@ TEST_CASE("clipping: sharded composition, non-finite norms and errors") {
   CHECK(std::isinf(clip_grad_norm_({c, d}, 1.0)));
   CHECK(std::isnan(c.grad().to_vector<float>()[1]));
   CHECK(clip_grad_norm_({d}, 1.0) == 0.0);  // no gradients at all
+  // A negative or NaN max_norm is refused before any gradient is touched (PyTorch would scale
+  // by a negative or NaN coefficient).
+  Tensor e = ones({3}).requires_grad_();
+  e.set_grad(full({3}, 2.0f));
+  SL_CHECK_THROWS(clip_grad_norm_({e}, -1.0), ValueError,
+                  "clip_grad_norm_: max_norm must be >= 0 (0 zeroes the gradients), got -1");
+  SL_CHECK_THROWS(clip_grad_norm_({e}, std::nan("")), ValueError, "max_norm must be >= 0");
+  SL_CHECK_THROWS(clip_grads_with_norm_({e.grad()}, -0.5, 1.0), ValueError,
+                  "(0 zeroes the gradients), got -0.5");
+  SL_CHECK_CLOSE(e.grad(), full({3}, 2.0f), 0, 0);
   SL_CHECK_THROWS(clip_grad_norm_({c}, 1.0, -2.0), ValueError, "norm_type must be > 0");
   SL_CHECK_THROWS(clip_grad_value_({c}, -1.0), ValueError, "clip_value must be >= 0");
 }
