@@ -45,8 +45,13 @@ bool same_value(const Json& a, const Json& b) {
 
 // ---- base ------------------------------------------------------------------------------------
 
+// PyTorch: group.setdefault('initial_lr', group['lr']); base_lrs = each group's initial_lr. A
+// second scheduler on the same optimizer therefore starts from the lr the first one found.
 LRScheduler::LRScheduler(Optimizer& opt) : opt_(opt) {
-  for (size_t g = 0; g < opt.num_param_groups(); ++g) base_lrs_.push_back(opt.lr(g));
+  for (size_t g = 0; g < opt.num_param_groups(); ++g) {
+    if (!opt.initial_lr(g)) opt.set_initial_lr(g, opt.lr(g));
+    base_lrs_.push_back(*opt.initial_lr(g));
+  }
 }
 
 void LRScheduler::initial_step() {
@@ -231,6 +236,7 @@ OneCycleLR::OneCycleLR(Optimizer& opt, std::vector<double> max_lrs, OneCycleOpti
            "total_steps");
   for (size_t g = 0; g < n; ++g) {
     initial_lr_.push_back(max_lrs[g] / o.div_factor);
+    opt.set_initial_lr(g, initial_lr_.back());  // overrides an earlier scheduler's, as PyTorch
     max_lr_.push_back(max_lrs[g]);
     min_lr_.push_back(initial_lr_.back() / o.final_div_factor);
     if (o.cycle_momentum) {

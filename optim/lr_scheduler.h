@@ -26,7 +26,8 @@ class LRScheduler {
   const std::vector<double>& last_lr() const { return last_lr_; }
   /// Completed step() calls, counting the one made by the constructor as epoch 0.
   int64_t last_epoch() const { return last_epoch_; }
-  /// Each group's lr when the scheduler was created (PyTorch's initial_lr).
+  /// Each group's initial_lr (Optimizer::initial_lr): its lr when the first scheduler on the
+  /// optimizer was created, which this constructor sets if no scheduler has.
   const std::vector<double>& base_lrs() const { return base_lrs_; }
 
   /// Meta-only section: {"scheduler": name, "last_epoch", "step_count", "base_lrs", "last_lr",

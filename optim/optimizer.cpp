@@ -48,6 +48,17 @@ void Optimizer::add_params(const TensorList& params) {
   }
   params_.push_back(params);
   state_.emplace_back(params.size());
+  initial_lr_.emplace_back();
+}
+
+std::optional<double> Optimizer::initial_lr(size_t group) const {
+  params(group);  // range check
+  return initial_lr_[group];
+}
+
+void Optimizer::set_initial_lr(size_t group, double lr) {
+  params(group);
+  initial_lr_[group] = lr;
 }
 
 const TensorList& Optimizer::params(size_t group) const {
@@ -124,6 +135,7 @@ Section Optimizer::state_dict() const {
         }
       }
     }
+    if (initial_lr_[g]) gj.set("initial_lr", *initial_lr_[g]);
     gj.set("params", std::move(ids));
     groups.push_back(std::move(gj));
   }
@@ -144,7 +156,12 @@ void Optimizer::load_state_dict(const Section& s) {
   SL_CHECK(groups.size() == params_.size(), name(), ".", op, ": saved state has ", groups.size(),
            " parameter groups, this optimizer has ", params_.size());
   std::vector<std::pair<size_t, size_t>> where;  // global index -> (group, i)
+  std::vector<std::optional<double>> new_initial_lr(params_.size());
   for (size_t g = 0; g < params_.size(); ++g) {
+    if (const Json* il = groups[g].find("initial_lr")) {
+      SL_CHECK(il->is_number(), name(), ".", op, ": group ", g, "'s initial_lr is not a number");
+      new_initial_lr[g] = il->as_double();
+    }
     const Json& ids = groups[g].at("params");
     SL_CHECK(ids.size() == params_[g].size(), name(), ".", op, ": group ", g,
              " of the saved state has ", ids.size(), " parameters, this optimizer's has ",
@@ -180,6 +197,7 @@ void Optimizer::load_state_dict(const Section& s) {
   }
   load_groups_from_json(groups);  // all-or-nothing: throws before changing anything
   state_ = std::move(new_state);
+  initial_lr_ = std::move(new_initial_lr);
 }
 
 std::pair<TensorList, TensorList> split_no_decay(

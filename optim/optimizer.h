@@ -16,6 +16,7 @@
 // state tensors to each parameter's device (and dtype: the parameter's, f32 for masters).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,6 +56,13 @@ class Optimizer {
   /// Learning rate of a group (schedulers read and write it).
   virtual double lr(size_t group) const = 0;
   virtual void set_lr(size_t group, double lr) = 0;
+  /// PyTorch's group["initial_lr"]: the lr a group had when the first epoch scheduler was
+  /// created on it (OneCycleLR sets max_lr / div_factor). Every later scheduler starts from it,
+  /// not from the current lr that an earlier scheduler may have changed. Unset (nullopt) until
+  /// a scheduler sets it; saved in state_dict's param_groups when set, and restored (or unset)
+  /// by load_state_dict.
+  std::optional<double> initial_lr(size_t group) const;
+  void set_initial_lr(size_t group, double lr);
   /// The momentum-like hyperparameter that OneCycleLR cycles: SGD's momentum, Adam's beta1.
   virtual double momentum(size_t group) const = 0;
   virtual void set_momentum(size_t group, double m) = 0;
@@ -99,6 +107,7 @@ class Optimizer {
 
   std::vector<TensorList> params_;
   std::vector<std::vector<ParamState>> state_;
+  std::vector<std::optional<double>> initial_lr_;
 };
 
 template <class F>

@@ -125,7 +125,24 @@ def scheduler_cases():
              div_factor=10.0, final_div_factor=100.0),
         dict(name="onecycle_no_momentum", scheduler="OneCycleLR", optimizer="SGD", base_lrs=[0.1],
              steps=8, max_lr=[0.3], total_steps=8, cycle_momentum=False),
-    ] + plateau_cases() + onecycle_grid_cases()
+    ] + plateau_cases() + onecycle_grid_cases() + chained_cases()
+
+
+def chained_cases():
+    """Two schedulers on one optimizer, stepped in order each iteration (what ChainedScheduler
+    does). The second is created after the first has already changed the lr, so it must start
+    from the group's initial_lr, not from the current lr. (PyTorch lets such chains drive the lr
+    below zero, e.g. warmup decaying to 0 under a cosine with eta_min > 0; our optimizers refuse
+    negative lrs, so the cases keep it non-negative.)"""
+    return [
+        dict(name="chain_warmup_cosine", scheduler="Chain", optimizer="SGD", base_lrs=[0.1, 0.05],
+             steps=14, chain=[dict(scheduler="LinearWarmupLR", num_warmup_steps=3,
+                                   num_training_steps=20),
+                              dict(scheduler="CosineAnnealingLR", T_max=6, eta_min=0.0)]),
+        dict(name="chain_step_step", scheduler="Chain", optimizer="AdamW", base_lrs=[0.01],
+             steps=9, chain=[dict(scheduler="StepLR", step_size=2, gamma=0.5),
+                             dict(scheduler="StepLR", step_size=3, gamma=0.1)]),
+    ]
 
 
 def onecycle_grid_cases():
@@ -187,30 +204,17 @@ def gen_schedulers(tensors, meta_cases):
                       for lr in case["base_lrs"]]
             return getattr(torch.optim, case["optimizer"])(groups, **extra)
 
-        opt = make_opt()
         kind = case["scheduler"]
-        if kind == "StepLR":
-            sched = S.StepLR(opt, step_size=case["step_size"], gamma=case["gamma"])
-        elif kind == "CosineAnnealingLR":
-            sched = S.CosineAnnealingLR(opt, T_max=case["T_max"], eta_min=case["eta_min"])
-        elif kind == "LinearWarmupLR":
-            sched = S.LambdaLR(opt, linear_warmup_lambda(case["num_warmup_steps"], case["num_training_steps"]))
-        elif kind == "ReduceLROnPlateau":
-            kw = {k: case[k] for k in ("mode", "factor", "patience", "threshold", "threshold_mode",
-                                       "cooldown", "min_lr", "eps") if k in case}
-            sched = S.ReduceLROnPlateau(opt, **kw)
-        else:
-            kw = {k: case[k] for k in ("total_steps", "anneal_strategy", "pct_start", "three_phase",
-                                       "div_factor", "final_div_factor", "cycle_momentum") if k in case}
+        if kind == "OneCycleLR":  # a dry run: does PyTorch divide by zero anywhere?
             try:
-                sched = S.OneCycleLR(opt, max_lr=case["max_lr"], **kw)
+                probe = make_scheduler(S, make_opt(), case)
                 for _ in range(case["steps"]):
-                    sched.step()
+                    probe.step()
             except ZeroDivisionError:
                 meta_cases.append(dict(case, raises=True))
                 continue
-            opt = make_opt()
-            sched = S.OneCycleLR(opt, max_lr=case["max_lr"], **kw)
+        opt = make_opt()
+        scheds = [make_scheduler(S, opt, sub) for sub in case.get("chain", [case])]
         lrs, moms = [], []
 
         def record():
@@ -220,10 +224,11 @@ def gen_schedulers(tensors, meta_cases):
         record()
         for step in range(case["steps"]):
             opt.step()
-            if kind == "ReduceLROnPlateau":
-                sched.step(case["metrics"][step])
-            else:
-                sched.step()
+            for sched in scheds:
+                if kind == "ReduceLROnPlateau":
+                    sched.step(case["metrics"][step])
+                else:
+                    sched.step()
             record()
         tensors[f"{case['name']}/lr"] = torch.tensor(lrs, dtype=torch.float64)
         if kind == "OneCycleLR":
@@ -231,6 +236,25 @@ def gen_schedulers(tensors, meta_cases):
         if "metrics" in case:  # JSON has no NaN
             case = dict(case, metrics=[None if math.isnan(m) else m for m in case["metrics"]])
         meta_cases.append(case)
+
+
+def make_scheduler(S, opt, case):
+    kind = case["scheduler"]
+    if kind == "StepLR":
+        return S.StepLR(opt, step_size=case["step_size"], gamma=case["gamma"])
+    if kind == "CosineAnnealingLR":
+        return S.CosineAnnealingLR(opt, T_max=case["T_max"], eta_min=case["eta_min"])
+    if kind == "LinearWarmupLR":
+        return S.LambdaLR(opt, linear_warmup_lambda(case["num_warmup_steps"],
+                                                    case["num_training_steps"]))
+    if kind == "ReduceLROnPlateau":
+        kw = {k: case[k] for k in ("mode", "factor", "patience", "threshold", "threshold_mode",
+                                   "cooldown", "min_lr", "eps") if k in case}
+        return S.ReduceLROnPlateau(opt, **kw)
+    assert kind == "OneCycleLR", kind
+    kw = {k: case[k] for k in ("total_steps", "anneal_strategy", "pct_start", "three_phase",
+                               "div_factor", "final_div_factor", "cycle_momentum") if k in case}
+    return S.OneCycleLR(opt, max_lr=case["max_lr"], **kw)
 
 
 def gen_clip(tensors, meta_cases):

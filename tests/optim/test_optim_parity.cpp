@@ -194,6 +194,32 @@ std::unique_ptr<Optimizer> scheduler_case_optimizer(const Json& c, const std::ve
   return opt;
 }
 
+// The scheduler a fixture case describes (or one entry of a "Chain" case's list).
+std::unique_ptr<LRScheduler> make_scheduler(const Json& c, Optimizer& opt) {
+  const std::string kind = c.at("scheduler").as_string();
+  if (kind == "StepLR") {
+    return std::make_unique<StepLR>(opt, c.at("step_size").as_int(), get(c, "gamma", 0.1));
+  }
+  if (kind == "CosineAnnealingLR") {
+    return std::make_unique<CosineAnnealingLR>(opt, c.at("T_max").as_int(), get(c, "eta_min", 0));
+  }
+  if (kind == "LinearWarmupLR") {
+    return std::make_unique<LinearWarmupLR>(opt, c.at("num_warmup_steps").as_int(),
+                                            c.at("num_training_steps").as_int());
+  }
+  REQUIRE(kind == "OneCycleLR");
+  std::vector<double> max_lr;
+  for (const Json& m : c.at("max_lr").items()) max_lr.push_back(m.as_double());
+  OneCycleOptions o{.total_steps = c.at("total_steps").as_int()};
+  o.pct_start = get(c, "pct_start", 0.3);
+  if (const Json* a = c.find("anneal_strategy")) o.cos_anneal = a->as_string() == "cos";
+  if (const Json* cm = c.find("cycle_momentum")) o.cycle_momentum = cm->as_bool();
+  o.three_phase = get_bool(c, "three_phase");
+  o.div_factor = get(c, "div_factor", 25.0);
+  o.final_div_factor = get(c, "final_div_factor", 1e4);
+  return std::make_unique<OneCycleLR>(opt, max_lr, o);
+}
+
 }  // namespace
 
 // Learning rates are doubles computed by the same formulas in the same order as PyTorch's
@@ -211,34 +237,19 @@ TEST_CASE("LR schedulers match PyTorch 1.13: StepLR, cosine, linear warmup, OneC
     for (const Json& b : c.at("base_lrs").items()) base.push_back(b.as_double());
     TensorList params;
     std::unique_ptr<Optimizer> opt = scheduler_case_optimizer(c, base, params);
-    std::unique_ptr<LRScheduler> sched;
-    if (kind == "StepLR") {
-      sched = std::make_unique<StepLR>(*opt, c.at("step_size").as_int(), get(c, "gamma", 0.1));
-    } else if (kind == "CosineAnnealingLR") {
-      sched =
-          std::make_unique<CosineAnnealingLR>(*opt, c.at("T_max").as_int(), get(c, "eta_min", 0));
-    } else if (kind == "LinearWarmupLR") {
-      sched = std::make_unique<LinearWarmupLR>(*opt, c.at("num_warmup_steps").as_int(),
-                                               c.at("num_training_steps").as_int());
+    // PyTorch divided by zero somewhere in this schedule (a zero-width phase): we must refuse
+    // it in the constructor (Note [OneCycle empty phases]); every other grid case must match.
+    if (get_bool(c, "raises")) {
+      SL_CHECK_THROWS(make_scheduler(c, *opt), ValueError, "phase zero steps wide");
+      ++refused;
+      continue;
+    }
+    // A "Chain" case: several schedulers on one optimizer, created and stepped in order.
+    std::vector<std::unique_ptr<LRScheduler>> scheds;
+    if (kind == "Chain") {
+      for (const Json& sub : c.at("chain").items()) scheds.push_back(make_scheduler(sub, *opt));
     } else {
-      REQUIRE(kind == "OneCycleLR");
-      std::vector<double> max_lr;
-      for (const Json& m : c.at("max_lr").items()) max_lr.push_back(m.as_double());
-      OneCycleOptions o{.total_steps = c.at("total_steps").as_int()};
-      o.pct_start = get(c, "pct_start", 0.3);
-      if (const Json* a = c.find("anneal_strategy")) o.cos_anneal = a->as_string() == "cos";
-      if (const Json* cm = c.find("cycle_momentum")) o.cycle_momentum = cm->as_bool();
-      o.three_phase = get_bool(c, "three_phase");
-      o.div_factor = get(c, "div_factor", 25.0);
-      o.final_div_factor = get(c, "final_div_factor", 1e4);
-      // PyTorch divided by zero somewhere in this schedule (a zero-width phase): we must refuse
-      // it in the constructor (Note [OneCycle empty phases]); every other grid case must match.
-      if (get_bool(c, "raises")) {
-        SL_CHECK_THROWS(OneCycleLR(*opt, max_lr, o), ValueError, "phase zero steps wide");
-        ++refused;
-        continue;
-      }
-      sched = std::make_unique<OneCycleLR>(*opt, max_lr, o);
+      scheds.push_back(make_scheduler(c, *opt));
     }
     const Tensor& lrs = f.tensors.at(name + "/lr");
     const Tensor* moms = f.tensors.find(name + "/momentum");
@@ -254,13 +265,13 @@ TEST_CASE("LR schedulers match PyTorch 1.13: StepLR, cosine, linear warmup, OneC
     record(got_lr, got_m);
     for (int64_t s = 0; s < steps; ++s) {
       opt->step();
-      sched->step();
+      for (auto& sched : scheds) sched->step();
       record(got_lr, got_m);
     }
     SL_CHECK_CLOSE(from_vector(got_lr, lrs.sizes()), lrs, 1e-12, 1e-18);
     if (moms) SL_CHECK_CLOSE(from_vector(got_m, moms->sizes()), *moms, 1e-12, 1e-18);
     CHECK(
-        sched->last_lr() ==
+        scheds.back()->last_lr() ==
         std::vector<double>(got_lr.end() - static_cast<std::ptrdiff_t>(base.size()), got_lr.end()));
   }
   CHECK(refused > 0);  // the grid holds schedules PyTorch divides by zero on (16 in 1.13)

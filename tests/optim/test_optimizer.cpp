@@ -290,6 +290,36 @@ TEST_CASE("ReduceLROnPlateau: errors, min_lr floor, and its state through JSON")
                   "saved state is for StepLR, not ReduceLROnPlateau");
 }
 
+// PyTorch keeps each group's initial_lr in the optimizer's param_groups: a scheduler created on
+// a restored optimizer starts from it (here 0.1), not from the lr the warmup left (0 at step 0).
+TEST_CASE("initial_lr travels with the optimizer's state_dict") {
+  SGD opt(make_params(), {.lr = 0.1});
+  CHECK_FALSE(opt.initial_lr(0).has_value());
+  CHECK_FALSE(opt.state_dict().meta.at("param_groups")[0].contains("initial_lr"));
+  LinearWarmupLR warm(opt, 3, 10);
+  CHECK(opt.lr(0) == 0.0);
+  CHECK(opt.initial_lr(0) == 0.1);
+  Section saved{{}, Json::parse(opt.state_dict().meta.dump())};
+  CHECK(saved.meta.at("param_groups")[0].at("initial_lr").as_double() == 0.1);
+
+  SGD fresh(make_params(), {.lr = 0.5});
+  fresh.load_state_dict(saved);
+  CHECK(fresh.lr(0) == 0.0);
+  CosineAnnealingLR cos(fresh, 5);
+  CHECK(cos.base_lrs() == std::vector<double>{0.1});
+  // A state saved before any scheduler existed unsets it again, as loading PyTorch's does.
+  SGD plain(make_params(), {.lr = 0.1});
+  fresh.load_state_dict(plain.state_dict());
+  CHECK_FALSE(fresh.initial_lr(0).has_value());
+  for (auto& [key, value] : saved.meta.members()) {
+    if (key == "param_groups") value.items()[0].set("initial_lr", Json("high"));
+  }
+  SL_CHECK_THROWS(fresh.load_state_dict(saved), ValueError,
+                  "SGD.load_state_dict: group 0's initial_lr is not a number");
+  CHECK_FALSE(fresh.initial_lr(0).has_value());  // unchanged by the failed load
+  SL_CHECK_THROWS(fresh.initial_lr(1), IndexError, "group 1 out of range");
+}
+
 TEST_CASE("scheduler state_dict round trip and errors") {
   TensorList ps = make_params();
   SGD opt(ps, {.lr = 0.1, .momentum = 0.9});
