@@ -323,7 +323,8 @@ class Tensor {
   Tensor argmax(int64_t dim, bool keepdim = false) const;
   Tensor argmin() const;
   Tensor argmin(int64_t dim, bool keepdim = false) const;
-  /// Variance with Bessel's correction by default (correction=1), as torch.var.
+  /// Variance with Bessel's correction by default (correction=1), as torch.var (divisor
+  /// max(0, N - correction)).
   Tensor var(const std::vector<int64_t>& dims = {}, int64_t correction = 1,
              bool keepdim = false) const;
   Tensor std(const std::vector<int64_t>& dims = {}, int64_t correction = 1,

@@ -27,7 +27,8 @@ Tensor amin(const Tensor& a, const std::vector<int64_t>& dims = {}, bool keepdim
 /// Index of the first max/min; over the flattened tensor when dim is nullopt. Not differentiable.
 Tensor argmax(const Tensor& a, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
 Tensor argmin(const Tensor& a, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
-/// Variance with divisor N - correction (PyTorch's default correction is 1).
+/// Variance with divisor max(0, N - correction) (PyTorch's default correction is 1): a
+/// correction >= N gives inf, or NaN where all values are equal, as torch.var.
 Tensor var(const Tensor& a, const std::vector<int64_t>& dims = {}, int64_t correction = 1,
            bool keepdim = false);
 Tensor std(const Tensor& a, const std::vector<int64_t>& dims = {}, int64_t correction = 1,

@@ -176,9 +176,10 @@ void reduce_typed(ReduceOp op, const Tensor& out, const Tensor& in, const Reduce
             double d = static_cast<double>(v) - mean;
             return d * d;
           });
-          double denom = static_cast<double>(R - params.correction);
-          y[j] = static_cast<T>(denom > 0 ? ss / denom
-                                          : std::numeric_limits<double>::quiet_NaN());
+          // PyTorch divides by max(0, R - correction): a correction >= R gives inf (or NaN when
+          // every value is equal, 0/0), not NaN regardless.
+          double denom = std::max(0.0, static_cast<double>(R - params.correction));
+          y[j] = static_cast<T>(ss / denom);
         });
       }
       return;

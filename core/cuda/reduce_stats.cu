@@ -36,8 +36,9 @@ struct VarStore {
   T* out;
   int64_t R, correction;
   __device__ void operator()(int64_t i, double ss) const {
-    double denom = static_cast<double>(R - correction);
-    out[i] = convert<T>(denom > 0 ? ss / denom : __longlong_as_double(0x7ff8000000000000LL));
+    // max(0, R - correction) as PyTorch: inf for a correction >= R (0/0 = NaN when ss is 0).
+    double denom = fmax(0.0, static_cast<double>(R - correction));
+    out[i] = convert<T>(ss / denom);
   }
 };
 

@@ -1,5 +1,6 @@
 // Op cases of the reduce family (sum, mean, prod, amax/amin, max/min along a dim, argmax/argmin,
 // var, std, logsumexp, norm, all/any, cumsum) and of the matmul family.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -21,8 +22,10 @@ double mean_of(const Vals& v) {
 double var_of(const Vals& v, int64_t correction) {
   double m = mean_of(v), s = 0;
   for (double x : v) s += (x - m) * (x - m);
-  double denom = static_cast<double>(v.size()) - static_cast<double>(correction);
-  return denom > 0 ? s / denom : std::numeric_limits<double>::quiet_NaN();
+  // torch.var divides by max(0, N - correction): inf for correction >= N (PyTorch 1.13 gives
+  // var([[1, 3], [2, 2]], 1, correction=2) = [inf, nan]), 0/0 = NaN for N = 0.
+  double denom = std::max(0.0, static_cast<double>(v.size()) - static_cast<double>(correction));
+  return s / denom;
 }
 
 /// A reduction case: run(x) vs reduce_ref(x, dims, keepdim, f).
@@ -171,6 +174,15 @@ std::vector<OpCase> reduce_cases() {
       "var", "all correction=0 keepdim", in({2, 3, 4}, Domain::any, Layout::strided), F, {}, true,
       [](const Tensor& x) { return x.var({}, 0, true); },
       [](const Vals& l) { return var_of(l, 0); }, true));
+  // A correction >= N: inf where the values differ (no gradient case: the values are inf).
+  v.push_back(reduction(
+      "var", "dim 1 correction=7", in({3, 5}), F, {1}, false,
+      [](const Tensor& x) { return x.var({1}, 7); }, [](const Vals& l) { return var_of(l, 7); },
+      false));
+  v.push_back(reduction(
+      "std", "all correction=24", in({2, 3, 4}), F, {}, false,
+      [](const Tensor& x) { return x.std({}, 24); },
+      [](const Vals& l) { return std::sqrt(var_of(l, 24)); }, false));
   v.push_back(reduction(
       "std", "dims {0,2}", in({3, 2, 4}), F, {0, 2}, false,
       [](const Tensor& x) {
