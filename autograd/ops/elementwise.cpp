@@ -3,6 +3,7 @@
 #include "autograd/ops/elementwise.h"
 
 #include <cmath>
+#include <limits>
 #include <utility>
 
 #include "autograd/function.h"
@@ -206,11 +207,17 @@ Tensor pow(Scalar a, const Tensor& b_in) {
   const Tensor b = autocast(b_in, AmpPolicy::fp32);
   Tensor out = ops::binary(BinaryOp::pow, a, b);
   if (needs_grad(b)) {
-    SavedTensor vout(out);
-    record("PowBackward", {b}, {&out}, [vout, a](const BackwardCtx& c) -> variable_list {
+    SavedTensor vout(out), vb(b);
+    record("PowBackward", {b}, {&out}, [vout, vb, a](const BackwardCtx& c) -> variable_list {
       double av = a.to_double();
       Tensor y = vout.unpack("PowBackward");
-      if (av == 0.0) return {zeros_like(c.grad())};
+      // d(a^b)/db = a^b log(a). At a = 0 that is 0 * -inf: PyTorch takes 0 where b >= 0 and
+      // keeps the -inf (times the incoming gradient) where b < 0, where a^b is itself inf.
+      if (av == 0.0) {
+        Tensor b = vb.unpack("PowBackward");
+        Tensor g = mul(c.grad(), mul(y, Scalar(-std::numeric_limits<double>::infinity())));
+        return {masked_fill(g, ge(b, Scalar(0)), 0)};
+      }
       return {mul(c.grad(), mul(y, Scalar(std::log(av))))};
     });
   }

@@ -124,3 +124,44 @@ TEST_CASE("norm of order -inf, 0 and below 0: values and gradients as PyTorch 1.
   SL_CHECK_THROWS(ones({2}).norm(std::numeric_limits<double>::quiet_NaN()), ValueError,
                   "norm: order p must be a number");
 }
+
+// PyTorch 1.13: torch.std(x, 1, correction=3) for x = [[1, 3], [2, 2]] is [inf, nan] and its
+// gradient (ones in) [[0, -0], [nan, nan]]: grad / (2 std) is 0 where std is inf, times
+// 2 (x - mean) / (n - c) with n - c = -1 unclamped in the backward; NaN where std is 0/0.
+TEST_CASE("std with a correction >= N: inf and a zero gradient, NaN for a constant row") {
+  for (DType dt : {DType::f32, DType::f64}) {
+    CAPTURE(dt);
+    Tensor x = tensor({1.0, 3.0, 2.0, 2.0}, {.dtype = dt}).view({2, 2}).requires_grad_();
+    Tensor s = x.std({1}, 3);
+    std::vector<double> sv = s.to(DType::f64).to_vector<double>();
+    CHECK(std::isinf(sv[0]));
+    CHECK(sv[0] > 0);
+    CHECK(std::isnan(sv[1]));
+    s.backward(ones({2}, {.dtype = dt}));
+    std::vector<double> g = x.grad().to(DType::f64).to_vector<double>();
+    CHECK(g[0] == 0.0);
+    CHECK(g[1] == 0.0);
+    CHECK(std::signbit(g[1]));
+    CHECK(std::isnan(g[2]));
+    CHECK(std::isnan(g[3]));
+  }
+}
+
+// d(a^b)/db = a^b log(a): at a = 0, PyTorch's pow_backward_exponent gives 0 where b >= 0 and
+// grad * 0^b * log(0) = -inf where b < 0 (torch.pow(0.0, x) for x = [0, 1, -1, 2]: gradient
+// [0, 0, -inf, 0] with ones in).
+TEST_CASE("pow(0, b)'s gradient in b is 0 for b >= 0 and -inf for b < 0") {
+  for (DType dt : {DType::f32, DType::f64}) {
+    CAPTURE(dt);
+    Tensor b = tensor({0.0, 1.0, -1.0, 2.0, -0.5}, {.dtype = dt}).requires_grad_();
+    pow(Scalar(0.0), b).sum().backward();
+    std::vector<double> g = b.grad().to(DType::f64).to_vector<double>();
+    CHECK(g[0] == 0.0);
+    CHECK(g[1] == 0.0);
+    CHECK(g[3] == 0.0);
+    CHECK(std::isinf(g[2]));
+    CHECK(g[2] < 0);
+    CHECK(std::isinf(g[4]));
+    CHECK(g[4] < 0);
+  }
+}
