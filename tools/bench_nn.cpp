@@ -11,8 +11,9 @@
 // conv2d; max_pool2d and batch_norm (training); gru / lstm; the nn::MultiheadAttention and
 // nn::TransformerEncoderLayer modules (self-attention); scaled_dot_product_attention at a long
 // sequence on the fused and unfused paths (PyTorch 1.13 has no such function: its side is the same
-// math written out); softmax / log_softmax over a dim that is not the last (forward alone, and
-// forward + backward); cumsum over dim 0 (forward); and one AdamW step over 10M parameters.
+// math written out); softmax / log_softmax over the last dim and over a dim that is not the last
+// (forward alone, and forward + backward); cumsum over dim 0 (forward); and one AdamW step over 10M
+// parameters.
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -194,8 +195,8 @@ std::vector<Case> cases() {
                   Tensor x = randn({8, 128, 768}).requires_grad_();
                   return module_fwd_bwd(m, x, [m, x] { return m->forward(x); });
                 }});
-  // softmax / log_softmax over a dim that is not the last (Note [Softmax over a non-last dim],
-  // core/cpu/softmax.cpp): the forward alone, and forward + backward as the other cases.
+  // softmax / log_softmax over the last dim (rows) and over a dim that is not the last (Note
+  // [Softmax over a non-last dim]): the forward alone, and forward + backward as the other cases.
   struct SoftmaxCase {
     const char* name;
     Shape shape;
@@ -203,7 +204,9 @@ std::vector<Case> cases() {
     bool log;
   };
   for (const SoftmaxCase& c :
-       {SoftmaxCase{"softmax dim0 [1024,1024]", {1024, 1024}, 0, false},
+       {SoftmaxCase{"softmax dim1 [1024,1024]", {1024, 1024}, 1, false},
+        SoftmaxCase{"log_softmax dim1 [4096,250]", {4096, 250}, 1, true},
+        SoftmaxCase{"softmax dim0 [1024,1024]", {1024, 1024}, 0, false},
         SoftmaxCase{"log_softmax dim1 [64,256,64]", {64, 256, 64}, 1, true}}) {
     for (bool backward : {false, true}) {
       cs.push_back({std::string(c.name) + (backward ? " fwd+bwd" : " fwd"), 20, [c, backward] {

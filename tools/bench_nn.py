@@ -9,7 +9,7 @@ The layers are PyTorch's modules (nn.Conv2d, nn.GRU / nn.LSTM, nn.MultiheadAtten
 need_weights=False, nn.TransformerEncoderLayer in training mode with dropout 0; nn.MaxPool2d and
 nn.BatchNorm2d in training mode; attention at a
 long sequence written out, as 1.13 has no scaled_dot_product_attention; softmax / log_softmax
-over a dim that is not the last, also forward alone; cumsum over dim 0, forward alone); AdamW is
+over the last dim and over a dim that is not the last, also forward alone; cumsum over dim 0, forward alone); AdamW is
 timed with both implementations of 1.13 (single-tensor, the default, and foreach) and the faster
 one is reported.
 """
@@ -95,9 +95,11 @@ def cases():
         return module_iteration(m, lambda: m(x), x)
     cs.append(("encoder b8 L128 E768 h12 ff3072", 7, encoder_setup))
 
-    # softmax / log_softmax over a dim that is not the last: the forward alone (under no_grad),
-    # and forward + backward as the other cases
-    for name, shape, dim, log in [("softmax dim0 [1024,1024]", (1024, 1024), 0, False),
+    # softmax / log_softmax over the last dim and over a dim that is not the last: the forward
+    # alone (under no_grad), and forward + backward as the other cases
+    for name, shape, dim, log in [("softmax dim1 [1024,1024]", (1024, 1024), 1, False),
+                                  ("log_softmax dim1 [4096,250]", (4096, 250), 1, True),
+                                  ("softmax dim0 [1024,1024]", (1024, 1024), 0, False),
                                   ("log_softmax dim1 [64,256,64]", (64, 256, 64), 1, True)]:
         for backward in [False, True]:
             def setup(shape=shape, dim=dim, log=log, backward=backward):
