@@ -50,4 +50,26 @@ void unary_f32(UnaryOp op, const Tensor& out, const Tensor& in);
 void binary_f32(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha);
 }  // namespace avx512_kernels
 
+/// The softmax kernels for float32 and float64 operands (core/cpu/softmax_kernels.h), baseline
+/// build (core/cpu/softmax.cpp): the contracts of softmax_kernel and softmax_backward_kernel.
+/// Every build of them gives the same bits (Note [Softmax sums]).
+namespace generic_kernels {
+void softmax_forward(const Tensor& out, const Tensor& in, bool log);
+void softmax_backward(const Tensor& grad_in, const Tensor& grad_out, const Tensor& out, bool log);
+}  // namespace generic_kernels
+
+/// Their AVX2+FMA build (core/cpu/softmax_avx2.cpp; where SL_HAVE_AVX2_KERNELS, and to be called
+/// only where the CPU has AVX2 and FMA); same contracts and bits.
+namespace avx2_kernels {
+void softmax_forward(const Tensor& out, const Tensor& in, bool log);
+void softmax_backward(const Tensor& grad_in, const Tensor& grad_out, const Tensor& out, bool log);
+}  // namespace avx2_kernels
+
+/// Their AVX-512 build (core/cpu/softmax_avx512.cpp; where SL_HAVE_AVX512_KERNELS, and to be
+/// called only where the CPU has AVX-512 F, CD, BW, DQ and VL); same contracts and bits.
+namespace avx512_kernels {
+void softmax_forward(const Tensor& out, const Tensor& in, bool log);
+void softmax_backward(const Tensor& grad_in, const Tensor& grad_out, const Tensor& out, bool log);
+}  // namespace avx512_kernels
+
 }  // namespace sl::cpu

@@ -18,7 +18,7 @@ namespace sl::cuda {
 
 // ---- softmax family (softmax.cu): floating dtypes, contiguous [outer, n, inner] -------------
 /// out = softmax (log_softmax when `log`) of in along the middle dim, with the CPU kernel's
-/// formulas (core/cpu/softmax.cpp): maximum, then the sum of exps in double.
+/// formulas (core/cpu/softmax_kernels.h): maximum, then the sum of exps in double.
 void launch_softmax_forward(DType dt, void* out, const void* in, int64_t outer, int64_t n,
                             int64_t inner, bool log, cudaStream_t s);
 /// grad_in from grad_out and the forward output.

@@ -1,0 +1,359 @@
+// The softmax family's CPU kernel bodies (internal header), included by core/cpu/softmax.cpp and,
+// compiled with AVX2 or AVX-512, by core/cpu/softmax_avx2.cpp and core/cpu/softmax_avx512.cpp
+// (Note [CPU ISA dispatch]). Everything is in an anonymous namespace so that each build keeps its
+// own copy.
+//
+// Tensors are contiguous [outer, n, inner]. Each slice (one (outer, inner) position, n elements
+// `inner` apart) is handled by one thread in a fixed order; exps are math::exp (Note [Vectorisable
+// float math]) in the compute type (float for 16-bit floats), and sums are taken in double as
+// Note [Softmax sums] describes.
+//
+// Note [Softmax sums]
+// Every sum over a slice (the exps of the forward; sum(g) or sum(g * y) of the backward) is
+// accumulated in double in kSumLanes = 16 lanes: element r of the slice goes to lane r % 16, each
+// lane adds its elements in row order, then the lanes are combined by a fixed pairwise tree,
+// lane l += lane l + 8 for l < 8, then l += l + 4 for l < 4, then + 2, then + 1; lane 0 is the
+// sum. The slice maximum is taken the same way (a max is exact, so only the sign of a zero
+// result could depend on the order; adding +0 turns -0 into +0). One sequential double sum was a
+// chain of dependent adds, one per element; 16 independent lanes fill 2 AVX-512 registers of
+// doubles, 4 AVX2 ones or 8 SSE2 ones, and the tail of a slice (n % 16 elements) goes to lanes
+// 0, 1, ... in scalar code. Each lane and the tree are written out in the source, and without
+// -ffast-math the compiler may not reassociate them, so the sum has the same bits in the
+// generic, AVX2 and AVX-512 builds, at any thread count, and in the blocked kernels of Note
+// [Softmax over a non-last dim], which keep 16 lanes per column. The exps have the same bits in
+// every build too: math::exp is straight-line IEEE arithmetic, and the ISA builds of these
+// kernels are compiled with -ffp-contract=off (the root meson.build), where the elementwise ones
+// let the compiler fuse its polynomial into FMAs, which round differently from the generic
+// build's separate multiply and add (both within 2 ulp, but not the same bits). So softmax and
+// log_softmax, forward and backward, give the same bits whichever build the CPU runs
+// (tests/core/test_softmax.cpp calls every build the CPU supports). In float32 the double lanes
+// add ~n 2^-53 of relative error, far below the result's own rounding; in float64 the tree's
+// error bound (~(n / 16 + 4) ulps) is below the sequential sum's (~n ulps).
+//
+// Note [Softmax over a non-last dim]
+// With inner > 1 a slice is a strided gather (stride `inner`), so one slice at a time touches a
+// cache line per element and does not vectorise: softmax over dim 0 of [1024, 1024] float32 was
+// ~4x slower than PyTorch. As PyTorch's _vec_softmax, such tensors are instead processed in
+// blocks of up to kInnerBlock adjacent slices (columns of one outer index): each pass over the n
+// rows reads a contiguous run of the block's columns, keeping one running max and 16 sum lanes
+// (Note [Softmax sums]) per column. Every column sees the same operations in the same order as
+// softmax_slice (math::exp in the compute type, row r added to lane r % 16, the same tree), so
+// both paths give the same bits per slice and the result does not depend on the block width or
+// thread split.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "core/cpu/loops.h"
+#include "core/cpu/math.h"
+
+namespace sl::cpu {
+namespace {
+
+/// Double accumulators per sum (Note [Softmax sums]).
+inline constexpr int kSumLanes = 16;
+
+/// Adjacent slices handled together by the blocked kernels (Note [Softmax over a non-last dim]).
+inline constexpr int64_t kInnerBlock = 64;
+
+/// The larger of m and v; a NaN in either sticks.
+template <class C>
+inline C max_nan(C m, C v) {
+  m = v > m ? v : m;
+  return v != v ? v : m;
+}
+
+/// Combines the kSumLanes values at acc (stride `stride`) into acc[0] by the fixed pairwise tree
+/// of Note [Softmax sums], and returns it.
+inline double combine_lanes(double* acc, int64_t stride = 1) {
+  for (int h = kSumLanes / 2; h >= 1; h /= 2) {
+    for (int l = 0; l < h; ++l) acc[l * stride] += acc[(l + h) * stride];
+  }
+  return acc[0];
+}
+
+/// Adds f(r) (a double) for r in [0, n) into the lanes acc[0..kSumLanes): element r to lane
+/// r % kSumLanes, in row order within each lane (Note [Softmax sums]).
+template <class F>
+inline void add_lanes(double* acc, int64_t n, const F& f) {
+  int64_t r = 0;
+  for (; r + kSumLanes <= n; r += kSumLanes) {
+    for (int l = 0; l < kSumLanes; ++l) acc[l] += f(r + l);
+  }
+  for (int l = 0; r + l < n; ++l) acc[l] += f(r + l);
+}
+
+/// The maximum of n contiguous elements (NaN if any is; +0 rather than -0), in the lanes of Note
+/// [Softmax sums].
+template <class T>
+compute_t<T> slice_max(const T* x, int64_t n) {
+  using C = compute_t<T>;
+  C mx[kSumLanes];
+  for (int l = 0; l < kSumLanes; ++l) mx[l] = -std::numeric_limits<C>::infinity();
+  int64_t r = 0;
+  for (; r + kSumLanes <= n; r += kSumLanes) {
+    for (int l = 0; l < kSumLanes; ++l) mx[l] = max_nan(mx[l], static_cast<C>(x[r + l]));
+  }
+  for (int l = 0; r + l < n; ++l) mx[l] = max_nan(mx[l], static_cast<C>(x[r + l]));
+  for (int h = kSumLanes / 2; h >= 1; h /= 2) {
+    for (int l = 0; l < h; ++l) mx[l] = max_nan(mx[l], mx[l + h]);
+  }
+  return mx[0] + C(0);
+}
+
+/// Softmax (log_softmax when `log`) of the n contiguous elements at x into y.
+template <class T>
+void softmax_slice(const T* x, T* y, int64_t n, bool log) {
+  using C = compute_t<T>;
+  const C m = slice_max(x, n);
+  double acc[kSumLanes] = {};
+  if constexpr (std::is_same_v<T, C>) {
+    if (!log) {  // store the exps, then scale them
+      add_lanes(acc, n, [&](int64_t r) {
+        const C e = math::exp(x[r] - m);
+        y[r] = e;
+        return static_cast<double>(e);
+      });
+      const C inv = static_cast<C>(1.0 / combine_lanes(acc));
+      for (int64_t r = 0; r < n; ++r) y[r] *= inv;
+      return;
+    }
+  }
+  add_lanes(acc, n,
+            [&](int64_t r) { return static_cast<double>(math::exp(static_cast<C>(x[r]) - m)); });
+  const double sum = combine_lanes(acc);
+  if (log) {
+    const C shift = m + static_cast<C>(std::log(sum));
+    for (int64_t r = 0; r < n; ++r) y[r] = static_cast<T>(static_cast<C>(x[r]) - shift);
+  } else {
+    const C inv = static_cast<C>(1.0 / sum);
+    for (int64_t r = 0; r < n; ++r) {
+      y[r] = static_cast<T>(math::exp(static_cast<C>(x[r]) - m) * inv);
+    }
+  }
+}
+
+/// The input gradient of n contiguous elements (softmax_backward_kernel's formulas).
+template <class T>
+void softmax_backward_slice(T* gi, const T* g, const T* y, int64_t n, bool log) {
+  using C = compute_t<T>;
+  double acc[kSumLanes] = {};
+  if (log) {
+    add_lanes(acc, n, [&](int64_t r) { return static_cast<double>(static_cast<C>(g[r])); });
+    const C s = static_cast<C>(combine_lanes(acc));
+    for (int64_t r = 0; r < n; ++r) {
+      gi[r] = static_cast<T>(static_cast<C>(g[r]) - math::exp(static_cast<C>(y[r])) * s);
+    }
+  } else {
+    add_lanes(acc, n, [&](int64_t r) {
+      return static_cast<double>(static_cast<C>(g[r])) * static_cast<double>(static_cast<C>(y[r]));
+    });
+    const C dot = static_cast<C>(combine_lanes(acc));
+    for (int64_t r = 0; r < n; ++r) {
+      gi[r] = static_cast<T>(static_cast<C>(y[r]) * (static_cast<C>(g[r]) - dot));
+    }
+  }
+}
+
+/// The sum lanes of w <= kInnerBlock columns: lane l of column j at v[l][j] (Note [Softmax
+/// sums]).
+struct BlockLanes {
+  double v[kSumLanes][kInnerBlock];
+
+  void clear(int64_t w) {
+    for (int l = 0; l < kSumLanes; ++l) {
+      for (int64_t j = 0; j < w; ++j) v[l][j] = 0;
+    }
+  }
+  /// The tree of combine_lanes, column by column; the sums end up in v[0].
+  void combine(int64_t w) {
+    for (int h = kSumLanes / 2; h >= 1; h /= 2) {
+      for (int l = 0; l < h; ++l) {
+        for (int64_t j = 0; j < w; ++j) v[l][j] += v[l + h][j];
+      }
+    }
+  }
+};
+
+/// The maxima of w <= kInnerBlock adjacent columns of a [n, inner] row-major block into m, as
+/// slice_max gives them (a max does not depend on the order, the sign of zero aside).
+template <class T>
+void block_max(const T* x, int64_t n, int64_t inner, int64_t w, compute_t<T>* m) {
+  using C = compute_t<T>;
+  for (int64_t j = 0; j < w; ++j) m[j] = -std::numeric_limits<C>::infinity();
+  for (int64_t r = 0; r < n; ++r) {
+    const T* xr = x + r * inner;
+    for (int64_t j = 0; j < w; ++j) m[j] = max_nan(m[j], static_cast<C>(xr[j]));
+  }
+  for (int64_t j = 0; j < w; ++j) m[j] = m[j] + C(0);
+}
+
+/// softmax_slice for the w <= kInnerBlock adjacent slices starting at x / y (columns of a
+/// [n, inner] row-major block), all passes running along the rows.
+template <class T>
+void softmax_block(const T* x, T* y, int64_t n, int64_t inner, int64_t w, bool log) {
+  using C = compute_t<T>;
+  C m[kInnerBlock];
+  block_max(x, n, inner, w, m);
+  BlockLanes acc;
+  acc.clear(w);
+  if constexpr (std::is_same_v<T, C>) {
+    if (!log) {  // store the exps, then scale them
+      for (int64_t r = 0; r < n; ++r) {
+        const T* xr = x + r * inner;
+        T* yr = y + r * inner;
+        double* lane = acc.v[r % kSumLanes];
+        for (int64_t j = 0; j < w; ++j) {
+          const C e = math::exp(xr[j] - m[j]);
+          yr[j] = e;
+          lane[j] += static_cast<double>(e);
+        }
+      }
+      acc.combine(w);
+      C inv[kInnerBlock];
+      for (int64_t j = 0; j < w; ++j) inv[j] = static_cast<C>(1.0 / acc.v[0][j]);
+      for (int64_t r = 0; r < n; ++r) {
+        T* yr = y + r * inner;
+        for (int64_t j = 0; j < w; ++j) yr[j] *= inv[j];
+      }
+      return;
+    }
+  }
+  for (int64_t r = 0; r < n; ++r) {
+    const T* xr = x + r * inner;
+    double* lane = acc.v[r % kSumLanes];
+    for (int64_t j = 0; j < w; ++j) {
+      lane[j] += static_cast<double>(math::exp(static_cast<C>(xr[j]) - m[j]));
+    }
+  }
+  acc.combine(w);
+  if (log) {
+    C shift[kInnerBlock];
+    for (int64_t j = 0; j < w; ++j) shift[j] = m[j] + static_cast<C>(std::log(acc.v[0][j]));
+    for (int64_t r = 0; r < n; ++r) {
+      const T* xr = x + r * inner;
+      T* yr = y + r * inner;
+      for (int64_t j = 0; j < w; ++j) yr[j] = static_cast<T>(static_cast<C>(xr[j]) - shift[j]);
+    }
+  } else {
+    C inv[kInnerBlock];
+    for (int64_t j = 0; j < w; ++j) inv[j] = static_cast<C>(1.0 / acc.v[0][j]);
+    for (int64_t r = 0; r < n; ++r) {
+      const T* xr = x + r * inner;
+      T* yr = y + r * inner;
+      for (int64_t j = 0; j < w; ++j) {
+        yr[j] = static_cast<T>(math::exp(static_cast<C>(xr[j]) - m[j]) * inv[j]);
+      }
+    }
+  }
+}
+
+/// softmax_backward_slice for w <= kInnerBlock adjacent slices, as softmax_block.
+template <class T>
+void softmax_backward_block(T* gi, const T* g, const T* y, int64_t n, int64_t inner, int64_t w,
+                            bool log) {
+  using C = compute_t<T>;
+  BlockLanes acc;
+  acc.clear(w);
+  C s[kInnerBlock];
+  if (log) {
+    for (int64_t r = 0; r < n; ++r) {
+      const T* gr = g + r * inner;
+      double* lane = acc.v[r % kSumLanes];
+      for (int64_t j = 0; j < w; ++j) lane[j] += static_cast<double>(static_cast<C>(gr[j]));
+    }
+    acc.combine(w);
+    for (int64_t j = 0; j < w; ++j) s[j] = static_cast<C>(acc.v[0][j]);
+    for (int64_t r = 0; r < n; ++r) {
+      const int64_t p = r * inner;
+      for (int64_t j = 0; j < w; ++j) {
+        gi[p + j] =
+            static_cast<T>(static_cast<C>(g[p + j]) - math::exp(static_cast<C>(y[p + j])) * s[j]);
+      }
+    }
+  } else {
+    for (int64_t r = 0; r < n; ++r) {
+      const int64_t p = r * inner;
+      double* lane = acc.v[r % kSumLanes];
+      for (int64_t j = 0; j < w; ++j) {
+        lane[j] += static_cast<double>(static_cast<C>(g[p + j])) *
+                   static_cast<double>(static_cast<C>(y[p + j]));
+      }
+    }
+    acc.combine(w);
+    for (int64_t j = 0; j < w; ++j) s[j] = static_cast<C>(acc.v[0][j]);  // the dot products
+    for (int64_t r = 0; r < n; ++r) {
+      const int64_t p = r * inner;
+      for (int64_t j = 0; j < w; ++j) {
+        gi[p + j] = static_cast<T>(static_cast<C>(y[p + j]) * (static_cast<C>(g[p + j]) - s[j]));
+      }
+    }
+  }
+}
+
+/// Calls f(block_offset, width) for blocks of up to kInnerBlock adjacent slices covering every
+/// (outer, inner) slice, in parallel. Blocks are narrowed (to 8 columns at least) while there
+/// are fewer of them than threads.
+template <class F>
+void for_each_block(int64_t outer, int64_t n, int64_t inner, const F& f) {
+  int64_t bw = kInnerBlock;
+  const int64_t threads = get_num_threads();
+  while (bw > 8 && outer * ((inner + bw - 1) / bw) < threads) bw /= 2;
+  const int64_t per_outer = (inner + bw - 1) / bw;
+  int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(n * bw, 1));
+  parallel_for(0, outer * per_outer, grain, [&](int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; ++k) {
+      const int64_t o = k / per_outer, j0 = (k % per_outer) * bw;
+      f(o * n * inner + j0, std::min(bw, inner - j0));
+    }
+  });
+}
+
+/// Calls f(slice_offset) for every slice of a contiguous [outer, n] tensor, in parallel.
+template <class F>
+void for_each_row(int64_t outer, int64_t n, const F& f) {
+  int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(n, 1));
+  parallel_for(0, outer, grain, [&](int64_t b, int64_t e) {
+    for (int64_t s = b; s < e; ++s) f(s * n);
+  });
+}
+
+/// softmax_kernel for element type T: rows when inner == 1, blocks of columns otherwise.
+template <class T>
+void softmax_typed(const Tensor& out, const Tensor& in, bool log) {
+  const int64_t outer = in.size(0), n = in.size(1), inner = in.size(2);
+  const T* x = in.data_ptr<T>();
+  T* y = out.data_ptr<T>();
+  if (inner == 1) {
+    for_each_row(outer, n, [&](int64_t off) { softmax_slice<T>(x + off, y + off, n, log); });
+  } else {
+    for_each_block(outer, n, inner, [&](int64_t off, int64_t w) {
+      softmax_block<T>(x + off, y + off, n, inner, w, log);
+    });
+  }
+}
+
+/// softmax_backward_kernel for element type T, as softmax_typed.
+template <class T>
+void softmax_backward_typed(const Tensor& grad_in, const Tensor& grad_out, const Tensor& out,
+                            bool log) {
+  const int64_t outer = out.size(0), n = out.size(1), inner = out.size(2);
+  T* gi = grad_in.data_ptr<T>();
+  const T* g = grad_out.data_ptr<T>();
+  const T* y = out.data_ptr<T>();
+  if (inner == 1) {
+    for_each_row(outer, n, [&](int64_t off) {
+      softmax_backward_slice<T>(gi + off, g + off, y + off, n, log);
+    });
+  } else {
+    for_each_block(outer, n, inner, [&](int64_t off, int64_t w) {
+      softmax_backward_block<T>(gi + off, g + off, y + off, n, inner, w, log);
+    });
+  }
+}
+
+}  // namespace
+}  // namespace sl::cpu
