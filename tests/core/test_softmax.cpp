@@ -1,7 +1,14 @@
-// softmax / log_softmax: stability, special values, dtype handling, errors, determinism.
+// softmax / log_softmax: stability, special values, dtype handling, errors, determinism, and the
+// same bits from every ISA build of the CPU kernels (Note [Softmax sums]).
 #include <cmath>
 #include <limits>
+#include <utility>
+#include <vector>
 
+#include "core/cpu/blas_select.h"
+#include "core/cpu/isa.h"
+#include "core/cpu/math.h"
+#include "sl_config.h"
 #include "support/testing.h"
 
 using namespace sl;
@@ -178,9 +185,11 @@ TEST_CASE("softmax over a non-last dim gives the same bits as over the last dim 
   // Both kernels apply the same operations in the same order to each slice (Note [Softmax over
   // a non-last dim]), so moving the dim last first changes no bit, forward or backward.
   // With 2 threads, [70, 40] along dim 0 (one block of 40 columns) is cut into blocks of 32
-  // and 8 so that both threads get one; with 1 thread it stays whole.
+  // and 8 so that both threads get one; with 1 thread it stays whole. Slices of 1, 17 and 33
+  // elements end part-way through the 16 sum lanes (Note [Softmax sums]).
   manual_seed(6);
-  const Shape shapes[] = {{2, 1000, 13}, {129, 67}, {3, 5, 7}, {70, 40}};
+  const Shape shapes[] = {{2, 1000, 13}, {129, 67}, {3, 5, 7},   {70, 40},
+                          {1, 40},       {17, 19},  {2, 33, 130}};
   const int saved = get_num_threads();
   for (int threads : {1, 2}) {
     set_num_threads(threads);
@@ -237,4 +246,234 @@ TEST_CASE("softmax over a non-last dim: -inf entries get 0, all -inf or NaN slic
   CHECK(ls[12] == -inf);
   CHECK(s[18] == 0);
   CHECK(std::isfinite(s[20]));
+}
+
+namespace {
+
+/// Softmax (log_softmax when `log`) of the contiguous [outer, n, inner] x, forward and backward
+/// (output gradient g), through one build's kernels of core/cpu/isa.h (called directly, below
+/// the op's checks and its choice of build).
+template <class Forward, class Backward>
+std::pair<Tensor, Tensor> run_softmax_build(Forward forward, Backward backward, const Tensor& x,
+                                            const Tensor& g, bool log) {
+  Tensor y = empty_like(x), gx = empty_like(x);
+  forward(y, x, log);
+  backward(gx, g, y, log);
+  return {y, gx};
+}
+
+}  // namespace
+
+namespace {
+
+/// softmax (log_softmax when `log`) of one row as Note [Softmax sums] specifies it: max + 0,
+/// math::exp of x - max, element r added to double lane r % 16, lanes combined by the tree
+/// l += l + 8, + 4, + 2, + 1; then exp * (1 / sum) or x - (max + log sum) in C.
+template <class C>
+std::vector<C> softmax_by_note(const std::vector<C>& x, bool log) {
+  C m = -std::numeric_limits<C>::infinity();
+  for (C v : x) m = v > m ? v : m;
+  m = m + C(0);
+  double lane[16] = {};
+  for (size_t r = 0; r < x.size(); ++r) {
+    lane[r % 16] += static_cast<double>(sl::cpu::math::exp<C>(x[r] - m));
+  }
+  for (int h = 8; h >= 1; h /= 2) {
+    for (int l = 0; l < h; ++l) lane[l] += lane[l + h];
+  }
+  std::vector<C> y(x.size());
+  const C shift = m + static_cast<C>(std::log(lane[0]));
+  const C inv = static_cast<C>(1.0 / lane[0]);
+  for (size_t r = 0; r < x.size(); ++r) {
+    y[r] = log ? x[r] - shift : sl::cpu::math::exp<C>(x[r] - m) * inv;
+  }
+  return y;
+}
+
+template <class C>
+void check_softmax_by_note(DType dt) {
+  manual_seed(14);
+  for (int64_t n : {5, 16, 23, 100, 1000}) {
+    for (bool log : {false, true}) {
+      CAPTURE(n);
+      CAPTURE(log);
+      Tensor x = (randn({4, n}) * 4).to(dt);
+      std::vector<C> xv = x.to_vector<C>(), want;
+      for (int64_t row = 0; row < 4; ++row) {
+        std::vector<C> y =
+            softmax_by_note(std::vector<C>(xv.begin() + row * n, xv.begin() + (row + 1) * n), log);
+        want.insert(want.end(), y.begin(), y.end());
+      }
+      Tensor got = log ? log_softmax(x, 1) : softmax(x, 1);
+      CHECK(sl::testing::bits_equal(got, from_vector(want, {4, n})));
+      // the blocked kernels, over the same rows as columns
+      Tensor got_t = log ? log_softmax(x.t().contiguous(), 0) : softmax(x.t().contiguous(), 0);
+      CHECK(sl::testing::bits_equal(got_t.t(), from_vector(want, {4, n})));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("softmax sums as Note [Softmax sums] specifies them, bit for bit") {
+  // The order is the contract that makes every ISA build agree; a kernel that summed in 8 lanes,
+  // or in row order, would still be within any tolerance, so this compares bits with the
+  // Note's recipe written out here (math::exp of this file's generic build).
+  check_softmax_by_note<float>(DType::f32);
+  check_softmax_by_note<double>(DType::f64);
+}
+
+TEST_CASE("softmax kernels give the same bits in every ISA build the CPU runs") {
+  // Note [Softmax sums]: the same lanes, the same combine tree and exps without FMA contraction
+  // in the generic, AVX2 and AVX-512 builds. Row lengths below, at and past the 16 lanes and the
+  // vector widths (1, 7, 8, 15, 16, 17, 33, 1000), inner sizes 1 (rows) and > 1 (blocks), f32
+  // and f64, forward and backward: bits_equal, no tolerance.
+  const int level = sl::cpu::host_vector_isa().level;
+  INFO("CPU vector level ", level, " (2: AVX2+FMA, 3: AVX-512)");
+  struct Build {
+    const char* name;
+    void (*forward)(const Tensor&, const Tensor&, bool);
+    void (*backward)(const Tensor&, const Tensor&, const Tensor&, bool);
+  };
+  std::vector<Build> builds;
+#if SL_HAVE_AVX2_KERNELS
+  if (level >= 2) {
+    builds.push_back({"avx2", &sl::cpu::avx2_kernels::softmax_forward,
+                      &sl::cpu::avx2_kernels::softmax_backward});
+  }
+#endif
+#if SL_HAVE_AVX512_KERNELS
+  if (level >= 3) {
+    builds.push_back({"avx512", &sl::cpu::avx512_kernels::softmax_forward,
+                      &sl::cpu::avx512_kernels::softmax_backward});
+  }
+#endif
+  if (builds.empty()) MESSAGE("no ISA build runs on this CPU: only the generic one is checked");
+  const Shape shapes[] = {{3, 1, 1},  {5, 7, 1},    {4, 8, 1},  {4, 15, 1},  {4, 16, 1}, {4, 17, 1},
+                          {2, 33, 1}, {2, 1000, 1}, {2, 17, 5}, {3, 33, 70}, {1, 1, 9}};
+  manual_seed(12);
+  for (const Shape& shape : shapes) {
+    Tensor x0 = randn(shape) * 6, g0 = randn(shape);
+    // some -inf entries, and past the first 16 lanes where the row is long enough
+    std::vector<float> xv = x0.to_vector<float>();
+    for (size_t k = 0; k < xv.size(); k += 5) xv[k] = -std::numeric_limits<float>::infinity();
+    if (shape[1] > 1) x0 = from_vector(xv, shape);
+    for (DType dt : {DType::f32, DType::f64}) {
+      for (bool log : {false, true}) {
+        CAPTURE(shape_str(shape));
+        CAPTURE(std::string(dtype_name(dt)));
+        CAPTURE(log);
+        Tensor x = x0.to(dt), g = g0.to(dt);
+        auto [y_ref, gx_ref] =
+            run_softmax_build(&sl::cpu::generic_kernels::softmax_forward,
+                              &sl::cpu::generic_kernels::softmax_backward, x, g, log);
+        for (const Build& b : builds) {
+          CAPTURE(b.name);
+          auto [y, gx] = run_softmax_build(b.forward, b.backward, x, g, log);
+          CHECK(sl::testing::bits_equal(y, y_ref));
+          CHECK(sl::testing::bits_equal(gx, gx_ref));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("softmax rows of any length match the double reference, length 1 exactly") {
+  // Lengths that are not a multiple of the 16 sum lanes or of 4, 8 or 16 vector lanes, over the
+  // last dim (rows) and a middle one (blocks); tolerances as check_softmax_against_ref's. In the
+  // ISA test runs (tests/meson.build) the same reference checks each build.
+  manual_seed(13);
+  for (int64_t n : {1, 2, 7, 9, 15, 17, 31, 33, 47, 100, 257}) {
+    CAPTURE(n);
+    for (DType dt : {DType::f32, DType::f64}) {
+      for (bool log : {false, true}) {
+        Tensor x = (randn({3, n}) * 5).to(dt), g = randn({3, n}).to(dt);
+        check_softmax_against_ref(x, g, 1, log);
+        Tensor xb = (randn({2, n, 11}) * 5).to(dt), gb = randn({2, n, 11}).to(dt);
+        check_softmax_against_ref(xb, gb, 1, log);
+      }
+    }
+  }
+  // one element: softmax is exactly 1, log_softmax exactly 0, and both gradients exactly 0
+  for (DType dt : {DType::f32, DType::f64}) {
+    Tensor x = (randn({4, 1}) * 100).to(dt).requires_grad_();
+    Tensor y = softmax(x, 1);
+    CHECK(equal(y, ones({4, 1}, {.dtype = dt})));
+    y.backward(randn({4, 1}).to(dt));
+    CHECK(equal(x.grad(), zeros({4, 1}, {.dtype = dt})));
+    Tensor x2 = (randn({4, 1}) * 100).to(dt).requires_grad_();
+    Tensor ly = log_softmax(x2, 1);
+    CHECK(equal(ly, zeros({4, 1}, {.dtype = dt})));
+    ly.backward(randn({4, 1}).to(dt));
+    CHECK(equal(x2.grad(), zeros({4, 1}, {.dtype = dt})));
+  }
+}
+
+TEST_CASE("softmax rows with -inf: 0 and -inf there, NaN for a row of all -inf, at any length") {
+  // As before the lanes (and as PyTorch): exp(-inf) is exactly 0, so -inf entries get
+  // probability 0 and log-probability -inf, the other entries are the softmax of the finite
+  // ones; a row of -inf only has max -inf and -inf - -inf = NaN everywhere.
+  const float inf = std::numeric_limits<float>::infinity();
+  for (int64_t n : {3, 16, 17, 40}) {
+    CAPTURE(n);
+    std::vector<float> v(static_cast<size_t>(2 * n), -inf);
+    std::vector<float> finite;
+    for (int64_t k = 0; k < n; k += 3) {
+      v[static_cast<size_t>(k)] = static_cast<float>(k % 5) - 2;  // row 0: every third finite
+      finite.push_back(v[static_cast<size_t>(k)]);
+    }
+    for (DType dt : {DType::f32, DType::f64}) {
+      CAPTURE(std::string(dtype_name(dt)));
+      Tensor x = from_vector(v, {2, n}).to(dt);
+      Tensor want = softmax(from_vector(finite, {static_cast<int64_t>(finite.size())}).to(dt), 0);
+      for (bool blocked : {false, true}) {
+        CAPTURE(blocked);
+        // blocked: the same rows as columns of a [n, 2] tensor, softmax over dim 0
+        Tensor s = blocked ? softmax(x.t().contiguous(), 0).t() : softmax(x, 1);
+        Tensor ls = blocked ? log_softmax(x.t().contiguous(), 0).t() : log_softmax(x, 1);
+        std::vector<double> sv = s.to_vector<double>(), lv = ls.to_vector<double>();
+        std::vector<double> wv = want.to_vector<double>();
+        for (int64_t k = 0, f = 0; k < n; ++k) {
+          const size_t i = static_cast<size_t>(k);
+          if (k % 3 == 0) {
+            // the finite entries sit in other sum lanes than in the short row (Note [Softmax
+            // sums]), so the double sums may differ in their last bit: a few ulps of the dtype
+            const double w = wv[static_cast<size_t>(f++)];
+            CHECK(std::abs(sv[i] - w) <= (dt == DType::f32 ? 3e-7 : 1e-15) * w);
+            CHECK(std::isfinite(lv[i]));
+          } else {
+            CHECK(sv[i] == 0);
+            CHECK(lv[i] == -inf);
+          }
+          CHECK(std::isnan(sv[i + static_cast<size_t>(n)]));  // row 1: all -inf
+          CHECK(std::isnan(lv[i + static_cast<size_t>(n)]));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("softmax of magnitudes near 1e30 stays finite, forward and backward") {
+  // x - max stays finite (|x| <= 1e30, float's max is 3.4e38), exp of -2e30 is exactly 0: the
+  // two rows are softmax [0.5, 0, 0, 0.5] and [0, 0, 1, 0] exactly; log_softmax is 0 where a
+  // maximum is (log 2 is lost next to 1e30: 1e30 + 0.69 rounds to 1e30) and -2e30 / -1e30
+  // elsewhere, as PyTorch gives.
+  const std::vector<double> v = {1e30, -1e30, 0, 1e30, -1e30, -1e30, 1e30, 0};
+  for (DType dt : {DType::f32, DType::f64}) {
+    CAPTURE(std::string(dtype_name(dt)));
+    for (int64_t dim : {0, 1}) {
+      CAPTURE(dim);
+      // dim 1: rows of [2, 4]; dim 0: the same slices as columns of the transposed copy
+      Tensor x = from_vector(v, {2, 4}).to(dt);
+      if (dim == 0) x = x.t().contiguous();
+      Tensor xs = x.detach().requires_grad_(), xl = x.detach().requires_grad_();
+      Tensor s = softmax(xs, dim), ls = log_softmax(xl, dim);
+      Tensor g = ones_like(x);
+      s.backward(g);
+      ls.backward(g);
+      for (const Tensor& t : {s, ls, xs.grad(), xl.grad()}) CHECK(isfinite(t).all().item<bool>());
+      Tensor want = tensor({0.5, 0.0, 0.0, 0.5, 0.0, 0.0, 1.0, 0.0}).view({2, 4}).to(dt);
+      SL_CHECK_CLOSE(dim == 0 ? s.t() : s, want, 0, 0);
+    }
+  }
 }
