@@ -8,6 +8,7 @@
 #include "core/cpu/blas_select.h"
 #include "core/cpu/isa.h"
 #include "core/cpu/math.h"
+#include "core/ops/softmax.h"
 #include "sl_config.h"
 #include "support/testing.h"
 
@@ -266,28 +267,41 @@ std::pair<Tensor, Tensor> run_softmax_build(Forward forward, Backward backward, 
 
 namespace {
 
-/// softmax (log_softmax when `log`) of one row as Note [Softmax sums] specifies it: max + 0,
-/// math::exp of x - max, element r added to double lane r % 16, lanes combined by the tree
-/// l += l + 8, + 4, + 2, + 1; then exp * (1 / sum) or x - (max + log sum) in C.
-template <class C>
-std::vector<C> softmax_by_note(const std::vector<C>& x, bool log) {
-  C m = -std::numeric_limits<C>::infinity();
-  for (C v : x) m = v > m ? v : m;
-  m = m + C(0);
+/// The sum of f(r) for r in [0, n) as Note [Softmax sums] specifies it: f(r) added to double lane
+/// r % 16 in row order, the lanes combined by the tree l += l + 8, + 4, + 2, + 1.
+template <class F>
+double sum_by_note(size_t n, const F& f) {
   double lane[16] = {};
-  for (size_t r = 0; r < x.size(); ++r) {
-    lane[r % 16] += static_cast<double>(sl::cpu::math::exp<C>(x[r] - m));
-  }
+  for (size_t r = 0; r < n; ++r) lane[r % 16] += f(r);
   for (int h = 8; h >= 1; h /= 2) {
     for (int l = 0; l < h; ++l) lane[l] += lane[l + h];
   }
-  std::vector<C> y(x.size());
-  const C shift = m + static_cast<C>(std::log(lane[0]));
-  const C inv = static_cast<C>(1.0 / lane[0]);
-  for (size_t r = 0; r < x.size(); ++r) {
-    y[r] = log ? x[r] - shift : sl::cpu::math::exp<C>(x[r] - m) * inv;
-  }
-  return y;
+  return lane[0];
+}
+
+/// softmax (log_softmax when `log`) of one row and its input gradient for the output gradient g,
+/// as the Note and the kernels' formulas give them: max + 0, math::exp of x - max, the sums by
+/// sum_by_note; then exp * (1 / sum) or x - (max + log sum), and the backward formulas of
+/// softmax_backward_kernel.
+template <class C>
+std::pair<std::vector<C>, std::vector<C>> softmax_by_note(const std::vector<C>& x,
+                                                          const std::vector<C>& g, bool log) {
+  using sl::cpu::math::exp;
+  C m = -std::numeric_limits<C>::infinity();
+  for (C v : x) m = v > m ? v : m;
+  m = m + C(0);
+  const size_t n = x.size();
+  const double sum =
+      sum_by_note(n, [&](size_t r) { return static_cast<double>(exp<C>(x[r] - m)); });
+  const C shift = m + static_cast<C>(std::log(sum));
+  const C inv = static_cast<C>(1.0 / sum);
+  std::vector<C> y(n), gx(n);
+  for (size_t r = 0; r < n; ++r) y[r] = log ? x[r] - shift : exp<C>(x[r] - m) * inv;
+  const C s = static_cast<C>(sum_by_note(n, [&](size_t r) {
+    return log ? static_cast<double>(g[r]) : static_cast<double>(g[r]) * static_cast<double>(y[r]);
+  }));
+  for (size_t r = 0; r < n; ++r) gx[r] = log ? g[r] - exp<C>(y[r]) * s : y[r] * (g[r] - s);
+  return {y, gx};
 }
 
 template <class C>
@@ -297,18 +311,27 @@ void check_softmax_by_note(DType dt) {
     for (bool log : {false, true}) {
       CAPTURE(n);
       CAPTURE(log);
-      Tensor x = (randn({4, n}) * 4).to(dt);
-      std::vector<C> xv = x.to_vector<C>(), want;
+      // g of one sign, so that sum(g) and sum(g * y) are large next to g and their last bits
+      // reach the gradient; drawn in dt, so that float64 sums are not exact
+      Tensor x = randn({4, n}, {.dtype = dt}) * 4, g = rand({4, n}, {.dtype = dt});
+      std::vector<C> xv = x.to_vector<C>(), gv = g.to_vector<C>(), want_y, want_gx;
       for (int64_t row = 0; row < 4; ++row) {
-        std::vector<C> y =
-            softmax_by_note(std::vector<C>(xv.begin() + row * n, xv.begin() + (row + 1) * n), log);
-        want.insert(want.end(), y.begin(), y.end());
+        auto part = [&](const std::vector<C>& v) {
+          return std::vector<C>(v.begin() + row * n, v.begin() + (row + 1) * n);
+        };
+        auto [y, gx] = softmax_by_note(part(xv), part(gv), log);
+        want_y.insert(want_y.end(), y.begin(), y.end());
+        want_gx.insert(want_gx.end(), gx.begin(), gx.end());
       }
-      Tensor got = log ? log_softmax(x, 1) : softmax(x, 1);
-      CHECK(sl::testing::bits_equal(got, from_vector(want, {4, n})));
+      Tensor y = log ? log_softmax(x, 1) : softmax(x, 1);
+      CHECK(sl::testing::bits_equal(y, from_vector(want_y, {4, n})));
+      CHECK(sl::testing::bits_equal(ops::softmax_backward(g, y, 1, log),
+                                    from_vector(want_gx, {4, n})));
       // the blocked kernels, over the same rows as columns
-      Tensor got_t = log ? log_softmax(x.t().contiguous(), 0) : softmax(x.t().contiguous(), 0);
-      CHECK(sl::testing::bits_equal(got_t.t(), from_vector(want, {4, n})));
+      Tensor xt = x.t().contiguous(), yt = log ? log_softmax(xt, 0) : softmax(xt, 0);
+      CHECK(sl::testing::bits_equal(yt.t(), from_vector(want_y, {4, n})));
+      Tensor gxt = ops::softmax_backward(g.t().contiguous(), yt, 0, log);
+      CHECK(sl::testing::bits_equal(gxt.t(), from_vector(want_gx, {4, n})));
     }
   }
 }
@@ -317,8 +340,9 @@ void check_softmax_by_note(DType dt) {
 
 TEST_CASE("softmax sums as Note [Softmax sums] specifies them, bit for bit") {
   // The order is the contract that makes every ISA build agree; a kernel that summed in 8 lanes,
-  // or in row order, would still be within any tolerance, so this compares bits with the
-  // Note's recipe written out here (math::exp of this file's generic build).
+  // or in row order, would still be within any tolerance, so this compares bits, forward and
+  // backward, rows and blocks, with the Note's recipe written out here (math::exp of this
+  // file's generic build).
   check_softmax_by_note<float>(DType::f32);
   check_softmax_by_note<double>(DType::f64);
 }
