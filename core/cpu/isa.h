@@ -17,6 +17,9 @@
 // objects are linked after the avx2 ones (sl_link_whole in the root meson.build), so an inline
 // function that only the two ISA builds share resolves to the avx2 copy, which every CPU that
 // runs either build can execute.
+// The softmax kernels (core/cpu/softmax_kernels.h) are built three times in the same way, for
+// float32 and float64, without FMA contraction so that every build gives the same bits (Note
+// [Softmax sums]).
 // SL_CPU_ISA=generic or =avx2 in the environment caps the kernels at that build (the tests run
 // all three).
 #pragma once
