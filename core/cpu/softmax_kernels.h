@@ -59,11 +59,12 @@ inline constexpr int kSumLanes = 16;
 /// Adjacent slices handled together by the blocked kernels (Note [Softmax over a non-last dim]).
 inline constexpr int64_t kInnerBlock = 64;
 
-/// The larger of m and v; a NaN in either sticks.
+/// v where v > m, else m: a NaN v is skipped. A slice holding NaN still gives NaN everywhere,
+/// through its sum: exp(NaN - max) is NaN (so is exp(inf - inf) where the max is inf). One
+/// comparison and select per element, a vector max, where a NaN-sticky max did not vectorise.
 template <class C>
-inline C max_nan(C m, C v) {
-  m = v > m ? v : m;
-  return v != v ? v : m;
+inline C max_of(C m, C v) {
+  return v > m ? v : m;
 }
 
 /// Combines the kSumLanes values at acc (stride `stride`) into acc[0] by the fixed pairwise tree
@@ -86,8 +87,8 @@ inline void add_lanes(double* acc, int64_t n, const F& f) {
   for (int l = 0; r + l < n; ++l) acc[l] += f(r + l);
 }
 
-/// The maximum of n contiguous elements (NaN if any is; +0 rather than -0), in the lanes of Note
-/// [Softmax sums].
+/// The maximum of the n contiguous elements other than NaN (-inf if none; +0 rather than -0), in
+/// the lanes of Note [Softmax sums].
 template <class T>
 compute_t<T> slice_max(const T* x, int64_t n) {
   using C = compute_t<T>;
@@ -95,11 +96,11 @@ compute_t<T> slice_max(const T* x, int64_t n) {
   for (int l = 0; l < kSumLanes; ++l) mx[l] = -std::numeric_limits<C>::infinity();
   int64_t r = 0;
   for (; r + kSumLanes <= n; r += kSumLanes) {
-    for (int l = 0; l < kSumLanes; ++l) mx[l] = max_nan(mx[l], static_cast<C>(x[r + l]));
+    for (int l = 0; l < kSumLanes; ++l) mx[l] = max_of(mx[l], static_cast<C>(x[r + l]));
   }
-  for (int l = 0; r + l < n; ++l) mx[l] = max_nan(mx[l], static_cast<C>(x[r + l]));
+  for (int l = 0; r + l < n; ++l) mx[l] = max_of(mx[l], static_cast<C>(x[r + l]));
   for (int h = kSumLanes / 2; h >= 1; h /= 2) {
-    for (int l = 0; l < h; ++l) mx[l] = max_nan(mx[l], mx[l + h]);
+    for (int l = 0; l < h; ++l) mx[l] = max_of(mx[l], mx[l + h]);
   }
   return mx[0] + C(0);
 }
@@ -186,7 +187,7 @@ void block_max(const T* x, int64_t n, int64_t inner, int64_t w, compute_t<T>* m)
   for (int64_t j = 0; j < w; ++j) m[j] = -std::numeric_limits<C>::infinity();
   for (int64_t r = 0; r < n; ++r) {
     const T* xr = x + r * inner;
-    for (int64_t j = 0; j < w; ++j) m[j] = max_nan(m[j], static_cast<C>(xr[j]));
+    for (int64_t j = 0; j < w; ++j) m[j] = max_of(m[j], static_cast<C>(xr[j]));
   }
   for (int64_t j = 0; j < w; ++j) m[j] = m[j] + C(0);
 }
