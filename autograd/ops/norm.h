@@ -23,8 +23,9 @@ Tensor layer_norm(const Tensor& input, const Shape& normalized_shape,
 ///   (1 - momentum) * running + momentum * batch_stat (unbiased variance for running_var);
 /// the gradient flows through the batch statistics. Not training: normalises with the running
 /// statistics, which must be defined. weight / bias [C] or undefined. Throws ShapeError (rank,
-/// parameter shapes), ValueError (training with 1 value per channel, eval without running
-/// statistics, bad eps / momentum), DTypeError, DeviceError.
+/// parameter shapes), ValueError (training with exactly 1 value per channel, eval without
+/// running statistics, bad eps / momentum), DTypeError, DeviceError. An empty input gives an
+/// empty output, zero weight / bias gradients and unchanged running statistics, as PyTorch.
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
                   const Tensor& weight = Tensor(), const Tensor& bias = Tensor(),
                   bool training = false, double momentum = 0.1, double eps = 1e-5);

@@ -166,7 +166,9 @@ NormForward batch_norm_forward(const Tensor& input, const Tensor& running_mean,
         std::pair{"running_mean", &running_mean}, std::pair{"running_var", &running_var}}) {
     check_param(op, name, *p, {C});
   }
-  SL_CHECK(!training || N * S > 1, op,
+  // Exactly one value per channel has no batch variance; an empty batch is accepted and leaves
+  // the running statistics alone, as PyTorch's batch_norm.
+  SL_CHECK(!training || N * S != 1, op,
            ": expected more than 1 value per channel when training, got input of shape ",
            shape_str(input.sizes()));
   const DType ct = compute_dtype(input.dtype());
@@ -189,8 +191,11 @@ NormForward batch_norm_forward(const Tensor& input, const Tensor& running_mean,
     batch_norm_forward_kernel(input.device().kind, view(r.out, {N, C, S}), r.mean, r.rstd,
                               view(x, {N, C, S}), prep(weight, kt.params), prep(bias, kt.params),
                               rm, rv, training, momentum, eps);
+  } else {
+    fill_(r.mean, 0);  // no statistics to save; nothing reads them for an empty input
+    fill_(r.rstd, 0);
   }
-  if (training && running_mean.defined()) {
+  if (training && running_mean.defined() && input.numel() > 0) {
     if (rm.is_same(running_mean))
       running_mean.bump_version();
     else

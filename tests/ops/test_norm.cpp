@@ -316,6 +316,29 @@ TEST_CASE("norm: float32 parameters beside a 16-bit input get float32 gradients,
   SL_CHECK_CLOSE(bb.grad().to(DType::f64), gb.to(DType::f64).sum({0, 2}), 1e-5, 1e-6);
 }
 
+// PyTorch 1.13 refuses training batch norm only at exactly one value per channel: an empty batch
+// gives an empty output and leaves the running statistics as they were.
+TEST_CASE("batch_norm of an empty batch in training") {
+  Tensor rm = tensor({0.5f, -1.0f, 2.0f}), rv = tensor({1.5f, 0.25f, 3.0f});
+  Tensor rm0 = rm.clone(), rv0 = rv.clone();
+  Tensor w = ones({3}).requires_grad_(), b = zeros({3}).requires_grad_();
+  for (Shape s : {Shape{0, 3}, Shape{0, 3, 5}, Shape{2, 3, 0}}) {
+    CAPTURE(shape_str(s));
+    Tensor x = zeros(s).requires_grad_();
+    Tensor y = batch_norm(x, rm, rv, w, b, true);
+    CHECK(y.sizes() == s);
+    y.sum().backward();
+    SL_CHECK_CLOSE(rm, rm0, 0, 0);
+    SL_CHECK_CLOSE(rv, rv0, 0, 0);
+    SL_CHECK_CLOSE(w.grad(), zeros({3}), 0, 0);
+    SL_CHECK_CLOSE(b.grad(), zeros({3}), 0, 0);
+    CHECK(x.grad().sizes() == s);
+  }
+  SL_CHECK_THROWS(batch_norm(randn({1, 3, 1}), rm, rv, w, b, true), ValueError,
+                  "expected more than 1 value per channel when training, got input of shape "
+                  "[1, 3, 1]");
+}
+
 TEST_CASE("norm: error paths") {
   Tensor x = randn({2, 3, 4});
   SL_CHECK_THROWS(layer_norm(x, {3}), ShapeError, "does not end with normalized_shape [3]");
