@@ -136,8 +136,7 @@ void adam_typed(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
     if (vmax) {
       ChunkView<T, C> X(vmax + s, n, true);
       // torch.maximum(max_exp_avg_sq, exp_avg_sq, out=...), which propagates NaN; Eigen's
-      // default max keeps either operand depending on whether the element is in a vector body
-      // or the scalar tail.
+      // default max does not promise to (here it kept the old maximum at every position).
       X.arr() = X.arr().binaryExpr(V.arr(), [](C a, C b) { return a < b || b != b ? b : a; });
       Den = X.arr().sqrt() / bc2_sqrt + eps;
       X.store();
