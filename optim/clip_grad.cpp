@@ -18,6 +18,13 @@ TensorList defined_grads(const TensorList& params) {
   return out;
 }
 
+// PyTorch accepts a negative or NaN max_norm and scales by a negative or NaN coefficient:
+// gradients silently flipped or destroyed. A bad max_norm is a bug in the caller.
+void check_max_norm(double max_norm) {
+  SL_CHECK(max_norm >= 0 && !std::isnan(max_norm),
+           "clip_grad_norm_: max_norm must be >= 0 (0 zeroes the gradients), got ", max_norm);
+}
+
 }  // namespace
 
 double grad_norm_partial(const TensorList& tensors, double norm_type) {
@@ -47,10 +54,7 @@ double total_norm_from_partial(double partial, double norm_type) {
 }
 
 void clip_grads_with_norm_(const TensorList& grads, double max_norm, double total_norm) {
-  // PyTorch accepts these and scales by a negative or NaN coefficient: gradients silently
-  // flipped or destroyed. A bad max_norm is a bug in the caller, so it is refused here.
-  SL_CHECK(max_norm >= 0 && !std::isnan(max_norm),
-           "clip_grad_norm_: max_norm must be >= 0 (0 zeroes the gradients), got ", max_norm);
+  check_max_norm(max_norm);
   NoGradGuard no_grad;
   for (const auto& g : grads) {
     if (!g.defined()) continue;
@@ -71,8 +75,7 @@ void clip_grads_with_norm_(const TensorList& grads, double max_norm, double tota
 
 double clip_grad_norm_(const TensorList& params, double max_norm, double norm_type,
                        bool error_if_nonfinite) {
-  SL_CHECK(max_norm >= 0 && !std::isnan(max_norm),
-           "clip_grad_norm_: max_norm must be >= 0 (0 zeroes the gradients), got ", max_norm);
+  check_max_norm(max_norm);  // before the norm is computed
   TensorList grads = defined_grads(params);
   if (grads.empty()) return 0.0;
   double total = total_norm_from_partial(grad_norm_partial(grads, norm_type), norm_type);

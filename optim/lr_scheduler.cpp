@@ -222,12 +222,11 @@ OneCycleLR::OneCycleLR(Optimizer& opt, std::vector<double> max_lrs, OneCycleOpti
   // phase's when it ends at step 0 (step 0 is its only step), and the last one's when some step
   // lies past every earlier end. PyTorch raises ZeroDivisionError there, in the constructor or
   // mid-training; we refuse the options up front instead of producing a NaN or inf lr.
-  const double first_end = phases_.front().end_step;
-  double before_last = first_end;
-  for (size_t i = 0; i + 1 < phases_.size(); ++i)
+  double before_last = phases_.front().end_step;
+  for (size_t i = 1; i + 1 < phases_.size(); ++i)
     before_last = std::max(before_last, phases_[i].end_step);
   const double last_start = phases_[phases_.size() - 2].end_step;
-  const bool empty_first = first_end == 0;
+  const bool empty_first = phases_.front().end_step == 0;
   const bool empty_last = phases_.back().end_step == last_start && total > before_last;
   SL_CHECK(!empty_first && !empty_last, "OneCycleLR: pct_start ", o.pct_start, " with total_steps ",
            o.total_steps, (o.three_phase ? " (three_phase)" : ""), " leaves the ",
