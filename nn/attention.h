@@ -29,6 +29,11 @@ struct AttentionOptions {
 ///   out = out_proj(concat_h softmax(q_h k_h^T / sqrt(d) + masks) v_h), q/k/v = in projections.
 /// Inputs are [B, L, E] (batch_first) or [L, B, E], or unbatched [L, E]. Attention dropout
 /// applies in training only. A query whose keys are all masked gets NaN, as in PyTorch.
+/// Masks merge as in PyTorch 2.x (`_canonical_mask`, then attn_mask + key_padding_mask): each
+/// bool mask becomes an additive one (-inf where true) and the masks are added. PyTorch 1.13
+/// differs only for masks of different kinds: with a bool attn_mask it ORs the masks (a float
+/// key_padding_mask then hides every key where it is nonzero), and with a float attn_mask it
+/// fills the bool key_padding_mask's keys with -inf (a +inf score there gives -inf, here NaN).
 /// Init as PyTorch: in_proj_weight xavier_uniform, biases 0, out_proj.weight Linear's default.
 /// Throws ValueError when embed_dim is not divisible by num_heads; forward throws ShapeError for
 /// inputs or masks whose shapes do not fit, DTypeError for an integer mask.

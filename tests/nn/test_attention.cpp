@@ -234,3 +234,27 @@ TEST_CASE("TransformerEncoderLayer: the fused linear1 + activation gives the bit
     }
   }
 }
+
+TEST_CASE("masks of different kinds add, as PyTorch 2.x merges them") {
+  // A bool attn_mask with a float key_padding_mask: the bool mask becomes -inf where true and
+  // the float one is added as it is (nonzero entries do not hide keys), so the result must
+  // equal one float [B * H, L, S] mask holding the sum, built here by hand.
+  manual_seed(7);
+  nn::MultiheadAttention m(4, 2, 0.0, true, true);
+  Tensor x = randn({2, 3, 4});
+  Tensor causal = nn::causal_mask(3, 3);
+  Tensor kpm = from_vector(std::vector<float>{0.5f, -1.0f, 0.0f, 0.0f, 2.0f, -0.25f}).view({2, 3});
+  auto [a, wa] = m.forward(x, x, x, {.key_padding_mask = kpm, .attn_mask = causal});
+  Tensor sum =
+      zeros({3, 3}).masked_fill(causal, -INFINITY).view({1, 1, 3, 3}) + kpm.view({2, 1, 1, 3});
+  Tensor merged = sum.expand({2, 2, 3, 3}).contiguous().view({4, 3, 3});
+  auto [b, wb] = m.forward(x, x, x, {.attn_mask = merged});
+  // The same scores, offsets and softmax, in another order of two additions: f32 rounding only.
+  SL_CHECK_CLOSE(a, b, 1e-6, 1e-7);
+  SL_CHECK_CLOSE(wa, wb, 1e-6, 1e-7);
+  // The float padding values shift the weights (they are not treated as "masked"): key 1 of
+  // batch 0 gets a -1 offset, not -inf, so its weight is positive for queries 1 and 2.
+  CHECK(wa.select(0, 0).select(1, 1).min().item<double>() == 0.0);  // query 0 skips key 1 (causal)
+  CHECK(wa[0][1][1].item<double>() > 0.0);
+  CHECK(wa[0][2][1].item<double>() > 0.0);
+}
