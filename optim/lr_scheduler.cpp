@@ -18,6 +18,12 @@ Json doubles_to_json(const std::vector<double>& v) {
   return a;
 }
 
+Json ints_to_json(const std::vector<int64_t>& v) {
+  Json a = Json::array();
+  for (int64_t x : v) a.push_back(x);
+  return a;
+}
+
 std::vector<double> doubles_from_json(const Json& j, size_t expected, const char* what) {
   SL_CHECK(j.size() == expected, "load_state_dict: '", what, "' has ", j.size(),
            " entries, expected ", expected);
@@ -62,10 +68,19 @@ void LRScheduler::initial_step() {
 void LRScheduler::step() {
   ++step_count_;
   ++last_epoch_;
-  std::vector<double> lrs = compute_lr();
+  apply(compute_lr());
+}
+
+void LRScheduler::restart() {
+  ++step_count_;
+  last_epoch_ = 0;
+  apply(restart_lr());
+}
+
+void LRScheduler::apply(std::vector<double> lrs) {
   SL_ASSERT(lrs.size() == opt_.num_param_groups());
   for (size_t g = 0; g < lrs.size(); ++g) opt_.set_lr(g, lrs[g]);
-  last_lr_ = lrs;
+  last_lr_ = std::move(lrs);
 }
 
 Section LRScheduler::state_dict() const {
@@ -118,6 +133,10 @@ std::vector<double> StepLR::compute_lr() {
   return out;
 }
 
+std::vector<double> StepLR::restart_lr() {
+  return base_lrs_;
+}  // base_lr * gamma ** (0 // step)
+
 // ---- CosineAnnealingLR -----------------------------------------------------------------------
 
 CosineAnnealingLR::CosineAnnealingLR(Optimizer& opt, int64_t T_max, double eta_min)
@@ -142,6 +161,15 @@ std::vector<double> CosineAnnealingLR::compute_lr() {
                         (1 + std::cos(kPi * static_cast<double>(e - 1) / T)) * (lr - eta_min_) +
                     eta_min_);
     }
+  }
+  return out;
+}
+
+std::vector<double> CosineAnnealingLR::restart_lr() {
+  std::vector<double> out;  // the closed form at epoch 0
+  for (double b : base_lrs_) {
+    out.push_back(eta_min_ +
+                  (b - eta_min_) * (1 + std::cos(kPi * 0.0 / static_cast<double>(t_max_))) / 2);
   }
   return out;
 }
@@ -195,6 +223,262 @@ void LinearWarmupLR::load_fields(const Json& j) {
       "LinearWarmupLR.load_state_dict: saved for ", j.at("num_warmup_steps").as_int(), "/",
       j.at("num_training_steps").as_int(), " warmup/training steps, this scheduler has ", warmup_,
       "/", total_);
+}
+
+// ---- MultiStepLR, ExponentialLR, ConstantLR, LinearLR, PolynomialLR -------------------------
+// Each compute_lr is PyTorch 1.13's recursive get_lr (from the group's current lr, so other
+// schedulers' changes compose), each restart_lr its _get_closed_form_lr at epoch 0, written with
+// the same operations in the same order.
+
+MultiStepLR::MultiStepLR(Optimizer& opt, std::vector<int64_t> milestones, double gamma)
+    : LRScheduler(opt), milestones_(std::move(milestones)), gamma_(gamma) {
+  initial_step();
+}
+
+std::vector<double> MultiStepLR::compute_lr() {
+  const auto hits = std::count(milestones_.begin(), milestones_.end(), last_epoch_);
+  std::vector<double> out;
+  for (size_t g = 0; g < opt_.num_param_groups(); ++g) {
+    double lr = opt_.lr(g);
+    out.push_back(hits == 0 ? lr : lr * std::pow(gamma_, static_cast<double>(hits)));
+  }
+  return out;
+}
+
+std::vector<double> MultiStepLR::restart_lr() {
+  // base_lr * gamma ** bisect_right(sorted(milestones), 0): the milestones <= 0 count.
+  const auto passed =
+      std::count_if(milestones_.begin(), milestones_.end(), [](int64_t m) { return m <= 0; });
+  std::vector<double> out;
+  for (double b : base_lrs_) out.push_back(b * std::pow(gamma_, static_cast<double>(passed)));
+  return out;
+}
+
+void MultiStepLR::save_fields(Json& j) const {
+  j.set("milestones", ints_to_json(milestones_));
+}
+
+void MultiStepLR::load_fields(const Json& j) {
+  std::vector<int64_t> saved;
+  for (const Json& m : j.at("milestones").items()) saved.push_back(m.as_int());
+  SL_CHECK(saved == milestones_, "MultiStepLR.load_state_dict: saved with milestones ",
+           j.at("milestones").dump(), ", this scheduler has ", ints_to_json(milestones_).dump());
+}
+
+ExponentialLR::ExponentialLR(Optimizer& opt, double gamma) : LRScheduler(opt), gamma_(gamma) {
+  SL_CHECK(gamma >= 0, "ExponentialLR: gamma must be >= 0, got ", gamma);
+  initial_step();
+}
+
+std::vector<double> ExponentialLR::compute_lr() {
+  std::vector<double> out;
+  for (size_t g = 0; g < opt_.num_param_groups(); ++g) {
+    out.push_back(last_epoch_ == 0 ? opt_.lr(g) : opt_.lr(g) * gamma_);
+  }
+  return out;
+}
+
+std::vector<double> ExponentialLR::restart_lr() {
+  return base_lrs_;
+}  // base_lr * gamma ** 0
+
+ConstantLR::ConstantLR(Optimizer& opt, double factor, int64_t total_iters)
+    : LRScheduler(opt), factor_(factor), total_iters_(total_iters) {
+  SL_CHECK(factor > 0 && factor <= 1, "ConstantLR: factor must be in (0, 1], got ", factor);
+  SL_CHECK(total_iters >= 1, "ConstantLR: total_iters must be >= 1, got ", total_iters);
+  initial_step();
+}
+
+std::vector<double> ConstantLR::compute_lr() {
+  std::vector<double> out;
+  for (size_t g = 0; g < opt_.num_param_groups(); ++g) {
+    double lr = opt_.lr(g);
+    if (last_epoch_ == 0) {
+      out.push_back(lr * factor_);
+    } else if (last_epoch_ != total_iters_) {
+      out.push_back(lr);
+    } else {
+      out.push_back(lr * (1.0 / factor_));
+    }
+  }
+  return out;
+}
+
+std::vector<double> ConstantLR::restart_lr() {
+  std::vector<double> out;
+  for (double b : base_lrs_) out.push_back(b * factor_);
+  return out;
+}
+
+LinearLR::LinearLR(Optimizer& opt, double start_factor, double end_factor, int64_t total_iters)
+    : LRScheduler(opt), start_(start_factor), end_(end_factor), total_iters_(total_iters) {
+  SL_CHECK(start_factor > 0 && start_factor <= 1, "LinearLR: start_factor must be in (0, 1], got ",
+           start_factor);
+  SL_CHECK(end_factor >= 0 && end_factor <= 1, "LinearLR: end_factor must be in [0, 1], got ",
+           end_factor);
+  SL_CHECK(total_iters >= 1, "LinearLR: total_iters must be >= 1, got ", total_iters);
+  initial_step();
+}
+
+std::vector<double> LinearLR::compute_lr() {
+  std::vector<double> out;
+  const auto T = static_cast<double>(total_iters_);
+  const auto e = static_cast<double>(last_epoch_);
+  for (size_t g = 0; g < opt_.num_param_groups(); ++g) {
+    double lr = opt_.lr(g);
+    if (last_epoch_ == 0) {
+      out.push_back(lr * start_);
+    } else if (last_epoch_ > total_iters_) {
+      out.push_back(lr);
+    } else {
+      out.push_back(lr * (1. + (end_ - start_) / (T * start_ + (e - 1) * (end_ - start_))));
+    }
+  }
+  return out;
+}
+
+std::vector<double> LinearLR::restart_lr() {
+  std::vector<double> out;
+  for (double b : base_lrs_) out.push_back(b * start_);
+  return out;
+}
+
+PolynomialLR::PolynomialLR(Optimizer& opt, int64_t total_iters, double power)
+    : LRScheduler(opt), total_iters_(total_iters), power_(power) {
+  SL_CHECK(total_iters >= 1, "PolynomialLR: total_iters must be >= 1, got ", total_iters);
+  SL_CHECK(power >= 0, "PolynomialLR: power must be >= 0, got ", power);
+  initial_step();
+}
+
+std::vector<double> PolynomialLR::compute_lr() {
+  std::vector<double> out;
+  const auto T = static_cast<double>(total_iters_);
+  const auto e = static_cast<double>(last_epoch_);
+  for (size_t g = 0; g < opt_.num_param_groups(); ++g) {
+    double lr = opt_.lr(g);
+    if (last_epoch_ == 0 || last_epoch_ > total_iters_) {
+      out.push_back(lr);
+    } else {
+      out.push_back(lr * std::pow((1.0 - e / T) / (1.0 - (e - 1) / T), power_));
+    }
+  }
+  return out;
+}
+
+std::vector<double> PolynomialLR::restart_lr() {
+  return base_lrs_;
+}  // (1 - 0 / T) ** power
+
+// ---- CosineAnnealingWarmRestarts --------------------------------------------------------------
+
+CosineAnnealingWarmRestarts::CosineAnnealingWarmRestarts(Optimizer& opt, int64_t T_0,
+                                                         int64_t T_mult, double eta_min)
+    : LRScheduler(opt), t0_(T_0), t_mult_(T_mult), t_i_(T_0), eta_min_(eta_min) {
+  SL_CHECK(T_0 >= 1, "CosineAnnealingWarmRestarts: T_0 must be >= 1, got ", T_0);
+  SL_CHECK(T_mult >= 1, "CosineAnnealingWarmRestarts: T_mult must be >= 1, got ", T_mult);
+  initial_step();
+}
+
+// PyTorch's step(): epoch 0 (the first step, or a restart) starts the first period; every
+// later step advances T_cur and, at the end of a period, starts the next, T_mult times longer.
+std::vector<double> CosineAnnealingWarmRestarts::compute_lr() {
+  if (last_epoch_ == 0) {
+    t_i_ = t0_;
+    t_cur_ = 0;
+  } else if (++t_cur_ >= t_i_) {
+    t_cur_ -= t_i_;
+    t_i_ *= t_mult_;
+  }
+  std::vector<double> out;
+  for (double b : base_lrs_) {
+    out.push_back(
+        eta_min_ +
+        (b - eta_min_) *
+            (1 + std::cos(kPi * static_cast<double>(t_cur_) / static_cast<double>(t_i_))) / 2);
+  }
+  return out;
+}
+
+void CosineAnnealingWarmRestarts::save_fields(Json& j) const {
+  j.set("T_0", t0_);
+  j.set("T_mult", t_mult_);
+  j.set("T_i", t_i_);
+  j.set("T_cur", t_cur_);
+}
+
+void CosineAnnealingWarmRestarts::load_fields(const Json& j) {
+  SL_CHECK(j.at("T_0").as_int() == t0_ && j.at("T_mult").as_int() == t_mult_,
+           "CosineAnnealingWarmRestarts.load_state_dict: saved with T_0 = ", j.at("T_0").as_int(),
+           ", T_mult = ", j.at("T_mult").as_int(), "; this scheduler has T_0 = ", t0_,
+           ", T_mult = ", t_mult_);
+  t_i_ = j.at("T_i").as_int();
+  t_cur_ = j.at("T_cur").as_int();
+}
+
+// ---- SequentialLR ----------------------------------------------------------------------------
+
+SequentialLR::SequentialLR(Optimizer& opt, std::vector<std::unique_ptr<LRScheduler>> schedulers,
+                           std::vector<int64_t> milestones)
+    : LRScheduler(opt), schedulers_(std::move(schedulers)), milestones_(std::move(milestones)) {
+  SL_CHECK(!schedulers_.empty(), "SequentialLR: needs at least one scheduler");
+  for (size_t i = 0; i < schedulers_.size(); ++i) {
+    SL_CHECK(schedulers_[i] != nullptr, "SequentialLR: scheduler ", i, " is null");
+    SL_CHECK(&schedulers_[i]->opt_ == &opt, "SequentialLR: scheduler ", i, " (",
+             schedulers_[i]->name(), ") drives another optimizer than the one passed in");
+  }
+  SL_CHECK(milestones_.size() + 1 == schedulers_.size(), "SequentialLR: expected ",
+           schedulers_.size() - 1, " milestones for ", schedulers_.size(), " schedulers, got ",
+           milestones_.size());
+  for (size_t i = 0; i < milestones_.size(); ++i) {
+    SL_CHECK(milestones_[i] >= 1 && (i == 0 || milestones_[i] > milestones_[i - 1]),
+             "SequentialLR: milestones must be positive and increasing, got ",
+             ints_to_json(milestones_).dump());
+  }
+  // PyTorch: back to the initial lrs, undo every scheduler's first step, redo the first one's.
+  for (size_t g = 0; g < opt.num_param_groups(); ++g) opt.set_lr(g, *opt.initial_lr(g));
+  for (auto& s : schedulers_) --s->last_epoch_;
+  schedulers_[0]->initial_step();
+  last_lr_ = schedulers_[0]->last_lr();
+  last_epoch_ = 0;
+  step_count_ = 1;
+}
+
+std::vector<double> SequentialLR::compute_lr() {
+  const auto idx = static_cast<size_t>(
+      std::upper_bound(milestones_.begin(), milestones_.end(), last_epoch_) - milestones_.begin());
+  LRScheduler& s = *schedulers_[idx];
+  if (idx > 0 && milestones_[idx - 1] == last_epoch_) {
+    s.restart();
+  } else {
+    s.step();
+  }
+  return s.last_lr();
+}
+
+void SequentialLR::save_fields(Json& j) const {
+  j.set("milestones", ints_to_json(milestones_));
+  Json subs = Json::array();
+  for (const auto& s : schedulers_) subs.push_back(s->state_dict().meta);
+  j.set("schedulers", std::move(subs));
+}
+
+void SequentialLR::load_fields(const Json& j) {
+  std::vector<int64_t> saved;
+  for (const Json& m : j.at("milestones").items()) saved.push_back(m.as_int());
+  SL_CHECK(saved == milestones_, "SequentialLR.load_state_dict: saved with milestones ",
+           j.at("milestones").dump(), ", this scheduler has ", ints_to_json(milestones_).dump());
+  const Json& subs = j.at("schedulers");
+  SL_CHECK(subs.size() == schedulers_.size(), "SequentialLR.load_state_dict: saved ", subs.size(),
+           " schedulers, this one has ", schedulers_.size());
+  // Check every kind before loading any, so that a mismatch leaves all of them untouched.
+  for (size_t i = 0; i < subs.size(); ++i) {
+    const Json* kind = subs[i].find("scheduler");
+    SL_CHECK(kind && kind->as_string() == schedulers_[i]->name(),
+             "SequentialLR.load_state_dict: scheduler ", i, " was saved as ",
+             (kind ? kind->as_string() : std::string("nothing")), ", this one is ",
+             schedulers_[i]->name());
+  }
+  for (size_t i = 0; i < subs.size(); ++i) schedulers_[i]->load_state_dict(Section{{}, subs[i]});
 }
 
 // ---- OneCycleLR ------------------------------------------------------------------------------

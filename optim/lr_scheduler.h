@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,13 +37,24 @@ class LRScheduler {
   /// Restores the counters (and fields); throws ValueError for another scheduler type or a
   /// different number of groups. Does not change the optimizer's lrs.
   void load_state_dict(const serialize::Section& s);
+  /// The optimizer whose lrs this scheduler sets.
+  const Optimizer& optimizer() const { return opt_; }
 
  protected:
+  friend class SequentialLR;
   explicit LRScheduler(Optimizer& opt);
   /// PyTorch's _initial_step: called at the end of each subclass constructor.
   void initial_step();
   /// The lrs for last_epoch_ (already incremented); may update other group hyperparameters.
   virtual std::vector<double> compute_lr() = 0;
+  /// The lrs at epoch 0 by the schedule's closed form, from base_lrs_ (what PyTorch's step(0)
+  /// sets, SequentialLR's restart at a milestone). The default suits the schedulers whose
+  /// compute_lr is already a closed form; the recursive ones override it.
+  virtual std::vector<double> restart_lr() { return compute_lr(); }
+  /// Sets last_epoch_ to 0 and the lrs to restart_lr() (PyTorch's step(0)).
+  void restart();
+  /// Sets every group's lr and last_lr_.
+  void apply(std::vector<double> lrs);
   virtual void save_fields(serialize::Json&) const {}
   virtual void load_fields(const serialize::Json&) {}
 
@@ -62,6 +74,7 @@ class StepLR : public LRScheduler {
 
  protected:
   std::vector<double> compute_lr() override;
+  std::vector<double> restart_lr() override;
 
  private:
   int64_t step_size_;
@@ -78,9 +91,114 @@ class CosineAnnealingLR : public LRScheduler {
 
  protected:
   std::vector<double> compute_lr() override;
+  std::vector<double> restart_lr() override;
 
  private:
   int64_t t_max_;
+  double eta_min_;
+};
+
+/// lr * gamma^k at each epoch that appears k times in milestones (MultiStepLR: any order,
+/// repeats multiply; a milestone 0 applies at construction, as in PyTorch).
+class MultiStepLR : public LRScheduler {
+ public:
+  MultiStepLR(Optimizer& opt, std::vector<int64_t> milestones, double gamma = 0.1);
+  const char* name() const override { return "MultiStepLR"; }
+
+ protected:
+  std::vector<double> compute_lr() override;
+  std::vector<double> restart_lr() override;
+  void save_fields(serialize::Json& j) const override;
+  void load_fields(const serialize::Json& j) override;
+
+ private:
+  std::vector<int64_t> milestones_;
+  double gamma_;
+};
+
+/// lr * gamma every epoch (ExponentialLR; deepspeech.pytorch's learning_anneal). Throws
+/// ValueError for a negative gamma (the lr would turn negative).
+class ExponentialLR : public LRScheduler {
+ public:
+  ExponentialLR(Optimizer& opt, double gamma);
+  const char* name() const override { return "ExponentialLR"; }
+
+ protected:
+  std::vector<double> compute_lr() override;
+  std::vector<double> restart_lr() override;
+
+ private:
+  double gamma_;
+};
+
+/// base_lr * factor for epochs 0..total_iters-1, then base_lr (ConstantLR). Throws ValueError
+/// unless 0 < factor <= 1 and total_iters >= 1 (PyTorch 1.13 accepts factor 0 and then divides
+/// by zero at total_iters).
+class ConstantLR : public LRScheduler {
+ public:
+  ConstantLR(Optimizer& opt, double factor = 1.0 / 3, int64_t total_iters = 5);
+  const char* name() const override { return "ConstantLR"; }
+
+ protected:
+  std::vector<double> compute_lr() override;
+  std::vector<double> restart_lr() override;
+
+ private:
+  double factor_;
+  int64_t total_iters_;
+};
+
+/// The multiplier moves linearly from start_factor at epoch 0 to end_factor at total_iters, then
+/// stays (LinearLR; a warmup with start_factor < 1). Throws ValueError unless 0 < start_factor
+/// <= 1, 0 <= end_factor <= 1 and total_iters >= 1 (PyTorch 1.13 divides by zero for a
+/// start_factor of 0; 2.x refuses it).
+class LinearLR : public LRScheduler {
+ public:
+  LinearLR(Optimizer& opt, double start_factor = 1.0 / 3, double end_factor = 1.0,
+           int64_t total_iters = 5);
+  const char* name() const override { return "LinearLR"; }
+
+ protected:
+  std::vector<double> compute_lr() override;
+  std::vector<double> restart_lr() override;
+
+ private:
+  double start_, end_;
+  int64_t total_iters_;
+};
+
+/// base_lr * (1 - min(epoch, total_iters) / total_iters)^power (PolynomialLR). Throws
+/// ValueError for total_iters < 1 or a negative power.
+class PolynomialLR : public LRScheduler {
+ public:
+  PolynomialLR(Optimizer& opt, int64_t total_iters = 5, double power = 1.0);
+  const char* name() const override { return "PolynomialLR"; }
+
+ protected:
+  std::vector<double> compute_lr() override;
+  std::vector<double> restart_lr() override;
+
+ private:
+  int64_t total_iters_;
+  double power_;
+};
+
+/// SGDR (CosineAnnealingWarmRestarts): cosine from the base lr to eta_min over T_i epochs, then
+/// a restart at the base lr with T_i *= T_mult; T_0 is the first period. Throws ValueError for
+/// T_0 < 1 or T_mult < 1. The position in the period is saved in state_dict.
+class CosineAnnealingWarmRestarts : public LRScheduler {
+ public:
+  CosineAnnealingWarmRestarts(Optimizer& opt, int64_t T_0, int64_t T_mult = 1,
+                              double eta_min = 0.0);
+  const char* name() const override { return "CosineAnnealingWarmRestarts"; }
+
+ protected:
+  std::vector<double> compute_lr() override;
+  void save_fields(serialize::Json& j) const override;
+  void load_fields(const serialize::Json& j) override;
+
+ private:
+  int64_t t0_, t_mult_, t_i_, t_cur_ = -1;
   double eta_min_;
 };
 
@@ -158,6 +276,30 @@ class OneCycleLR : public LRScheduler {
   OneCycleOptions o_;
   std::vector<Phase> phases_;
   std::vector<double> initial_lr_, max_lr_, min_lr_, max_m_, base_m_;
+};
+
+/// SequentialLR: schedulers[0] drives the lr until milestones[0], schedulers[1] from there,
+/// and so on; each later scheduler restarts at its milestone from the groups' initial lr (its
+/// closed form at epoch 0, as PyTorch's step(0)). Construction resets the lrs to the initial
+/// ones and redoes schedulers[0]'s first step, undoing what the others' constructors did. Its
+/// state_dict nests theirs. Throws ValueError when a scheduler drives another optimizer, when
+/// there is not exactly one milestone fewer than schedulers, or when the milestones are not
+/// positive and increasing (PyTorch does not check, and bisects them anyway).
+class SequentialLR : public LRScheduler {
+ public:
+  SequentialLR(Optimizer& opt, std::vector<std::unique_ptr<LRScheduler>> schedulers,
+               std::vector<int64_t> milestones);
+  const char* name() const override { return "SequentialLR"; }
+  const LRScheduler& scheduler(size_t i) const { return *schedulers_.at(i); }
+
+ protected:
+  std::vector<double> compute_lr() override;
+  void save_fields(serialize::Json& j) const override;
+  void load_fields(const serialize::Json& j) override;
+
+ private:
+  std::vector<std::unique_ptr<LRScheduler>> schedulers_;
+  std::vector<int64_t> milestones_;
 };
 
 /// Options of ReduceLROnPlateau, with PyTorch's defaults.

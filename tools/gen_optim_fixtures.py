@@ -125,7 +125,57 @@ def scheduler_cases():
              div_factor=10.0, final_div_factor=100.0),
         dict(name="onecycle_no_momentum", scheduler="OneCycleLR", optimizer="SGD", base_lrs=[0.1],
              steps=8, max_lr=[0.3], total_steps=8, cycle_momentum=False),
-    ] + plateau_cases() + onecycle_grid_cases() + chained_cases()
+    ] + plateau_cases() + onecycle_grid_cases() + chained_cases() + more_epoch_cases() + \
+        sequential_cases()
+
+
+def more_epoch_cases():
+    """MultiStepLR, ExponentialLR, ConstantLR, LinearLR, PolynomialLR and SGDR, each past the end
+    of its schedule, some with several groups."""
+    return [
+        dict(name="multistep", scheduler="MultiStepLR", optimizer="SGD", base_lrs=[0.1, 0.02],
+             steps=12, milestones=[2, 5, 5, 9], gamma=0.5),
+        dict(name="multistep_unsorted_zero", scheduler="MultiStepLR", optimizer="AdamW",
+             base_lrs=[0.01], steps=8, milestones=[6, 0, 3], gamma=0.3),
+        dict(name="exponential", scheduler="ExponentialLR", optimizer="Adam", base_lrs=[0.01, 0.5],
+             steps=10, gamma=0.9),
+        dict(name="constant", scheduler="ConstantLR", optimizer="SGD", base_lrs=[0.1], steps=8,
+             factor=0.25, total_iters=4),
+        dict(name="constant_defaults", scheduler="ConstantLR", optimizer="AdamW", base_lrs=[0.003],
+             steps=7),
+        dict(name="linear", scheduler="LinearLR", optimizer="SGD", base_lrs=[0.1, 0.3], steps=9,
+             start_factor=0.1, end_factor=1.0, total_iters=6),
+        dict(name="linear_decay", scheduler="LinearLR", optimizer="Adam", base_lrs=[0.01], steps=8,
+             start_factor=1.0, end_factor=0.2, total_iters=5),
+        dict(name="polynomial", scheduler="PolynomialLR", optimizer="SGD", base_lrs=[0.1], steps=8,
+             total_iters=6, power=2.0),
+        dict(name="polynomial_sqrt", scheduler="PolynomialLR", optimizer="AdamW",
+             base_lrs=[0.01, 0.004], steps=6, total_iters=4, power=0.5),
+        dict(name="warm_restarts", scheduler="CosineAnnealingWarmRestarts", optimizer="SGD",
+             base_lrs=[0.1], steps=14, T_0=4, eta_min=0.001),
+        dict(name="warm_restarts_mult", scheduler="CosineAnnealingWarmRestarts", optimizer="AdamW",
+             base_lrs=[0.01, 0.002], steps=25, T_0=3, T_mult=2),
+    ]
+
+
+def sequential_cases():
+    """SequentialLR: a warmup into a decay (the usual use), and three schedulers whose later ones
+    restart from the initial lr at their milestones."""
+    return [
+        dict(name="sequential_warmup_cosine", scheduler="SequentialLR", optimizer="AdamW",
+             base_lrs=[0.01, 0.004], steps=16, milestones=[4],
+             schedulers=[dict(scheduler="LinearLR", start_factor=0.25, total_iters=4),
+                         dict(scheduler="CosineAnnealingLR", T_max=8, eta_min=0.0005)]),
+        dict(name="sequential_three", scheduler="SequentialLR", optimizer="SGD", base_lrs=[0.1],
+             steps=14, milestones=[3, 8],
+             schedulers=[dict(scheduler="ConstantLR", factor=0.5, total_iters=2),
+                         dict(scheduler="ExponentialLR", gamma=0.8),
+                         dict(scheduler="StepLR", step_size=2, gamma=0.5)]),
+        dict(name="sequential_restarts_multistep", scheduler="SequentialLR", optimizer="SGD",
+             base_lrs=[0.2, 0.05], steps=12, milestones=[5],
+             schedulers=[dict(scheduler="CosineAnnealingWarmRestarts", T_0=2, eta_min=0.01),
+                         dict(scheduler="MultiStepLR", milestones=[0, 2, 4], gamma=0.1)]),
+    ]
 
 
 def chained_cases():
@@ -247,6 +297,16 @@ def make_scheduler(S, opt, case):
     if kind == "LinearWarmupLR":
         return S.LambdaLR(opt, linear_warmup_lambda(case["num_warmup_steps"],
                                                     case["num_training_steps"]))
+    simple = {"MultiStepLR": ("milestones", "gamma"), "ExponentialLR": ("gamma",),
+              "ConstantLR": ("factor", "total_iters"),
+              "LinearLR": ("start_factor", "end_factor", "total_iters"),
+              "PolynomialLR": ("total_iters", "power"),
+              "CosineAnnealingWarmRestarts": ("T_0", "T_mult", "eta_min")}
+    if kind in simple:
+        return getattr(S, kind)(opt, **{k: case[k] for k in simple[kind] if k in case})
+    if kind == "SequentialLR":
+        subs = [make_scheduler(S, opt, sub) for sub in case["schedulers"]]
+        return S.SequentialLR(opt, subs, milestones=case["milestones"])
     if kind == "ReduceLROnPlateau":
         kw = {k: case[k] for k in ("mode", "factor", "patience", "threshold", "threshold_mode",
                                    "cooldown", "min_lr", "eps") if k in case}

@@ -364,3 +364,92 @@ TEST_CASE("scheduler state_dict round trip and errors") {
   CHECK(opt3.lr(0) == 1.0);
   CHECK(lam.base_lrs() == std::vector<double>{2.0});
 }
+
+TEST_CASE("SequentialLR state_dict nests its schedulers' and resumes mid-period") {
+  // Warm restarts (whose position in the period is state) until epoch 5, then a MultiStepLR.
+  auto make = [](Optimizer& o) {
+    std::vector<std::unique_ptr<LRScheduler>> subs;
+    subs.push_back(std::make_unique<CosineAnnealingWarmRestarts>(o, 3, 2, 0.001));
+    subs.push_back(std::make_unique<MultiStepLR>(o, std::vector<int64_t>{2, 4}, 0.5));
+    return std::make_unique<SequentialLR>(o, std::move(subs), std::vector<int64_t>{5});
+  };
+  for (int stop : {2, 4, 7}) {  // inside the first period, inside the second, after the switch
+    CAPTURE(stop);
+    SGD opt(make_params(), {.lr = 0.1});
+    auto seq = make(opt);
+    for (int i = 0; i < stop; ++i) seq->step();
+    Section s = seq->state_dict();
+    CHECK(s.meta.at("schedulers").size() == 2);
+    SGD opt2(make_params(), {.lr = 0.1});
+    auto resumed = make(opt2);
+    resumed->load_state_dict(Section{{}, Json::parse(s.meta.dump())});
+    opt2.load_state_dict(opt.state_dict());
+    for (int i = 0; i < 8; ++i) {
+      seq->step();
+      resumed->step();
+      CHECK(opt2.lr(0) == opt.lr(0));
+    }
+    CHECK(resumed->last_epoch() == seq->last_epoch());
+  }
+  // Mismatches are refused before anything is loaded.
+  SGD opt(make_params(), {.lr = 0.1});
+  auto seq = make(opt);
+  Section s = seq->state_dict();
+  std::vector<std::unique_ptr<LRScheduler>> other;
+  other.push_back(std::make_unique<CosineAnnealingWarmRestarts>(opt, 3, 2, 0.001));
+  other.push_back(std::make_unique<ExponentialLR>(opt, 0.5));
+  SequentialLR wrong(opt, std::move(other), {5});
+  SL_CHECK_THROWS(wrong.load_state_dict(s), ValueError,
+                  "scheduler 1 was saved as MultiStepLR, this one is ExponentialLR");
+  CHECK(wrong.scheduler(0).last_epoch() == 0);  // the first was not loaded either
+  std::vector<std::unique_ptr<LRScheduler>> moved;
+  moved.push_back(std::make_unique<CosineAnnealingWarmRestarts>(opt, 3, 2, 0.001));
+  moved.push_back(std::make_unique<MultiStepLR>(opt, std::vector<int64_t>{2, 4}, 0.5));
+  SequentialLR later(opt, std::move(moved), {6});
+  SL_CHECK_THROWS(later.load_state_dict(s), ValueError, "saved with milestones [5]");
+  CosineAnnealingWarmRestarts t3(opt, 3), t4(opt, 4);
+  SL_CHECK_THROWS(t4.load_state_dict(t3.state_dict()), ValueError, "saved with T_0 = 3");
+  MultiStepLR m1(opt, {1, 2}), m2(opt, {1, 3});
+  SL_CHECK_THROWS(m2.load_state_dict(m1.state_dict()), ValueError, "saved with milestones [1,2]");
+}
+
+TEST_CASE("epoch schedulers refuse options that would divide by zero or turn the lr negative") {
+  SGD opt(make_params(), {.lr = 0.1});
+  SGD other(make_params(), {.lr = 0.1});
+  SL_CHECK_THROWS(ExponentialLR(opt, -0.5), ValueError,
+                  "ExponentialLR: gamma must be >= 0, got -0.5");
+  // PyTorch 1.13 takes factor 0 and raises ZeroDivisionError at total_iters (lr * 1 / factor).
+  SL_CHECK_THROWS(ConstantLR(opt, 0.0), ValueError, "ConstantLR: factor must be in (0, 1], got 0");
+  SL_CHECK_THROWS(ConstantLR(opt, 1.5), ValueError, "factor must be in (0, 1], got 1.5");
+  SL_CHECK_THROWS(ConstantLR(opt, 0.5, 0), ValueError,
+                  "ConstantLR: total_iters must be >= 1, got 0");
+  // start_factor 0: PyTorch 1.13's recursive step divides by total_iters * 0 at epoch 1.
+  SL_CHECK_THROWS(LinearLR(opt, 0.0), ValueError,
+                  "LinearLR: start_factor must be in (0, 1], got 0");
+  SL_CHECK_THROWS(LinearLR(opt, 0.5, 1.5), ValueError, "end_factor must be in [0, 1], got 1.5");
+  SL_CHECK_THROWS(LinearLR(opt, 0.5, 1.0, 0), ValueError, "LinearLR: total_iters must be >= 1");
+  SL_CHECK_THROWS(PolynomialLR(opt, 0), ValueError,
+                  "PolynomialLR: total_iters must be >= 1, got 0");
+  SL_CHECK_THROWS(PolynomialLR(opt, 5, -1.0), ValueError, "power must be >= 0, got -1");
+  SL_CHECK_THROWS(CosineAnnealingWarmRestarts(opt, 0), ValueError, "T_0 must be >= 1, got 0");
+  SL_CHECK_THROWS(CosineAnnealingWarmRestarts(opt, 2, 0), ValueError, "T_mult must be >= 1, got 0");
+  auto two = [&](Optimizer& second) {
+    std::vector<std::unique_ptr<LRScheduler>> v;
+    v.push_back(std::make_unique<LinearLR>(opt, 0.5, 1.0, 2));
+    v.push_back(std::make_unique<ExponentialLR>(second, 0.9));
+    return v;
+  };
+  SL_CHECK_THROWS(SequentialLR(opt, two(other), {3}), ValueError,
+                  "scheduler 1 (ExponentialLR) drives another optimizer");
+  SL_CHECK_THROWS(SequentialLR(opt, two(opt), {}), ValueError,
+                  "expected 1 milestones for 2 schedulers, got 0");
+  SL_CHECK_THROWS(SequentialLR(opt, two(opt), {0}), ValueError,
+                  "milestones must be positive and increasing, got [0]");
+  auto three = [&] {
+    std::vector<std::unique_ptr<LRScheduler>> v = two(opt);
+    v.push_back(std::make_unique<StepLR>(opt, 2));
+    return v;
+  };
+  SL_CHECK_THROWS(SequentialLR(opt, three(), {4, 4}), ValueError, "got [4,4]");
+  SL_CHECK_THROWS(SequentialLR(opt, {}, {}), ValueError, "needs at least one scheduler");
+}
