@@ -4,6 +4,7 @@
 // digest", a hash of every parameter and buffer), under single and, when MPI is available, under
 // zero2 on 2 ranks; a 2-rank zero2 checkpoint resumes as single; --sync-batchnorm 1 on 2 ranks
 // trains as one rank on the whole batch; --reduce-dtype bf16 gives ddp's and zero2's state alike;
+// --lr-schedule's schedules set the lr they promise and resume bit-identical;
 // on a GPU (--device cuda: a real
 // one, or in builds without CUDA the fake GPU of Note [Fake GPU] through sl_train_fake) it trains
 // as on the CPU, resumes, and its checkpoint continues on the CPU; bad flags fail clearly.
@@ -17,6 +18,7 @@
 
 #include "../dist/mpi_launch.h"
 #include "core/device.h"
+#include "dist/checkpoint.h"
 #include "job_testing.h"
 #include "support/testing.h"
 
@@ -464,4 +466,68 @@ TEST_CASE("cnn job: errors are clear") {
     CHECK_MESSAGE(r.out.find("cnn: --device cuda but no GPU is visible") != std::string::npos,
                   r.out);
   }
+}
+
+namespace {
+
+/// The lr the run's last step set, from the checkpoint's scheduler state.
+double checkpoint_lr(const std::string& dir) {
+  return dist::read_sharded_manifest(dir).at("extra").at("scheduler").at("last_lr")[0].as_double();
+}
+
+}  // namespace
+
+TEST_CASE("cnn job: --lr-schedule exp, step and constant set the lr per epoch and resume") {
+  Env env;
+  // 3 epochs of 3 steps at lr 0.01. Halving is exact in binary, so the expected lrs are exact.
+  JobResult r = run_job(plus(env.args("single", "step"), {"--lr-schedule", "step:1,2", "--lr-gamma",
+                                                          "0.5", "--stop-after-epochs", "1"}));
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK_MESSAGE(r.out.find("x0.5 after epochs 1,2") != std::string::npos, r.out);
+  CHECK(checkpoint_lr(env.root + "/step") == 0.01 * 0.5);  // halved after epoch 1
+  r = run_job(plus(env.args("single", "step"),
+                   {"--lr-schedule", "step:1,2", "--lr-gamma", "0.5", "--resume", "1"}));
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(checkpoint_lr(env.root + "/step") == 0.01 * 0.25);  // and again after epoch 2
+  r = run_job(plus(env.args("single", "exp"), {"--lr-schedule", "exp", "--lr-gamma", "0.5"}));
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(checkpoint_lr(env.root + "/exp") == 0.01 * 0.125);  // halved after each of 3 epochs
+  // A warmup of 2 steps rises from lr / 3 to lr (LinearLR), then the constant schedule holds it.
+  r = run_job(plus(env.args("single", "const"), {"--lr-schedule", "constant", "--warmup-steps", "2",
+                                                 "--stop-after-steps", "1"}));
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK_MESSAGE(r.out.find("linear warmup (2 steps), then constant") != std::string::npos, r.out);
+  r = run_job(
+      plus(env.args("single", "const2"), {"--lr-schedule", "constant", "--warmup-steps", "2",
+                                          "--checkpoint-every", "1", "--stop-after-steps", "1"}));
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(checkpoint_lr(env.root + "/const2") == doctest::Approx(0.01 * 2 / 3).epsilon(1e-15));
+  r = run_job(plus(env.args("single", "const2"),
+                   {"--lr-schedule", "constant", "--warmup-steps", "2", "--resume", "1"}));
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(checkpoint_lr(env.root + "/const2") == 0.01);
+  // Stopped and resumed under a schedule, a run ends as the uninterrupted one.
+  sl::testing::check_resume(
+      plus(env.args("single", "resume"), {"--lr-schedule", "step:2", "--lr-gamma", "0.3"}));
+}
+
+TEST_CASE("cnn job: bad --lr-schedule values fail before training, naming the flag") {
+  Env env;
+  auto fails_with = [&](const std::vector<std::string>& flags, const std::string& message) {
+    JobResult r = run_job(plus(env.args("single", "bad"), flags));
+    CHECK(r.code == 1);
+    CHECK_MESSAGE(r.out.find(message) != std::string::npos, r.out);
+  };
+  fails_with({"--lr-schedule", "poly"},
+             "cnn: --lr-schedule must be auto, linear, cosine, exp, step:E1,E2,... or constant, "
+             "got 'poly'");
+  for (const char* spec : {"step:", "step:2,1", "step:0", "step:1,,2", "step:1x", "step:1,"}) {
+    CAPTURE(spec);
+    fails_with({"--lr-schedule", spec}, "epoch counts that are positive and increasing");
+  }
+  fails_with({"--lr-schedule", "exp", "--lr-gamma", "0"}, "cnn: --lr-gamma must be > 0, got 0");
+  // The schedule is part of the configuration: a checkpoint resumes only under its own.
+  REQUIRE(run_job(plus(env.args("single", "c"), {"--stop-after-epochs", "1"})).code == 0);
+  fails_with({"--checkpoint-dir", env.root + "/c", "--lr-schedule", "exp", "--resume", "1"},
+             "was written with another configuration");
 }

@@ -14,6 +14,7 @@
 #include "dist/checkpoint.h"
 #include "dist/sampler.h"
 #include "dist/strategy.h"
+#include "lr_schedule.h"
 #include "memory_estimate.h"
 #include "models/classifier.h"
 #include "nn/loss.h"
@@ -182,6 +183,8 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   const int64_t tf32 = opt.get_int("tf32", 0);
   const bool warmup_given = opt.extra.count("warmup-steps") > 0;      // else the job's default
   const int64_t warmup_flag = opt.get_int("warmup-steps", 0);
+  const std::string lr_schedule = opt.get_string("lr-schedule", "auto");
+  const double lr_gamma = opt.get_double("lr-gamma", 0.1);
   StepProfile profile(opt, name, rank, world);
   opt.check_all_read(name);  // every flag is read by now: a misspelt one fails before any work
   SL_CHECK(optimizer_name == "adamw" || optimizer_name == "lamb", name,
@@ -376,14 +379,17 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
       warmup_given ? warmup_flag : static_cast<int64_t>(job.default_warmup_fraction * total_steps);
   SL_CHECK(warmup >= 0 && warmup <= total_steps, name, ": --warmup-steps must lie in [0, ",
            total_steps, "] (the run's steps), got ", warmup);
-  std::unique_ptr<optim::LRScheduler> sched;
-  if (warmup > 0) {
-    sched = std::make_unique<optim::LinearWarmupLR>(*optimizer, warmup, total_steps);
-  } else {
-    sched = std::make_unique<optim::CosineAnnealingLR>(*optimizer, total_steps);
-  }
+  LrSchedule schedule =
+      make_lr_schedule(name, lr_schedule, lr_gamma, warmup, per_epoch, total_steps, *optimizer);
+  std::unique_ptr<optim::LRScheduler> sched = std::move(schedule.scheduler);
   serialize::Json model_config = job.config;
   if (warmup > 0) model_config.set("warmup_steps", static_cast<long long>(warmup));
+  // A checkpoint resumes only under the schedule that wrote it; "auto" adds no key, so that
+  // checkpoints written before --lr-schedule existed still resume.
+  if (lr_schedule != "auto") {
+    model_config.set("lr_schedule", lr_schedule);
+    model_config.set("lr_gamma", lr_gamma);
+  }
   // The checkpoint's tensors are in the parameters' dtype, so that part of the precision must
   // agree on resume; autocast and --accumulate may change between runs.
   if (precision.params_16) model_config.set("param_dtype", dtype_name(precision.dtype));
@@ -391,12 +397,10 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   // checkpoints written before --optimizer existed still resume.
   if (optimizer_name != "adamw") model_config.set("optimizer", optimizer->name());
   const serialize::Json config = run_config(model_config, batch, opt.seed, opt.epochs);
-  const std::string schedule =
-      warmup > 0 ? "linear warmup (" + std::to_string(warmup) + " steps) and decay" : "cosine";
   say("model: %s, %lld parameters; %s lr %g wd %g, %s over %lld "
       "steps; global batch %lld; strategy %s on %d rank(s), %d thread(s) each, on %s\n",
       job.description.c_str(), static_cast<long long>(model->num_parameters()), optimizer->name(),
-      lr, weight_decay, schedule.c_str(), static_cast<long long>(total_steps),
+      lr, weight_decay, schedule.description.c_str(), static_cast<long long>(total_steps),
       static_cast<long long>(batch), strategy->name(), world, get_num_threads(),
       device.str().c_str());
   if (accumulate > 1 || precision.name != "32") {
@@ -568,6 +572,11 @@ const FlagDocs& loop_flags() {
       {"warmup-steps", "(the job's)",
        "W > 0: linear warmup over W steps, then linear decay "
        "(BERT's); 0: cosine annealing"},
+      {"lr-schedule", "auto",
+       "auto (linear if W > 0, else cosine), linear, cosine, exp (x gamma each epoch), "
+       "step:E1,E2,... (x gamma after epochs E1, E2, ...) or constant; the last four after the "
+       "warmup if W > 0"},
+      {"lr-gamma", "0.1", "the factor of --lr-schedule exp and step"},
       {"max-grad-norm", "0", "> 0: clip the global gradient 2-norm to this value"},
       {"precision", "32", "32, bf16-mixed, f16-mixed (with loss scaling) or bf16-true"},
       {"accumulate", "1", "split each rank's share of a batch into K micro-batches"},

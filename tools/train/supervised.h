@@ -12,6 +12,7 @@
 //            [--checkpoint-every N] [--stop-after-steps S] [--optimizer adamw|lamb]
 //            [--sync-batchnorm 0|1] [--bucket-mb 25] [--first-bucket-mb 1]
 //            [--reduce-dtype same|bf16|f16] [--offload-optimizer 0|1] [--estimate-memory N]
+//            [--lr-schedule auto|linear|cosine|exp|step:E1,E2,...|constant] [--lr-gamma 0.1]
 //            (plus the job's own flags)
 //
 // --estimate-memory N prints, for the job's model and these flags, the model-state bytes per
@@ -53,10 +54,12 @@
 // --batch-size is the global batch: each of N ranks takes its 1/N share of every global batch
 // (dist::DistributedLoader), so the examples seen per step do not depend on N. Weight decay
 // applies to weights, not to biases and normalisation parameters (optim::split_no_decay with the
-// job's name list; parameters of fewer than 2 dims never decay). The schedule anneals from --lr
-// to 0 over all steps of all epochs, stepped once per batch: a cosine, or with W > 0 warmup
-// steps BERT's linear warmup from 0 to --lr over W steps, then a linear decay to 0
-// (optim::LinearWarmupLR). After each epoch the model is
+// job's name list; parameters of fewer than 2 dims never decay). The schedule is stepped once
+// per batch. By default it anneals from --lr to 0 over all steps of all epochs: a cosine, or with
+// W > 0 warmup steps BERT's linear warmup from 0 to --lr over W steps, then a linear decay to 0
+// (optim::LinearWarmupLR). --lr-schedule picks another (lr_schedule.h: cosine, exp, step:E1,...
+// and constant, after a linear warmup when W > 0); it is part of the run's configuration, so a
+// checkpoint resumes only under the schedule that wrote it. After each epoch the model is
 // evaluated on the test split, each rank on its 1/N of it, and the job's metric (a fraction of
 // predictions counted correct) is summed over the ranks.
 // On resume, the run continues exactly where the checkpoint's epoch ended: bit for bit on CPU
