@@ -60,9 +60,9 @@ std::string AvgPool2d::extra_repr() const {
 
 AdaptiveAvgPool2d::AdaptiveAvgPool2d(ExpandingArray<2> out)
     : Module("AdaptiveAvgPool2d"), output_size(out) {
-  SL_CHECK(out.set && out[0] > 0 && out[1] > 0,
-           "AdaptiveAvgPool2d: output_size must be "
-           "positive, got ",
+  // 0 is accepted, as PyTorch (an empty output: Note [Empty adaptive output] in core/ops/pool.cpp)
+  SL_CHECK(out.set && out[0] >= 0 && out[1] >= 0,
+           "AdaptiveAvgPool2d: output_size must be non-negative, got ",
            repr::py_tuple({out[0], out[1]}));
 }
 

@@ -31,7 +31,9 @@ Tensor avg_pool2d(const Tensor& input, ExpandingArray<2> kernel_size, ExpandingA
                   ExpandingArray<2> padding = 0, bool ceil_mode = false,
                   bool count_include_pad = true, std::optional<int64_t> divisor_override = {});
 /// Averages over adaptive windows so the output is output_size {Ho, Wo}: row oh covers input
-/// rows [floor(oh H / Ho), ceil((oh + 1) H / Ho)). Throws ShapeError for a bad rank or size.
+/// rows [floor(oh H / Ho), ceil((oh + 1) H / Ho)). An output size of 0 gives an empty output
+/// (and a zero gradient), as PyTorch's forward. Throws ShapeError for a bad rank or size
+/// (negative output size, empty spatial input dim).
 Tensor adaptive_avg_pool2d(const Tensor& input, ExpandingArray<2> output_size);
 
 }  // namespace sl

@@ -153,8 +153,10 @@ Tensor avg_pool2d_backward(const Tensor& grad_out, const Shape& input_sizes,
 Tensor adaptive_avg_pool2d_forward(const Tensor& input, ExpandingArray<2> output_size) {
   check_pool_input("adaptive_avg_pool2d", input);
   SL_CHECK(output_size.set, "adaptive_avg_pool2d: output_size must be given");
-  SL_CHECK_SHAPE(output_size[0] > 0 && output_size[1] > 0,
-                 "adaptive_avg_pool2d: output_size must be positive, got ",
+  // Note [Empty adaptive output]: an output size of 0 gives an empty output, as PyTorch's
+  // forward does (its backward then refuses the empty gradient; ours gives the exact one, zeros).
+  SL_CHECK_SHAPE(output_size[0] >= 0 && output_size[1] >= 0,
+                 "adaptive_avg_pool2d: output_size must be non-negative, got ",
                  shape_str({output_size[0], output_size[1]}));
   if (cpu_16bit_via_float32(input)) {
     return cast(adaptive_avg_pool2d_forward(cast(input, DType::f32), output_size), input.dtype());
@@ -174,6 +176,11 @@ Tensor adaptive_avg_pool2d_backward(const Tensor& grad_out, const Shape& input_s
   }
   Tensor gi = empty(input_sizes, grad_out.dtype(), grad_out.device());
   if (gi.numel() == 0) return gi;
+  // an empty output (Note [Empty adaptive output]) reads no input: the gradient is zero
+  if (grad_out.numel() == 0) {
+    fill_(gi, 0);
+    return gi;
+  }
   const int64_t H = input_sizes[input_sizes.size() - 2], W = input_sizes.back();
   adaptive_avg_pool2d_backward_kernel(grad_out.device().kind, view(gi, {-1, H, W}),
                                       planes(grad_out));

@@ -75,7 +75,8 @@ Tensor max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const 
 Tensor avg_pool2d_forward(const Tensor& input, const Pool2dGeometry& g);
 Tensor avg_pool2d_backward(const Tensor& grad_out, const Shape& input_sizes,
                            const Pool2dGeometry& g);
-/// output_size {Ho, Wo} (> 0). Throws ShapeError for bad ranks or sizes.
+/// output_size {Ho, Wo} (>= 0; a 0 gives an empty output, as PyTorch). Throws ShapeError for bad
+/// ranks or sizes (a negative output size, an empty spatial input dim).
 Tensor adaptive_avg_pool2d_forward(const Tensor& input, ExpandingArray<2> output_size);
 Tensor adaptive_avg_pool2d_backward(const Tensor& grad_out, const Shape& input_sizes);
 

@@ -142,7 +142,11 @@ TEST_CASE("pooling modules match PyTorch") {
   CHECK(a.str() == "MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)");
   CHECK(c.str() == "AvgPool2d(kernel_size=2, stride=2, padding=0)");
   CHECK(e.str() == "AdaptiveAvgPool2d(output_size=(3, 2))");
-  SL_CHECK_THROWS(nn::AdaptiveAvgPool2d({0, 2}), ValueError, "output_size must be positive");
+  SL_CHECK_THROWS(nn::AdaptiveAvgPool2d({-1, 2}), ValueError,
+                  "AdaptiveAvgPool2d: output_size must be non-negative, got (-1, 2)");
+  // nn.AdaptiveAvgPool2d((0, 2)) is accepted by PyTorch 1.13 and gives an empty [2, 3, 0, 2]
+  nn::AdaptiveAvgPool2d empty_out({0, 2});
+  CHECK(empty_out.forward(randn({2, 3, 4, 4})).sizes() == Shape{2, 3, 0, 2});
 }
 
 TEST_CASE("Dropout: train statistics, eval identity, gradient follows the mask") {

@@ -251,6 +251,27 @@ TEST_CASE("pool: error paths") {
                   "avg_pool2d: input of shape [1, 2, 5, 5] is too small");
   SL_CHECK_THROWS(avg_pool2d(x, 2, {}, 0, false, true, 0), ValueError,
                   "divisor_override must be positive");
-  SL_CHECK_THROWS(adaptive_avg_pool2d(x, {0, 2}), ShapeError, "output_size must be positive");
+  SL_CHECK_THROWS(adaptive_avg_pool2d(x, {-1, 2}), ShapeError,
+                  "adaptive_avg_pool2d: output_size must be non-negative, got [-1, 2]");
   SL_CHECK_THROWS(adaptive_avg_pool2d(randn({2, 0, 3}), 2), ShapeError, "non-empty spatial dims");
+}
+
+// PyTorch 1.13: F.adaptive_avg_pool2d(x, (0, 3)) of a [2, 3, 5, 5] x has shape [2, 3, 0, 3], and
+// (0, 0) gives [2, 3, 0, 0] (values from /usr/bin/python3 with torch 1.13). Its backward refuses
+// the empty gradient; ours is the exact one: an output that reads no input element gives every
+// input element a zero gradient.
+TEST_CASE("adaptive_avg_pool2d: output size 0 gives an empty output and a zero gradient") {
+  for (const auto& [oh, ow] : {std::pair<int64_t, int64_t>{0, 3}, {2, 0}, {0, 0}}) {
+    CAPTURE(oh);
+    CAPTURE(ow);
+    Tensor x = randn({2, 3, 5, 5}, {.dtype = DType::f64}).requires_grad_();
+    Tensor y = adaptive_avg_pool2d(x, {oh, ow});
+    CHECK(y.sizes() == Shape{2, 3, oh, ow});
+    y.sum().backward();
+    REQUIRE(x.grad().defined());
+    CHECK(x.grad().sizes() == x.sizes());
+    CHECK(x.grad().abs().max().item<double>() == 0.0);
+    // unbatched [C, H, W] too
+    CHECK(adaptive_avg_pool2d(randn({3, 4, 4}), {oh, ow}).sizes() == Shape{3, oh, ow});
+  }
 }
