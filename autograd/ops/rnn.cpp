@@ -246,7 +246,10 @@ SeqResult run_rnn(RnnMode mode, const Tensor& input, const Tensor& h0_in, const 
   const bool unbatched = input.dim() == 2;
   Tensor x = unbatched ? input.unsqueeze(1) : (batch_first ? input.transpose(0, 1) : input);
   const int64_t T = x.size(0), N = x.size(1), I = x.size(2);
-  SL_CHECK_SHAPE(T > 0 && N > 0, op, ": expected a non-empty sequence and batch, got input ",
+  // Note [Empty RNN batch]: N = 0 is accepted, as PyTorch: empty output and [L * D, 0, H] final
+  // states, and zero gradients for the weights. T = 0 stays refused (as PyTorch): there would be
+  // no step to take the final state from.
+  SL_CHECK_SHAPE(T > 0, op, ": expected a non-empty sequence (T > 0), got input ",
                  shape_str(input.sizes()));
   SL_CHECK_SHAPE(params[1].dim() == 2, op, ": weight_hh_l0 must be 2-d, got ",
                  shape_str(params[1].sizes()));

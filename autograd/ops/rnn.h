@@ -43,8 +43,9 @@ Tensor gru_cell(const Tensor& input, const Tensor& h, const Tensor& w_ih, const 
 ///           gradient flows through them (pack_padded_sequence + pad_packed_sequence semantics,
 ///           without sorting).
 /// Returns (output [T, N, D * H] (batch_first: [N, T, D * H]), h_n [L * D, N, H],
-/// c_n [L * D, N, H]). Throws ShapeError (ranks, parameter count or shapes, state shapes),
-/// ValueError (num_layers < 1, dropout outside [0, 1], lengths out of range), DTypeError,
+/// c_n [L * D, N, H]). An empty batch (N = 0) gives empty outputs and states and zero weight
+/// gradients, as PyTorch. Throws ShapeError (ranks, T = 0, parameter count or shapes, state
+/// shapes), ValueError (num_layers < 1, dropout outside [0, 1], lengths out of range), DTypeError,
 /// DeviceError.
 std::tuple<Tensor, Tensor, Tensor> lstm(const Tensor& input, const Tensor& h0, const Tensor& c0,
                                         const TensorList& params, bool has_biases,

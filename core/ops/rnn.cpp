@@ -88,6 +88,9 @@ RnnLayerOutput rnn_layer_forward(RnnMode mode, const Tensor& x, const Tensor& h0
   s.x = x;
   s.lengths = lengths;
   s.w = w;
+  // an empty batch (Note [Empty RNN batch] in autograd/ops/rnn.cpp): nothing to run, and no
+  // kernel launched over zero rows (the CPU loops would cope; a CUDA grid of 0 blocks is an error)
+  if (N == 0) return r;
   for (int64_t d = 0; d < D; ++d) {
     const RnnWeights& wd = w[static_cast<size_t>(d)];
     const bool reverse = d == 1;
@@ -160,6 +163,23 @@ RnnLayerGrads rnn_layer_backward(const RnnLayerSaved& s, const Tensor& dy, const
   if (needs[1]) g.h0 = empty({D, N, H}, dt, dev);
   if (needs[2] && lstm) g.c0 = empty({D, N, H}, dt, dev);
   g.w.resize(static_cast<size_t>(D));
+  if (N == 0) {
+    // an empty batch (Note [Empty RNN batch] in autograd/ops/rnn.cpp): the inputs' gradients are
+    // empty and the weights', sums over no rows, zero
+    if (needs[3]) {
+      for (int64_t d = 0; d < D; ++d) {
+        const RnnWeights& wd = s.w[static_cast<size_t>(d)];
+        RnnWeights& gw = g.w[static_cast<size_t>(d)];
+        for (auto [src, dst] : {std::pair{&wd.w_ih, &gw.w_ih}, std::pair{&wd.w_hh, &gw.w_hh},
+                                std::pair{&wd.b_ih, &gw.b_ih}, std::pair{&wd.b_hh, &gw.b_hh}}) {
+          if (!src->defined()) continue;
+          *dst = empty(src->sizes(), dt, dev);
+          fill_(*dst, 0);
+        }
+      }
+    }
+    return g;
+  }
   for (int64_t d = 0; d < D; ++d) {
     const auto du = static_cast<size_t>(d);
     const RnnWeights& wd = s.w[du];

@@ -345,3 +345,54 @@ TEST_CASE("rnn: error paths") {
   SL_CHECK_THROWS(gru_cell(randn({2, 3}), randn({3, 4}), randn({12, 3}), randn({12, 4})),
                   ShapeError, "gru_cell: hx has shape [3, 4], expected [2, 4]");
 }
+
+// PyTorch 1.13 runs GRU / LSTM on an empty batch: nn.GRU(3, 4, num_layers=2,
+// bidirectional=True)(zeros(5, 0, 3)) gives output [5, 0, 8] and h_n [4, 0, 4];
+// nn.LSTM(3, 4, batch_first=True)(zeros(0, 5, 3)) gives [0, 5, 4], [1, 0, 4], [1, 0, 4]; after
+// backward every weight gradient is defined and zero (a sum over no rows), the input's is empty.
+// A sequence with no steps (T = 0) stays refused, as PyTorch does.
+TEST_CASE("rnn: an empty batch gives empty outputs and zero weight gradients") {
+  manual_seed(43);
+  const int64_t T = 5, I = 3, H = 4;
+  for (bool lstm : {true, false}) {
+    for (bool bidi : {false, true}) {
+      for (bool bf : {false, true}) {
+        CAPTURE(lstm);
+        CAPTURE(bidi);
+        CAPTURE(bf);
+        const int64_t G = lstm ? 4 : 3, L = 2, D = bidi ? 2 : 1;
+        TensorList params;
+        for (int64_t l = 0; l < L; ++l)
+          for (int64_t d = 0; d < D; ++d) {
+            params.push_back(randn({G * H, l == 0 ? I : D * H}).requires_grad_());
+            params.push_back(randn({G * H, H}).requires_grad_());
+            params.push_back(randn({G * H}).requires_grad_());
+            params.push_back(randn({G * H}).requires_grad_());
+          }
+        Tensor x = randn(bf ? Shape{0, T, I} : Shape{T, 0, I}).requires_grad_();
+        Tensor h0 = randn({L * D, 0, H}).requires_grad_();
+        // with and without (empty) lengths
+        Tensor lengths = bf ? from_vector<int64_t>(std::vector<int64_t>{}) : Tensor();
+        TensorList r = run_seq(lstm, x, h0, Tensor(), params, true, L, bidi, bf, lengths);
+        CHECK(r[0].sizes() == (bf ? Shape{0, T, D * H} : Shape{T, 0, D * H}));
+        for (size_t i = 1; i < r.size(); ++i) CHECK(r[i].sizes() == Shape{L * D, 0, H});
+        Tensor total = r[0].sum();
+        for (size_t i = 1; i < r.size(); ++i) total = total + r[i].sum();
+        total.backward();
+        REQUIRE(x.grad().defined());
+        CHECK(x.grad().sizes() == x.sizes());
+        REQUIRE(h0.grad().defined());
+        CHECK(h0.grad().sizes() == h0.sizes());
+        for (const Tensor& p : params) {
+          REQUIRE(p.grad().defined());
+          CHECK(p.grad().sizes() == p.sizes());
+          CHECK(p.grad().abs().max().item<double>() == 0.0);
+        }
+      }
+    }
+  }
+  TensorList p{randn({4 * H, I}), randn({4 * H, H}), randn({4 * H}), randn({4 * H})};
+  SL_CHECK_THROWS(
+      sl::lstm(randn({0, 2, I}), Tensor(), Tensor(), p, true, 1, 0.0, false, false, false),
+      ShapeError, "lstm: expected a non-empty sequence (T > 0), got input [0, 2, 3]");
+}
