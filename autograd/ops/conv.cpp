@@ -61,6 +61,8 @@ Tensor conv1d(const Tensor& input_in, const Tensor& weight_in, const Tensor& bia
                  "conv1d: expected a 2-d (unbatched) or 3-d input, got ", shape_str(input.sizes()));
   SL_CHECK_SHAPE(weight.dim() == 3, "conv1d: expected a 3-d weight [out, in / groups, k], got ",
                  shape_str(weight.sizes()));
+  SL_CHECK_SHAPE(weight.size(2) > 0, "conv1d: kernel size must be positive, got weight of shape ",
+                 shape_str(weight.sizes()));
   SL_CHECK_SHAPE(groups < 1 || weight.size(1) * groups == input.size(-2), "conv1d: input has ",
                  input.size(-2), " channels but weight of shape ", shape_str(weight.sizes()),
                  " with groups=", groups, " expects ", weight.size(1) * groups);

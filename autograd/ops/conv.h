@@ -15,8 +15,9 @@ namespace sl {
 ///   only; odd extra padding goes at the end, as PyTorch) or "valid" (none)
 /// Returns [N, O, Ho, Wo] (or [O, Ho, Wo]) with Ho = (H + 2 pad_h - dil_h (kh - 1) - 1) / s_h + 1.
 /// Throws ShapeError (wrong ranks, C != weight.size(1) * groups, O not divisible by groups, bias
-/// shape, kernel larger than the padded input), ValueError (bad stride/dilation/padding/groups),
-/// DTypeError (non-floating or mixed dtypes), DeviceError (mixed devices).
+/// shape, a kernel dim of size 0, kernel larger than the padded input), ValueError (bad
+/// stride/dilation/padding/groups), DTypeError (non-floating or mixed dtypes), DeviceError (mixed
+/// devices).
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(),
               ExpandingArray<2> stride = 1, const ConvPadding<2>& padding = 0,
               ExpandingArray<2> dilation = 1, int64_t groups = 1);

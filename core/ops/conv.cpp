@@ -77,6 +77,10 @@ Conv2dGeometry conv2d_geometry(const char* op, const Tensor& input, const Tensor
     SL_CHECK(padding.mode != ConvPadding<2>::Mode::explicit_ || padding.amount[i] >= 0, op,
              ": padding must be non-negative, got ", padding.amount[i]);
   }
+  // A zero-size kernel (PyTorch refuses it) would make every output the bias, over an output
+  // larger than the input.
+  SL_CHECK_SHAPE(weight.size(2) > 0 && weight.size(3) > 0, op,
+                 ": kernel size must be positive, got weight of shape ", shape_str(weight.sizes()));
   const int64_t C = input.size(1), O = weight.size(0);
   SL_CHECK_SHAPE(O % groups == 0, op, ": out_channels (", O, ") must be divisible by groups (",
                  groups, ")");

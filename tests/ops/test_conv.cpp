@@ -420,4 +420,12 @@ TEST_CASE("conv: error paths") {
   SL_CHECK_THROWS(conv1d(randn({2, 3, 5}), randn({2, 4, 3})), ShapeError,
                   "conv1d: input has 3 channels");
   SL_CHECK_THROWS(conv1d(randn({2, 3, 2}), randn({2, 3, 3})), ShapeError, "conv1d: kernel size");
+  // A zero-size kernel: PyTorch 1.13 refuses it ("kernel size should be greater than zero");
+  // unchecked, the output was the bias over an [N, O, H + 1, W] grid.
+  SL_CHECK_THROWS(conv2d(x, randn({4, 3, 0, 3})), ShapeError,
+                  "conv2d: kernel size must be positive, got weight of shape [4, 3, 0, 3]");
+  SL_CHECK_THROWS(conv2d(x, randn({4, 3, 3, 0}), Tensor(), 1, 1), ShapeError,
+                  "conv2d: kernel size must be positive");
+  SL_CHECK_THROWS(conv1d(randn({2, 3, 5}), randn({2, 3, 0})), ShapeError,
+                  "conv1d: kernel size must be positive, got weight of shape [2, 3, 0]");
 }
