@@ -62,6 +62,22 @@ void check_same_shape(const Tensor& input, const Tensor& target, const char* op)
                   " but target is on ", target.device());
 }
 
+// Note [Loss weight broadcasting]: an optional weight must broadcast TO the input's shape, as
+// PyTorch requires; broadcasting the loss up to a larger weight would silently change the
+// 'none' shape and the 'mean' divisor.
+void check_broadcasts_to(const Tensor& w, const Tensor& input, const char* op, const char* what) {
+  if (!w.defined()) return;
+  SL_CHECK_DEVICE(w.device() == input.device(), op, ": input is on ", input.device(), " but ", what,
+                  " is on ", w.device());
+  bool ok = w.dim() <= input.dim();
+  for (int64_t i = 1; ok && i <= w.dim(); ++i) {
+    const int64_t ws = w.size(-i), is = input.size(-i);
+    ok = ws == is || ws == 1;
+  }
+  SL_CHECK_SHAPE(ok, op, ": ", what, " of shape ", shape_str(w.sizes()),
+                 " must broadcast to the input's shape ", shape_str(input.sizes()));
+}
+
 /// [1, C, 1, ...] view of a per-class vector for broadcasting against [N, C, d...] (or [C]).
 Tensor class_view(const Tensor& w, const Tensor& input, int64_t cdim) {
   Shape s(static_cast<size_t>(input.dim()), 1);
@@ -201,6 +217,8 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input_in, const Tensor& ta
   const Tensor pos_weight = autocast(pos_weight_in, AmpPolicy::fp32);
   check_same_shape(input, target, op);
   check_floating(target, op, "target");
+  check_broadcasts_to(weight, input, op, "weight");
+  check_broadcasts_to(pos_weight, input, op, "pos_weight");
   Tensor ls = log_sigmoid(input);
   if (pos_weight.defined()) ls = ls * ((pos_weight - 1.0) * target + 1.0);
   Tensor loss = (1.0 - target) * input - ls;

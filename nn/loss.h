@@ -47,9 +47,11 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const CrossEntropyOpt
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::mean);
 /// |input - target|, reduced. Shapes must be equal.
 Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::mean);
-/// -w [p t log sigmoid(x) + (1 - t) log(1 - sigmoid(x))] with p = pos_weight (broadcast over the
-/// last dim, e.g. [C]) and w = weight (broadcast to input), computed from logits stably as
-/// (1 - t) x - (1 + (p - 1) t) log_sigmoid(x). target has input's shape (ShapeError otherwise).
+/// -w [p t log sigmoid(x) + (1 - t) log(1 - sigmoid(x))] with p = pos_weight (e.g. [C], over the
+/// last dim) and w = weight, each broadcast to input's shape, computed from logits stably as
+/// (1 - t) x - (1 + (p - 1) t) log_sigmoid(x). target has input's shape; ShapeError otherwise,
+/// and for a weight or pos_weight that does not broadcast to the input's shape (a larger one
+/// included, as PyTorch: the result keeps the input's shape).
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
                                         const Tensor& weight = Tensor(),
                                         const Tensor& pos_weight = Tensor(),

@@ -214,4 +214,29 @@ TEST_CASE("loss error paths") {
                   "l1_loss: input must be floating point, got int64");
   SL_CHECK_THROWS(nn::parse_reduction("avg", "mse_loss"), ValueError,
                   "mse_loss: reduction must be 'none', 'mean' or 'sum', got 'avg'");
+  // bce_with_logits' weight and pos_weight must broadcast TO the input's shape: PyTorch 1.13
+  // refuses a [2, 3] weight for a [3] input ("output with shape [3] doesn't match the broadcast
+  // shape [2, 3]"), where multiplying would have grown the loss to [2, 3].
+  Tensor z3 = zeros({3});
+  SL_CHECK_THROWS(F::binary_cross_entropy_with_logits(z3, z3, ones({2, 3})), ShapeError,
+                  "binary_cross_entropy_with_logits: weight of shape [2, 3] must broadcast to the "
+                  "input's shape [3]");
+  SL_CHECK_THROWS(F::binary_cross_entropy_with_logits(z3, z3, Tensor(), ones({2, 3})), ShapeError,
+                  "pos_weight of shape [2, 3] must broadcast to the input's shape [3]");
+  SL_CHECK_THROWS(
+      F::binary_cross_entropy_with_logits(zeros({2, 3}), zeros({2, 3}), Tensor(), ones({2})),
+      ShapeError, "pos_weight of shape [2] must broadcast to the input's shape [2, 3]");
+}
+
+TEST_CASE("bce_with_logits: weights that broadcast to the input keep the input's shape") {
+  // x = 0, t = 1: loss = -w * p * log(sigmoid(0)) = w * p * log 2 exactly (PyTorch 1.13 gives
+  // 1.3862943649 for p = 2, w = 1 in float32). Rows get p = 2 and 3 from a [2, 1] pos_weight,
+  // columns w = 1, 2, 3 from a [3] weight.
+  Tensor l = F::binary_cross_entropy_with_logits(
+      zeros({2, 3}, {.dtype = DType::f64}), ones({2, 3}, {.dtype = DType::f64}),
+      tensor({1.0, 2.0, 3.0}), tensor({2.0, 3.0}).view({2, 1}), Reduction::none);
+  const double ln2 = std::log(2.0);
+  // f64 with exact small-integer factors: only the rounding of log(2) and one product remain
+  SL_CHECK_CLOSE(l, tensor({2 * ln2, 4 * ln2, 6 * ln2, 3 * ln2, 6 * ln2, 9 * ln2}).view({2, 3}),
+                 1e-15, 0);
 }
