@@ -226,9 +226,20 @@ void reduce_typed(ReduceOp op, const Tensor& out, const Tensor& in, const Reduce
         T* y = out.data_ptr<T>();
         for_outputs([&](int64_t o, int64_t i, int64_t j) {
           const T* base = x + o * R * inner + i;
+          // Note [Logsumexp NaN]: a NaN anywhere in the slice makes the result NaN, as in
+          // PyTorch (its shift is amax, which propagates NaN) and in the CUDA kernel (a
+          // NaN-propagating max). std::max(m, NaN) returns m, so a plain max dropped the NaN:
+          // logsumexp([inf, nan]) was inf and logsumexp([nan]) -inf.
           double m = -std::numeric_limits<double>::infinity();
-          for (int64_t k = 0; k < R; ++k) m = std::max(m, static_cast<double>(static_cast<C>(base[k * inner])));
-          if (std::isinf(m)) {
+          for (int64_t k = 0; k < R; ++k) {
+            double v = static_cast<double>(static_cast<C>(base[k * inner]));
+            if (v != v) {
+              m = v;
+              break;
+            }
+            m = std::max(m, v);
+          }
+          if (m != m || std::isinf(m)) {
             y[j] = static_cast<T>(R == 0 ? -std::numeric_limits<double>::infinity() : m);
             return;
           }
