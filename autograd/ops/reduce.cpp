@@ -229,8 +229,13 @@ Tensor norm(const Tensor& a, double p, const std::vector<int64_t>& dims, bool ke
                    [p, dims](const Tensor& g, const Tensor& x, const Tensor& y, int64_t) {
                      Tensor zero = zeros_like(x);
                      if (std::isinf(p)) {
-                       // +-inf: the gradient shared by the elements whose |x| is the max / min
-                       Tensor hit = eq(abs(x), y).to(g.dtype());
+                       // +-inf: the gradient shared by the elements whose |x| is the max / min.
+                       // Note [Inf-norm NaN]: a NaN result counts the NaNs as the hits, as
+                       // PyTorch 1.13's norm_backward (mask = |x| == norm or isnan(|x|)); times
+                       // sign(NaN) = 0 that gives 0 everywhere (torch: norm([2, nan, 1], inf)
+                       // has gradient [0, 0, 0]). Matching nothing, |x| == y alone divided by a
+                       // zero count and made every element's gradient NaN.
+                       Tensor hit = logical_or(eq(abs(x), y), isnan(x)).to(g.dtype());
                        Tensor count = sum(hit, dims, true);
                        return mul(div(mul(g, hit), count), sign(x));
                      }

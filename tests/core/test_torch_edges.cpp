@@ -32,3 +32,24 @@ TEST_CASE("logsumexp: a NaN anywhere in the slice gives NaN, inf and -inf as tor
     }
   }
 }
+
+TEST_CASE("norm(+-inf): a NaN result gives every element gradient 0, as torch's norm_backward") {
+  // torch 1.13: x = [[2, nan, 1], [2, -2, 1]]; x.norm(inf, dim=1) = [nan, 2] and the gradient of
+  // its sum is [[0, 0, 0], [0.5, -0.5, 0]]; x.norm(-inf, dim=1) = [nan, 1] with gradient
+  // [[0, 0, 0], [0, 0, 1]]. (norm_backward masks |x| == norm or isnan(x), then multiplies by
+  // sgn(x), which is 0 at NaN.) The NaN row's gradient was [nan, nan, nan] here. Exact values.
+  for (double p : {kInf, -kInf}) {
+    CAPTURE(p);
+    Tensor x = tensor({2.0, kNaN, 1.0, 2.0, -2.0, 1.0}).view({2, 3}).requires_grad_();
+    Tensor y = x.norm(p, {1});
+    y.sum().backward();
+    SL_CHECK_CLOSE(y, tensor({kNaN, p > 0 ? 2.0 : 1.0}), 0, 0);
+    Tensor want =
+        p > 0 ? tensor({0.0, 0.0, 0.0, 0.5, -0.5, 0.0}) : tensor({0.0, 0.0, 0.0, 0.0, 0.0, 1.0});
+    SL_CHECK_CLOSE(x.grad(), want.view({2, 3}), 0, 0);
+    // over every element: torch.tensor([2., nan, 1.]).norm(p) has gradient [0, 0, 0]
+    Tensor v = tensor({2.0, kNaN, 1.0}).requires_grad_();
+    v.norm(p).backward();
+    SL_CHECK_CLOSE(v.grad(), tensor({0.0, 0.0, 0.0}), 0, 0);
+  }
+}
