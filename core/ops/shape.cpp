@@ -169,8 +169,6 @@ std::vector<std::pair<int64_t, Tensor>> pad_index_maps(const Tensor& t,
   std::vector<std::pair<int64_t, Tensor>> maps;
   for (size_t p = 0; p < pads.size() / 2; ++p) {
     int64_t d = pad_dim(t, p), l = pads[2 * p], r = pads[2 * p + 1], n = t.size(d);
-    SL_CHECK(l >= 0 && r >= 0, "pad: ", mode, " padding must be non-negative, got (", l, ", ", r,
-             ") for dim ", d);
     if (reflect) {
       SL_CHECK(l < n && r < n, "pad: reflect padding (", l, ", ", r,
                ") must be less than the size ", n, " of dim ", d);
@@ -178,6 +176,12 @@ std::vector<std::pair<int64_t, Tensor>> pad_index_maps(const Tensor& t,
       SL_CHECK(n > 0 || (l == 0 && r == 0), "pad: replicate padding of a zero-size dim ", d);
     }
     if (l == 0 && r == 0) continue;
+    // Note [Negative reflect/replicate pads]: a negative pad crops, as PyTorch's reflection_pad
+    // and replication_pad do (F.pad(x, (-1, 1), mode="reflect") of [1, 2, 3] is [2, 3, 2]); the
+    // map below already reads source positions [-l, n + r) and needs no other change. PyTorch
+    // requires at least one output element.
+    SL_CHECK(n + l + r >= 1, "pad: ", mode, " padding (", l, ", ", r, ") of dim ", d, " (size ", n,
+             ") leaves ", n + l + r, " elements (expected at least 1)");
     Tensor idx = empty({n + l + r}, DType::i64, kCPU);
     auto* pi = idx.data_ptr<int64_t>();
     for (int64_t j = -l; j < n + r; ++j) pi[j + l] = pad_source_index(j, n, reflect);
@@ -198,18 +202,25 @@ Tensor pad(const Tensor& t, const std::vector<int64_t>& pads, const std::string&
   Shape out_shape = t.sizes();
   Tensor src = t;
   std::vector<std::pair<int64_t, int64_t>> dst_ranges;
+  bool any_empty = false;  // some dim keeps no input element: the output is all `value`
   for (size_t p = 0; p < npairs; ++p) {
     int64_t d = pad_dim(t, p), l = pads[2 * p], r = pads[2 * p + 1], n = t.size(d);
     SL_CHECK(n + l + r >= 0, "pad: padding (", l, ", ", r, ") of dim ", d, " (size ", n,
              ") gives a negative size");
     out_shape[static_cast<size_t>(d)] = n + l + r;
-    int64_t crop_l = std::max<int64_t>(-l, 0), crop_r = std::max<int64_t>(-r, 0);
-    int64_t keep = std::max<int64_t>(n - crop_l - crop_r, 0);
-    src = narrow(src, d, std::min(crop_l, n), keep);
-    dst_ranges.emplace_back(std::max<int64_t>(l, 0), keep);
+    // Output position j holds input position j - l where 0 <= j - l < n: the outputs
+    // [max(l, 0), min(n + l, n + l + r)). Note [Pad beyond the input]: that range may be empty
+    // with its start past the output's end (n = 2 padded by (5, -4): 3 fill values), so an
+    // empty range is not narrowed at all; the backward of pad(x, (-5, 4)) pads by (5, -4).
+    int64_t dst_start = std::max<int64_t>(l, 0);
+    int64_t keep = std::max<int64_t>(n + l + std::min<int64_t>(r, 0) - dst_start, 0);
+    if (keep == 0) any_empty = true;
+    src = keep == 0 ? src : narrow(src, d, dst_start - l, keep);
+    dst_ranges.emplace_back(dst_start, keep);
   }
   Tensor out = empty(out_shape, t.dtype(), t.device());
   fill_(out, value);
+  if (any_empty) return out;
   Tensor dst = out;
   for (size_t p = 0; p < npairs; ++p) {
     dst = narrow(dst, pad_dim(t, p), dst_ranges[p].first, dst_ranges[p].second);

@@ -53,3 +53,62 @@ TEST_CASE("norm(+-inf): a NaN result gives every element gradient 0, as torch's 
     SL_CHECK_CLOSE(v.grad(), tensor({0.0, 0.0, 0.0}), 0, 0);
   }
 }
+
+TEST_CASE("pad: negative reflect and replicate pads crop, as torch") {
+  // torch 1.13, x = [[[1, 2, 3]]]: F.pad(x, (-1, 1), 'reflect') = [2, 3, 2], (-1, -1) = [2],
+  // (2, -4) = [3], (-3, 2) = [2, 1]; F.pad(x, (-1, 2), 'replicate') = [2, 3, 3, 3], (2, -4) =
+  // [1]. These threw "padding must be non-negative" here. Exact values.
+  Tensor x = tensor({1.0f, 2.0f, 3.0f}).view({1, 1, 3});
+  auto row = [](std::initializer_list<float> v) {
+    return tensor(v).view({1, 1, static_cast<int64_t>(v.size())});
+  };
+  SL_CHECK_CLOSE(pad(x, {-1, 1}, "reflect"), row({2, 3, 2}), 0, 0);
+  SL_CHECK_CLOSE(pad(x, {-1, -1}, "reflect"), row({2}), 0, 0);
+  SL_CHECK_CLOSE(pad(x, {2, -4}, "reflect"), row({3}), 0, 0);
+  SL_CHECK_CLOSE(pad(x, {-3, 2}, "reflect"), row({2, 1}), 0, 0);
+  SL_CHECK_CLOSE(pad(x, {-1, 2}, "replicate"), row({2, 3, 3, 3}), 0, 0);
+  SL_CHECK_CLOSE(pad(x, {2, -4}, "replicate"), row({1}), 0, 0);
+  // two dims: F.pad(arange(9).view(1, 1, 3, 3), (-1, 1, 1, -1), 'reflect') and
+  // (-1, 2, -2, 1) 'replicate'
+  Tensor g = arange(9).to(DType::f32).view({1, 1, 3, 3});
+  SL_CHECK_CLOSE(pad(g, {-1, 1, 1, -1}, "reflect"),
+                 tensor({4.0f, 5.0f, 4.0f, 1.0f, 2.0f, 1.0f, 4.0f, 5.0f, 4.0f}).view({1, 1, 3, 3}),
+                 0, 0);
+  SL_CHECK_CLOSE(pad(g, {-1, 2, -2, 1}, "replicate"),
+                 tensor({7.0f, 8.0f, 8.0f, 8.0f, 7.0f, 8.0f, 8.0f, 8.0f}).view({1, 1, 2, 4}), 0, 0);
+  // torch: "input (W: 3) is too small. Calculated output W: 0" for both modes
+  SL_CHECK_THROWS(pad(x, {-2, -1}, "replicate"), ValueError,
+                  "pad: replicate padding (-2, -1) of dim 2 (size 3) leaves 0 elements");
+  SL_CHECK_THROWS(pad(x, {-2, -1}, "reflect"), ValueError,
+                  "pad: reflect padding (-2, -1) of dim 2 (size 3) leaves 0 elements");
+  SL_CHECK_THROWS(pad(x, {3, 0}, "reflect"), ValueError,
+                  "reflect padding (3, 0) must be less than the size 3");
+  // the gradient of a cropping pad, against f64 central differences
+  for (const char* mode : {"reflect", "replicate"}) {
+    CAPTURE(mode);
+    Tensor w = randn({2, 2, 4}, {.dtype = DType::f64}).requires_grad_();
+    CHECK(gradcheck(
+        [mode](const TensorList& in) {
+          return pad(in[0], {-1, 2, 1, -1}, mode);
+        },
+        {w}));
+  }
+}
+
+TEST_CASE("pad: constant padding whose kept range lies past the output fills it, and backward") {
+  // Shardlight's rule, derived by hand: output j holds input j - l where 0 <= j - l < n.
+  // [1, 2] padded by (5, -4): 2 + 5 - 4 = 3 outputs j = 0..2 read inputs -5..-3, none of them,
+  // so all three are the fill value. (torch 1.13 raises from an inner narrow here; so did we,
+  // naming narrow, and pad(x, (-5, 4))'s backward, which pads the gradient by (5, -4), threw too.)
+  SL_CHECK_CLOSE(pad(tensor({1.0f, 2.0f}), {5, -4}, "constant", 7), tensor({7.0f, 7.0f, 7.0f}), 0,
+                 0);
+  // [1, 2, 3] padded by (-5, 4): 2 outputs reading inputs 5..6, none: the fill value; no input
+  // element reaches the output, so its gradient is 0.
+  Tensor x = tensor({1.0, 2.0, 3.0}).requires_grad_();
+  Tensor y = pad(x, {-5, 4}, "constant", 9);
+  SL_CHECK_CLOSE(y, tensor({9.0, 9.0}), 0, 0);
+  y.sum().backward();
+  SL_CHECK_CLOSE(x.grad(), tensor({0.0, 0.0, 0.0}), 0, 0);
+  Tensor w = randn({3, 4}, {.dtype = DType::f64}).requires_grad_();
+  CHECK(gradcheck([](const TensorList& in) { return pad(in[0], {2, -3, -1, 2}); }, {w}));
+}
