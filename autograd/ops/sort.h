@@ -11,13 +11,14 @@
 namespace sl {
 
 /// (values, indices) of x sorted along dim, ascending unless `descending`; stable.
-/// Throws IndexError for a bad dim, DTypeError for bool.
+/// bool sorts false before true. Throws IndexError for a bad dim.
 std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim = -1, bool descending = false);
 /// The indices of sort(x, dim, descending).
 Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false);
 /// (values, indices) of the k largest (largest=false: smallest) elements along dim. The result
 /// is always sorted (largest first, or smallest first), ties resolved by lower index; `sorted`
-/// is accepted for PyTorch compatibility. Throws IndexError unless 0 <= k <= size of dim.
+/// is accepted for PyTorch compatibility. Throws IndexError unless 0 <= k <= size of dim,
+/// DTypeError for bool (as PyTorch).
 std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true,
                                bool sorted = true);
 

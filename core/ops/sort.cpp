@@ -15,7 +15,7 @@ namespace ops {
 
 std::pair<Tensor, Tensor> sort(const Tensor& t, int64_t dim, bool descending) {
   check_defined("sort", t);
-  SL_CHECK_DTYPE(!is_bool(t.dtype()), "sort: not supported for bool tensors");
+  // bool sorts (false < true) as in PyTorch 1.13; topk refuses bool, as PyTorch's does
   int64_t d = wrap_dim(dim, t.dim(), "sort");
   DimSplit s = split_at_dim(t.sizes(), d);
   Shape s3{s.outer, s.n, s.inner};

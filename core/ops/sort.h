@@ -26,11 +26,11 @@ SL_DECLARE_KERNEL(topk_kernel, void(const Tensor& values, const Tensor& indices,
 
 namespace ops {
 
-/// (values, indices) of t sorted along dim. Throws IndexError for a bad dim, DTypeError for
-/// bool.
+/// (values, indices) of t sorted along dim (bool: false before true). Throws IndexError for a
+/// bad dim.
 std::pair<Tensor, Tensor> sort(const Tensor& t, int64_t dim, bool descending);
 /// (values, indices) of the k largest (largest=false: smallest) elements along dim, sorted.
-/// Throws IndexError unless 0 <= k <= size of dim.
+/// Throws IndexError unless 0 <= k <= size of dim, DTypeError for bool (as PyTorch).
 std::pair<Tensor, Tensor> topk(const Tensor& t, int64_t k, int64_t dim, bool largest);
 
 }  // namespace ops

@@ -112,3 +112,27 @@ TEST_CASE("pad: constant padding whose kept range lies past the output fills it,
   Tensor w = randn({3, 4}, {.dtype = DType::f64}).requires_grad_();
   CHECK(gradcheck([](const TensorList& in) { return pad(in[0], {2, -3, -1, 2}); }, {w}));
 }
+
+TEST_CASE("sort and argsort accept bool (false before true), as torch; topk still refuses it") {
+  // torch 1.13, b = [[T, F, T, F], [F, F, T, T]]: b.sort(1, stable=True) gives values
+  // [[F, F, T, T], [F, F, T, T]] and indices [[1, 3, 0, 2], [0, 1, 2, 3]]; descending, indices
+  // [[0, 2, 1, 3], [2, 3, 0, 1]]; along dim 0, values [[F, F, T, F], [T, F, T, T]] and indices
+  // [[1, 0, 0, 0], [0, 1, 1, 1]]. (Shardlight's sort is always stable.) This threw DTypeError.
+  for (Device dev : test_devices()) {
+    CAPTURE(dev);
+    Tensor b = from_vector(std::vector<int64_t>{1, 0, 1, 0, 0, 0, 1, 1}, {2, 4}).to(dev, DType::b8);
+    auto [v, i] = sort(b, 1);
+    CHECK(v.dtype() == DType::b8);
+    CHECK(v.cpu().to(DType::i64).to_vector<int64_t>() ==
+          std::vector<int64_t>{0, 0, 1, 1, 0, 0, 1, 1});
+    CHECK(i.cpu().to_vector<int64_t>() == std::vector<int64_t>{1, 3, 0, 2, 0, 1, 2, 3});
+    CHECK(argsort(b, 1, true).cpu().to_vector<int64_t>() ==
+          std::vector<int64_t>{0, 2, 1, 3, 2, 3, 0, 1});
+    auto [v0, i0] = sort(b, 0);
+    CHECK(v0.cpu().to(DType::i64).to_vector<int64_t>() ==
+          std::vector<int64_t>{0, 0, 1, 0, 1, 0, 1, 1});
+    CHECK(i0.cpu().to_vector<int64_t>() == std::vector<int64_t>{1, 0, 0, 0, 0, 1, 1, 1});
+  }
+  // torch: "topk_cpu" not implemented for 'Bool'
+  SL_CHECK_THROWS(topk(ones({2}).to(DType::b8), 1), DTypeError, "topk");
+}
