@@ -22,7 +22,8 @@ Tensor gather_into(const Tensor& g, int64_t dim, const Tensor& index, const Shap
   Tensor part = ops::gather(g, dim, index);
   if (part.sizes() == src_shape) return part;
   Tensor full = zeros_of(src_shape, g.dtype(), g.device());
-  Tensor dst = full;
+  // a 0-d src is [1] to an index of one element (Note [Gather shapes as PyTorch])
+  Tensor dst = src_shape.empty() ? ops::view(full, {1}) : full;
   for (int64_t k = 0; k < part.dim(); ++k) dst = ops::narrow(dst, k, 0, part.size(k));
   ops::copy_(dst, part);
   return full;

@@ -20,10 +20,12 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
 Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
                  Scalar alpha = 1);
 /// torch.gather: out[p] = x[p with p[dim] = index[p]]; index has x's number of dims and
-/// index.size(d) <= x.size(d) for d != dim. Result has index's sizes.
+/// index.size(d) <= x.size(d) for d != dim (a 0-d x or index counts as 1-d of size 1; an
+/// empty index is not checked, as PyTorch). Result has index's sizes.
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
 /// torch.scatter_add (out of place): a copy of self with src[p] added at
 /// self[p with p[dim] = index[p]]; src and self share a dtype; src.size(d) >= index.size(d).
+/// Shapes are checked as gather's (0-d counts as 1-d; an empty index returns a copy of self).
 Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src);
 /// torch.scatter (out of place): as scatter_add but writing; with repeated indices the last
 /// write along dim wins (deterministic). The gradient of an overwritten self element is 0.

@@ -46,8 +46,19 @@ Tensor index_select_checked(const char* op, const Tensor& in, int64_t d, const T
   return view(out, out_shape);
 }
 
+/// Note [Gather shapes as PyTorch]: gather and scatter check shapes as PyTorch 1.13 does:
+///   - a 0-d operand counts as 1-d of size 1 (ATen's ensure_nonempty_dim / _size), so
+///     gather(0-d x, 0, index [2]) gives [x, x] and gather(1-d x, 0, 0-d index) a 0-d result;
+///   - an empty index skips the shape checks (only its dtype is checked): gather gives an empty
+///     result of the index's shape, scatter a copy of self.
+/// Both used to throw ShapeError ("index must have the same number of dims as the input").
+/// The kernels see the 1-d views.
+Tensor as_1d_if_0d(const Tensor& t) {
+  return t.dim() == 0 ? view(t, {1}) : t;
+}
+
 /// Checks shared by gather and scatter: index has t's number of dims and fits inside t (and
-/// inside src, when given) in every dim but `d`.
+/// inside src, when given) in every dim but `d`. Operands are already 1-d where they were 0-d.
 void check_gather_shapes(const char* op, const Tensor& t, int64_t d, const Tensor& index,
                          const Tensor* src) {
   SL_CHECK_SHAPE(index.dim() == t.dim(), op, ": index must have the same number of dims as the ",
@@ -78,28 +89,27 @@ Tensor scatter_impl(const char* op, const Tensor& self, int64_t dim, const Tenso
     check_same_device(op, {&self, src_tensor});
   }
   int64_t d = wrap_dim(dim, self.dim(), op);
-  check_gather_shapes(op, self, d, index, src_tensor);
   if (src_tensor) {
     SL_CHECK_DTYPE(src_tensor->dtype() == self.dtype(), op, ": self (", dtype_name(self.dtype()),
                    ") and src (", dtype_name(src_tensor->dtype()), ") must have the same dtype");
   }
-  Tensor idx =
-      contiguous(check_index(op, index, size_or_one(self, d), dim_desc(dim, size_or_one(self, d))));
   Tensor out = contiguous(self, /*force_copy=*/true);
-  if (idx.numel() == 0) return out;
+  if (index.numel() == 0) {  // Note [Gather shapes as PyTorch]
+    check_index(op, index, 0, "");
+    return out;
+  }
+  const Tensor self1 = as_1d_if_0d(self), index1 = as_1d_if_0d(index);
+  Tensor src1 = src_tensor ? as_1d_if_0d(*src_tensor) : Tensor();
+  check_gather_shapes(op, self1, d, index1, src_tensor ? &src1 : nullptr);
+  Tensor idx = contiguous(check_index(op, index1, self1.size(d), dim_desc(dim, self1.size(d))));
   Tensor src;
   if (src_tensor) {
-    src = *src_tensor;
+    src = src1;
     for (int64_t k = 0; k < idx.dim(); ++k) src = narrow(src, k, 0, idx.size(k));
   } else {
     src = expand(scalar_tensor(value, self.dtype(), self.device(), op), idx.sizes());
   }
-  if (self.dim() == 0) {  // kernels see [1]
-    scatter_kernel(self.device().kind, view(out, {1}), 0, view(idx, {1}), reshape(src, {1}),
-                   accumulate, op);
-  } else {
-    scatter_kernel(self.device().kind, out, d, idx, src, accumulate, op);
-  }
+  scatter_kernel(self.device().kind, view(out, self1.sizes()), d, idx, src, accumulate, op);
   return out;
 }
 
@@ -170,16 +180,17 @@ Tensor gather(const Tensor& in, int64_t dim, const Tensor& index) {
   check_defined("gather", index, "index");
   check_same_device("gather", {&in, &index});
   int64_t d = wrap_dim(dim, in.dim(), "gather");
-  check_gather_shapes("gather", in, d, index, nullptr);
-  int64_t n = size_or_one(in, d);
-  Tensor idx = contiguous(check_index("gather", index, n, dim_desc(dim, n)));
-  Tensor out = empty(idx.sizes(), in.dtype(), in.device());
-  if (out.numel() == 0) return out;
-  if (in.dim() == 0) {  // kernels see [1] (so an unchecked CUDA index is still guarded)
-    gather_kernel(in.device().kind, view(out, {1}), view(in, {1}), 0, view(idx, {1}), "gather");
+  Tensor out = empty(index.sizes(), in.dtype(), in.device());
+  if (index.numel() == 0) {  // Note [Gather shapes as PyTorch]
+    check_index("gather", index, 0, "");
     return out;
   }
-  gather_kernel(in.device().kind, out, in, d, idx, "gather");
+  // kernels see 0-d operands as [1] (so an unchecked CUDA index is still guarded)
+  const Tensor in1 = as_1d_if_0d(in), index1 = as_1d_if_0d(index);
+  check_gather_shapes("gather", in1, d, index1, nullptr);
+  int64_t n = in1.size(d);
+  Tensor idx = contiguous(check_index("gather", index1, n, dim_desc(dim, n)));
+  gather_kernel(in.device().kind, view(out, idx.sizes()), in1, d, idx, "gather");
   return out;
 }
 

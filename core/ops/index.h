@@ -83,11 +83,14 @@ Tensor index_select(const Tensor& in, int64_t dim, const Tensor& index);
 Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
                  Scalar alpha = 1, int64_t skip = -1);
 /// torch.gather: out[p] = in[p with p[dim] = index[p]]. index has in's number of dims and
-/// index.size(d) <= in.size(d) for d != dim; the result has index's sizes.
+/// index.size(d) <= in.size(d) for d != dim; the result has index's sizes. A 0-d operand counts
+/// as 1-d of size 1 and an empty index skips the shape checks, as in PyTorch (Note [Gather
+/// shapes as PyTorch] in core/ops/index.cpp).
 Tensor gather(const Tensor& in, int64_t dim, const Tensor& index);
 /// torch.scatter / scatter_add (out of place): a copy of self with src[p] written (added) at
 /// self[p with p[dim] = index[p]]. src has at least index's sizes (only the leading part
-/// index covers is used). With repeated indices scatter keeps the last write along dim.
+/// index covers is used). With repeated indices scatter keeps the last write along dim. Shapes
+/// are checked as gather's; an empty index gives a copy of self.
 Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, Scalar value);
 Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src);

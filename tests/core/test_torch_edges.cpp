@@ -136,3 +136,42 @@ TEST_CASE("sort and argsort accept bool (false before true), as torch; topk stil
   // torch: "topk_cpu" not implemented for 'Bool'
   SL_CHECK_THROWS(topk(ones({2}).to(DType::b8), 1), DTypeError, "topk");
 }
+
+TEST_CASE("gather and scatter: 0-d operands count as 1-d and an empty index is not shape-checked") {
+  // torch 1.13: torch.gather(tensor(5.), 0, tensor([0, 0])) = [5., 5.];
+  // torch.gather(tensor([1., 2.]), 0, tensor(1)) = tensor(2.) (0-d);
+  // torch.gather(ones(2, 3), 0, zeros(0, long)) = tensor([]) and with index zeros(0, 5) an empty
+  // [0, 5]; ones(2, 3).scatter(0, zeros(0, long), ones(1)) = ones(2, 3) unchanged. Each of these
+  // threw ShapeError here. Exact values.
+  auto i64 = [](std::vector<int64_t> v, Shape s) { return from_vector(v, s); };
+  auto i0 = [](int64_t v) { return scalar_tensor(v, {.dtype = DType::i64}); };  // 0-d index
+  SL_CHECK_CLOSE(gather(scalar_tensor(5.0f), 0, i64({0, 0}, {2})), tensor({5.0f, 5.0f}), 0, 0);
+  Tensor g0 = gather(tensor({1.0f, 2.0f}), 0, i0(1));
+  CHECK(g0.dim() == 0);
+  CHECK(g0.item<float>() == 2.0f);
+  CHECK(gather(ones({2, 3}), 0, i64({}, {0})).sizes() == Shape{0});
+  CHECK(gather(ones({2, 3}), 0, i64({}, {0, 5})).sizes() == Shape{0, 5});
+  SL_CHECK_CLOSE(scatter(ones({2, 3}), 0, i64({}, {0}), ones({1})), ones({2, 3}), 0, 0);
+  // torch.zeros(()).scatter(0, tensor([0]), tensor([3.])) = tensor(3.)
+  SL_CHECK_CLOSE(scatter(zeros({}), 0, i64({0}, {1}), tensor({3.0f})), scalar_tensor(3.0f), 0, 0);
+  // torch.zeros(3).scatter_add(0, tensor(1), tensor(2.)) = [0, 2, 0]
+  SL_CHECK_CLOSE(scatter_add(zeros({3}), 0, i0(1), scalar_tensor(2.0f)), tensor({0.0f, 2.0f, 0.0f}),
+                 0, 0);
+  // the index dtype and values are still checked (torch raises for both too)
+  SL_CHECK_THROWS(gather(ones({2}), 0, zeros({0}, {.dtype = DType::f32})), DTypeError,
+                  "gather: index must be int64 or int32");
+  SL_CHECK_THROWS(gather(scalar_tensor(5.0f), 0, i64({0, 1}, {2})), IndexError,
+                  "gather: index 1 is out of range for dim 0 of size 1");
+  // gradients across the 0-d / 1-d mix, against f64 central differences
+  Tensor x0 = scalar_tensor(1.5, {.dtype = DType::f64}).requires_grad_();
+  CHECK(gradcheck(
+      [&](const TensorList& in) {
+        return gather(in[0], 0, i64({0, 0, 0}, {3}));
+      },
+      {x0}));
+  Tensor x1 = randn({4}, {.dtype = DType::f64}).requires_grad_();
+  CHECK(gradcheck([&](const TensorList& in) { return gather(in[0], 0, i0(2)); }, {x1}));
+  Tensor s0 = scalar_tensor(0.5, {.dtype = DType::f64}).requires_grad_();
+  CHECK(gradcheck([&](const TensorList& in) { return scatter(in[0], 0, i64({1}, {1}), in[1]); },
+                  {x1, s0}));
+}
