@@ -62,8 +62,9 @@ TEST_CASE("shape op errors name the op and the values") {
                   "pad: mode must be 'constant', 'reflect' or 'replicate', got 'circular'");
   SL_CHECK_THROWS(pad(ones({3}), {3, 0}, "reflect"), ValueError,
                   "pad: reflect padding (3, 0) must be less than the size 3 of dim 0");
-  SL_CHECK_THROWS(pad(ones({3}), {-1, 0}, "replicate"), ValueError,
-                  "pad: replicate padding must be non-negative, got (-1, 0) for dim 0");
+  // a negative replicate pad crops (as PyTorch) but must leave an element
+  SL_CHECK_THROWS(pad(ones({3}), {-1, -2}, "replicate"), ValueError,
+                  "pad: replicate padding (-1, -2) of dim 0 (size 3) leaves 0 elements");
   SL_CHECK_THROWS(pad(ones({3}), {-2, -2}), ValueError,
                   "pad: padding (-2, -2) of dim 0 (size 3) gives a negative size");
   SL_CHECK_THROWS(tril(ones({3})), ShapeError,
