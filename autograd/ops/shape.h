@@ -26,8 +26,8 @@ std::vector<Tensor> split_with_sizes(const Tensor& x, const std::vector<int64_t>
 /// `chunks` views of ceil(size / chunks) elements along dim (fewer when the size runs out).
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
 /// torch.nn.functional.pad: `pads` = (left, right) pairs from the last dim backward; mode
-/// "constant" (value; negative pads crop), "reflect" or "replicate". Throws ValueError for bad
-/// pads or mode.
+/// "constant" (value; negative pads crop), "reflect" or "replicate" (negative pads crop in every
+/// mode, as PyTorch). Throws ValueError for bad pads or mode.
 Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, const std::string& mode = "constant",
            Scalar value = 0);
 /// Keeps elements of the last two dims with col - row <= diagonal (tril) / >= diagonal (triu),

@@ -43,8 +43,10 @@ std::vector<Tensor> split(const Tensor& t, int64_t split_size, int64_t dim);
 std::vector<Tensor> chunk(const Tensor& t, int64_t chunks, int64_t dim);
 /// torch.nn.functional.pad: `pads` holds (left, right) pairs starting from the last dim. Modes:
 /// "constant" (fill with value; negative pads crop), "reflect" (mirror without the edge; pads
-/// must be < the dim's size) and "replicate" (repeat the edge; non-empty dims). Throws
-/// ValueError for an odd-length or too long pad list, an unknown mode, or a bad pad amount.
+/// must be < the dim's size) and "replicate" (repeat the edge; non-empty dims); in every mode a
+/// negative pad crops (reflect and replicate must keep at least one element; a constant pad that
+/// keeps no input element is all `value`). Throws ValueError for an odd-length or too long pad
+/// list, an unknown mode, or a bad pad amount.
 Tensor pad(const Tensor& t, const std::vector<int64_t>& pads, const std::string& mode,
            Scalar value);
 /// Checks the arguments of pad() (same errors) for mode "reflect" or "replicate" and returns, for
