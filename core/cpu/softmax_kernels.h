@@ -40,12 +40,39 @@
 // softmax_slice (math::exp in the compute type, row r added to lane r % 16, the same tree), so
 // both paths give the same bits per slice and the result does not depend on the block width or
 // thread split.
+//
+// Note [Softmax float rows]
+// A float32 row (the last dim, inner == 1) was ~1.2x slower than PyTorch's vectorised softmax at
+// 1 thread; under perf nearly all its time was the exp-and-sum loop (~50 vector instructions per
+// 16 elements: math::exp's clamps, NaN select and two-step 2^n scaling, GCC keeping the 16 double
+// lanes in memory) and a max loop GCC left scalar. softmax_slice_fast does the same arithmetic
+// with GCC vectors of the build's register width (kVecF floats): one pass for the max (and the
+// min), then exp and the double lanes held in registers, then the scale (or x - shift for
+// log_softmax). Its exp, exp_nonpositive, serves only arguments z = x - max in [kFastExpMin = -86,
+// 0]: there math::f32::exp_sum's clamps and NaN select are no-ops, its b = 0 terms change no bits
+// (x + 0 and r + 0 differ from x and r only for -0, which gives the same n and exp_poly(+-0) =
+// 1), and as exp(z) >= exp(-86) is a normal float, y * 2^n is exact and equals exp_sum_bounded's
+// (y * 2^n1) * 2^n2; 2^n comes from the low bits of the rounding sum 1.5 * 2^23 + n. So each exp
+// has math::exp's bits, each lane of the sum gets the same values in the same order (a tail of n
+// % 16 elements is one padded vector step whose unused lanes add +0) and the lanes are combined by
+// the same tree: the result is the general path's, bit for bit, in every build (the tests compare
+// the two on the same rows). A row is outside that domain when its max is infinite, its min is
+// more than 86 below its max (e.g. -inf padding, or exps that would be subnormal) or it holds NaN
+// (seen after the sum pass: NaN makes the sum NaN); such a row is redone by the general code.
+// Sums stay in double: float lanes would save the conversions, but give other bits than Note
+// [Softmax sums] and a less accurate sum.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
+
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 
 #include "core/cpu/loops.h"
 #include "core/cpu/math.h"
@@ -105,10 +132,162 @@ compute_t<T> slice_max(const T* x, int64_t n) {
   return mx[0] + C(0);
 }
 
+/// Floats per vector register of this build (Note [Softmax float rows]): 16 with AVX-512, 8
+/// with AVX2, 4 with SSE2.
+#if defined(__AVX512F__)
+inline constexpr int kVecF = 16;
+#elif defined(__AVX__)
+inline constexpr int kVecF = 8;
+#else
+inline constexpr int kVecF = 4;
+#endif
+/// Vectors per kSumLanes elements.
+inline constexpr int kVecsPerLanes = kSumLanes / kVecF;
+static_assert(kVecsPerLanes * kVecF == kSumLanes);
+
+/// GCC vectors of one register: kVecF floats or uint32s, kVecF / 2 doubles.
+typedef float VecF __attribute__((vector_size(kVecF * 4)));
+typedef uint32_t VecU __attribute__((vector_size(kVecF * 4)));
+typedef double VecD __attribute__((vector_size(kVecF * 4)));
+
+inline VecF load_vec(const float* p) {
+  VecF v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store_vec(float* p, VecF v) {
+  std::memcpy(p, &v, sizeof v);
+}
+inline VecF splat(float f) {
+  return VecF{} + f;
+}
+
+/// math::exp(z) in each lane, for z in [kFastExpMin, 0] (NaN gives NaN): the operations of
+/// math::f32::exp_reduced with b = 0, then y * 2^n in one multiplication, which has exp_sum's
+/// bits there (Note [Softmax float rows]).
+inline constexpr float kFastExpMin = -86.0f;
+inline VecF exp_nonpositive(VecF z) {
+  namespace f = math::f32;
+  const VecF shifted = z * f::kLog2e + f::kRoundShift;  // 1.5 * 2^23 + n
+  const VecF n = shifted - f::kRoundShift;
+  VecF r = z - n * f::kLn2Hi;
+  r = r - n * f::kLn2Lo;
+  VecF p = splat(f::kExpPoly[0]);
+  for (int k = 1; k < 6; ++k) p = p * r + f::kExpPoly[k];
+  const VecF y = p * (r * r) + r + 1.0f;
+  // 2^n from the low bits of `shifted` (those of 1.5 * 2^23 shift out)
+  return y * __builtin_bit_cast(VecF, (__builtin_bit_cast(VecU, shifted) + 127u) << 23);
+}
+
+/// The kSumLanes double sum lanes of Note [Softmax sums] in registers: lane l in half l / (kVecF
+/// / 2), element l % (kVecF / 2).
+struct VecLanes {
+  VecD half[2 * kVecsPerLanes] = {};
+
+  /// Adds the lanes of e, vector k of a kSumLanes chunk (lanes k kVecF to k kVecF + kVecF - 1),
+  /// in double; only its first `count` lanes when count < kVecF (the others get +0, which leaves
+  /// a sum lane as it is).
+  void add(int k, VecF e, int count = kVecF) {
+    if (count < kVecF) {
+      VecU lane;
+      for (int l = 0; l < kVecF; ++l) lane[l] = static_cast<uint32_t>(l);
+      e = lane < static_cast<uint32_t>(count) ? e : VecF{};
+    }
+    // float to double is exact: the intrinsics only pick the instructions (GCC 12 converts
+    // half a register a quarter at a time); for AVX-512 the masked forms with every lane set and
+    // halves by shuffles, as the plain intrinsics' "undefined" operands draw GCC 12's
+    // -Wmaybe-uninitialized
+#if defined(__AVX512F__)
+    const __m256 lo = __builtin_shufflevector(e, e, 0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256 hi = __builtin_shufflevector(e, e, 8, 9, 10, 11, 12, 13, 14, 15);
+    half[2 * k] += _mm512_mask_cvtps_pd(_mm512_setzero_pd(), 0xff, lo);
+    half[2 * k + 1] += _mm512_mask_cvtps_pd(_mm512_setzero_pd(), 0xff, hi);
+#elif defined(__AVX__)
+    half[2 * k] += _mm256_cvtps_pd(_mm256_castps256_ps128(e));
+    half[2 * k + 1] += _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1));
+#elif defined(__SSE2__)
+    half[2 * k] += _mm_cvtps_pd(e);
+    half[2 * k + 1] += _mm_cvtps_pd(_mm_movehl_ps(e, e));
+#else
+    half[2 * k] += __builtin_convertvector(__builtin_shufflevector(e, e, 0, 1), VecD);
+    half[2 * k + 1] += __builtin_convertvector(__builtin_shufflevector(e, e, 2, 3), VecD);
+#endif
+  }
+  /// The sum by the tree of combine_lanes.
+  double combine() const {
+    double acc[kSumLanes];
+    std::memcpy(acc, half, sizeof acc);
+    return combine_lanes(acc);
+  }
+};
+static_assert(sizeof(VecLanes) == kSumLanes * sizeof(double));
+
+/// softmax_slice for float32, when every x - max is in [kFastExpMin, 0]: false (y partly
+/// written) otherwise, and where the slice holds NaN (Note [Softmax float rows]).
+inline bool softmax_slice_fast(const float* x, float* y, int64_t n, bool log) {
+  constexpr int64_t W = kSumLanes;
+  const float inf = std::numeric_limits<float>::infinity();
+  VecF vmax[kVecsPerLanes], vmin[kVecsPerLanes];
+  for (int k = 0; k < kVecsPerLanes; ++k) vmax[k] = splat(-inf), vmin[k] = splat(inf);
+  int64_t r = 0;
+  for (; r + W <= n; r += W) {
+    for (int k = 0; k < kVecsPerLanes; ++k) {
+      const VecF v = load_vec(x + r + k * kVecF);
+      vmax[k] = v > vmax[k] ? v : vmax[k];  // max_of, NaN skipped
+      vmin[k] = v < vmin[k] ? v : vmin[k];
+    }
+  }
+  float m = -inf, lo = inf;
+  for (int k = 0; k < kVecsPerLanes; ++k) {
+    for (int l = 0; l < kVecF; ++l) {
+      m = max_of(m, vmax[k][l]);
+      lo = vmin[k][l] < lo ? vmin[k][l] : lo;
+    }
+  }
+  for (; r < n; ++r) {
+    m = max_of(m, x[r]);
+    lo = x[r] < lo ? x[r] : lo;
+  }
+  m = m + 0.0f;                                                 // a max is exact: slice_max's value
+  if (!(m - m == 0.0f && lo - m >= kFastExpMin)) return false;  // m infinite, or a far tail
+  const VecF mv = splat(m);
+  VecLanes acc;
+  for (r = 0; r + W <= n; r += W) {
+    for (int k = 0; k < kVecsPerLanes; ++k) {
+      const VecF e = exp_nonpositive(load_vec(x + r + k * kVecF) - mv);
+      if (!log) store_vec(y + r + k * kVecF, e);
+      acc.add(k, e);
+    }
+  }
+  if (r < n) {  // the tail, padded with m (exp 0 = 1, not added)
+    float buf[W];
+    for (int64_t l = 0; l < W; ++l) buf[l] = r + l < n ? x[r + l] : m;
+    for (int k = 0; k < kVecsPerLanes && r + k * kVecF < n; ++k) {
+      const VecF e = exp_nonpositive(load_vec(buf + k * kVecF) - mv);
+      store_vec(buf + k * kVecF, e);
+      acc.add(k, e, static_cast<int>(std::min<int64_t>(kVecF, n - r - k * kVecF)));
+    }
+    if (!log) std::copy(buf, buf + (n - r), y + r);
+  }
+  const double sum = acc.combine();
+  if (sum != sum) return false;  // a NaN in the slice
+  if (log) {
+    const float shift = m + static_cast<float>(std::log(sum));
+    for (int64_t k = 0; k < n; ++k) y[k] = x[k] - shift;
+  } else {
+    const float inv = static_cast<float>(1.0 / sum);
+    for (int64_t k = 0; k < n; ++k) y[k] *= inv;
+  }
+  return true;
+}
+
 /// Softmax (log_softmax when `log`) of the n contiguous elements at x into y.
 template <class T>
 void softmax_slice(const T* x, T* y, int64_t n, bool log) {
   using C = compute_t<T>;
+  if constexpr (std::is_same_v<T, float>) {
+    if (softmax_slice_fast(x, y, n, log)) return;
+  }
   const C m = slice_max(x, n);
   double acc[kSumLanes] = {};
   if constexpr (std::is_same_v<T, C>) {

@@ -377,26 +377,69 @@ TEST_CASE("softmax kernels give the same bits in every ISA build the CPU runs") 
                           {2, 33, 1}, {2, 1000, 1}, {2, 17, 5}, {3, 33, 70}, {1, 1, 9}};
   manual_seed(12);
   for (const Shape& shape : shapes) {
-    Tensor x0 = randn(shape) * 6, g0 = randn(shape);
-    // some -inf entries, and past the first 16 lanes where the row is long enough
-    std::vector<float> xv = x0.to_vector<float>();
-    for (size_t k = 0; k < xv.size(); k += 5) xv[k] = -std::numeric_limits<float>::infinity();
-    if (shape[1] > 1) x0 = from_vector(xv, shape);
-    for (DType dt : {DType::f32, DType::f64}) {
-      for (bool log : {false, true}) {
-        CAPTURE(shape_str(shape));
-        CAPTURE(std::string(dtype_name(dt)));
-        CAPTURE(log);
-        Tensor x = x0.to(dt), g = g0.to(dt);
-        auto [y_ref, gx_ref] =
-            run_softmax_build(&sl::cpu::generic_kernels::softmax_forward,
-                              &sl::cpu::generic_kernels::softmax_backward, x, g, log);
-        for (const Build& b : builds) {
-          CAPTURE(b.name);
-          auto [y, gx] = run_softmax_build(b.forward, b.backward, x, g, log);
-          CHECK(sl::testing::bits_equal(y, y_ref));
-          CHECK(sl::testing::bits_equal(gx, gx_ref));
+    for (bool with_inf : {false, true}) {
+      Tensor x0 = randn(shape) * 6, g0 = randn(shape);
+      // some -inf entries, and past the first 16 lanes where the row is long enough (float32 rows
+      // without them take the vector path of Note [Softmax float rows])
+      std::vector<float> xv = x0.to_vector<float>();
+      for (size_t k = 0; k < xv.size(); k += 5) xv[k] = -std::numeric_limits<float>::infinity();
+      if (with_inf && shape[1] > 1) x0 = from_vector(xv, shape);
+      for (DType dt : {DType::f32, DType::f64}) {
+        for (bool log : {false, true}) {
+          CAPTURE(with_inf);
+          CAPTURE(shape_str(shape));
+          CAPTURE(std::string(dtype_name(dt)));
+          CAPTURE(log);
+          Tensor x = x0.to(dt), g = g0.to(dt);
+          auto [y_ref, gx_ref] =
+              run_softmax_build(&sl::cpu::generic_kernels::softmax_forward,
+                                &sl::cpu::generic_kernels::softmax_backward, x, g, log);
+          for (const Build& b : builds) {
+            CAPTURE(b.name);
+            auto [y, gx] = run_softmax_build(b.forward, b.backward, x, g, log);
+            CHECK(sl::testing::bits_equal(y, y_ref));
+            CHECK(sl::testing::bits_equal(gx, gx_ref));
+          }
         }
+      }
+    }
+  }
+}
+
+TEST_CASE("float32 softmax rows: the vector path gives the general path's bits") {
+  // Note [Softmax float rows]: a row whose x - max stays in [-86, 0] takes the vector path; the
+  // same row with -inf appended takes the general one (its min is -inf), and the -inf adds
+  // exp(-inf) = +0 to one sum lane, which changes no bit, so the first n outputs must agree
+  // exactly. Lengths around the 16 lanes and the vector widths; spreads up to the domain's edge
+  // (min - max just above -86, where exp is near the smallest normal float) and just past it
+  // (both rows on the general path: still equal).
+  const float inf = std::numeric_limits<float>::infinity();
+  manual_seed(15);
+  for (int64_t n : {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 47, 100, 250, 1024}) {
+    for (float spread : {1.0f, 20.0f, 85.9f, 86.5f, 100.0f}) {
+      CAPTURE(n);
+      CAPTURE(spread);
+      // 3 rows in [-spread, 0] + offset, each with its max and min reached when n > 1
+      std::vector<float> v = (rand({3, n}) * -spread).to_vector<float>();
+      for (int64_t row = 0; row < 3; ++row) {
+        const float offset = static_cast<float>(row * 7 - 5);
+        for (int64_t k = 0; k < n; ++k) v[static_cast<size_t>(row * n + k)] += offset;
+        if (n > 1) {
+          v[static_cast<size_t>(row * n + (row * 5) % n)] = offset;
+          v[static_cast<size_t>(row * n + (row * 3 + 1) % n)] = offset - spread;
+        }
+      }
+      std::vector<float> padded;
+      for (int64_t row = 0; row < 3; ++row) {
+        padded.insert(padded.end(), v.begin() + row * n, v.begin() + (row + 1) * n);
+        padded.push_back(-inf);
+      }
+      Tensor x = from_vector(v, {3, n}), xp = from_vector(padded, {3, n + 1});
+      for (bool log : {false, true}) {
+        CAPTURE(log);
+        Tensor y = log ? log_softmax(x, 1) : softmax(x, 1);
+        Tensor yp = log ? log_softmax(xp, 1) : softmax(xp, 1);
+        CHECK(sl::testing::bits_equal(y, yp.narrow(1, 0, n).contiguous()));
       }
     }
   }
