@@ -59,6 +59,9 @@
 // the two on the same rows). A row is outside that domain when its max is infinite, its min is
 // more than 86 below its max (e.g. -inf padding, or exps that would be subnormal) or it holds NaN
 // (seen after the sum pass: NaN makes the sum NaN); such a row is redone by the general code.
+// The backward rows (softmax_backward_slice_fast) are the same: sum(g) or sum(g * y) in register
+// lanes, and for log_softmax exp(y) by exp_nonpositive where every y is in [-86, 0] (log-probs
+// are <= 0; a row with y outside, or NaN, runs the general code).
 // Sums stay in double: float lanes would save the conversions, but give other bits than Note
 // [Softmax sums] and a less accurate sum.
 #pragma once
@@ -188,36 +191,55 @@ struct VecLanes {
   /// in double; only its first `count` lanes when count < kVecF (the others get +0, which leaves
   /// a sum lane as it is).
   void add(int k, VecF e, int count = kVecF) {
-    if (count < kVecF) {
-      VecU lane;
-      for (int l = 0; l < kVecF; ++l) lane[l] = static_cast<uint32_t>(l);
-      e = lane < static_cast<uint32_t>(count) ? e : VecF{};
-    }
-    // float to double is exact: the intrinsics only pick the instructions (GCC 12 converts
-    // half a register a quarter at a time); for AVX-512 the masked forms with every lane set and
-    // halves by shuffles, as the plain intrinsics' "undefined" operands draw GCC 12's
-    // -Wmaybe-uninitialized
-#if defined(__AVX512F__)
-    const __m256 lo = __builtin_shufflevector(e, e, 0, 1, 2, 3, 4, 5, 6, 7);
-    const __m256 hi = __builtin_shufflevector(e, e, 8, 9, 10, 11, 12, 13, 14, 15);
-    half[2 * k] += _mm512_mask_cvtps_pd(_mm512_setzero_pd(), 0xff, lo);
-    half[2 * k + 1] += _mm512_mask_cvtps_pd(_mm512_setzero_pd(), 0xff, hi);
-#elif defined(__AVX__)
-    half[2 * k] += _mm256_cvtps_pd(_mm256_castps256_ps128(e));
-    half[2 * k + 1] += _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1));
-#elif defined(__SSE2__)
-    half[2 * k] += _mm_cvtps_pd(e);
-    half[2 * k + 1] += _mm_cvtps_pd(_mm_movehl_ps(e, e));
-#else
-    half[2 * k] += __builtin_convertvector(__builtin_shufflevector(e, e, 0, 1), VecD);
-    half[2 * k + 1] += __builtin_convertvector(__builtin_shufflevector(e, e, 2, 3), VecD);
-#endif
+    VecD lo, hi;
+    widen(first(e, count), lo, hi);
+    half[2 * k] += lo;
+    half[2 * k + 1] += hi;
+  }
+  /// As add, for the products a * b taken in double (exact for floats).
+  void add_products(int k, VecF a, VecF b, int count = kVecF) {
+    VecD alo, ahi, blo, bhi;
+    widen(first(a, count), alo, ahi);
+    widen(first(b, count), blo, bhi);
+    half[2 * k] += alo * blo;
+    half[2 * k + 1] += ahi * bhi;
   }
   /// The sum by the tree of combine_lanes.
   double combine() const {
     double acc[kSumLanes];
     std::memcpy(acc, half, sizeof acc);
     return combine_lanes(acc);
+  }
+
+ private:
+  /// e with lanes from `count` on set to +0.
+  static VecF first(VecF e, int count) {
+    if (count >= kVecF) return e;
+    VecU lane;
+    for (int l = 0; l < kVecF; ++l) lane[l] = static_cast<uint32_t>(l);
+    return lane < static_cast<uint32_t>(count) ? e : VecF{};
+  }
+  /// The lower and upper halves of e in double.
+  static void widen(VecF e, VecD& lo, VecD& hi) {
+    // float to double is exact: the intrinsics only pick the instructions (GCC 12 converts
+    // half a register a quarter at a time); for AVX-512 the masked forms with every lane set and
+    // halves by shuffles, as the plain intrinsics' "undefined" operands draw GCC 12's
+    // -Wmaybe-uninitialized
+#if defined(__AVX512F__)
+    lo = _mm512_mask_cvtps_pd(_mm512_setzero_pd(), 0xff,
+                              __builtin_shufflevector(e, e, 0, 1, 2, 3, 4, 5, 6, 7));
+    hi = _mm512_mask_cvtps_pd(_mm512_setzero_pd(), 0xff,
+                              __builtin_shufflevector(e, e, 8, 9, 10, 11, 12, 13, 14, 15));
+#elif defined(__AVX__)
+    lo = _mm256_cvtps_pd(_mm256_castps256_ps128(e));
+    hi = _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1));
+#elif defined(__SSE2__)
+    lo = _mm_cvtps_pd(e);
+    hi = _mm_cvtps_pd(_mm_movehl_ps(e, e));
+#else
+    lo = __builtin_convertvector(__builtin_shufflevector(e, e, 0, 1), VecD);
+    hi = __builtin_convertvector(__builtin_shufflevector(e, e, 2, 3), VecD);
+#endif
   }
 };
 static_assert(sizeof(VecLanes) == kSumLanes * sizeof(double));
@@ -316,10 +338,68 @@ void softmax_slice(const T* x, T* y, int64_t n, bool log) {
   }
 }
 
+/// softmax_backward_slice for float32 (Note [Softmax float rows]): always for softmax; for
+/// log_softmax when every y is in [kFastExpMin, 0], false (gi untouched) otherwise.
+inline bool softmax_backward_slice_fast(float* gi, const float* g, const float* y, int64_t n,
+                                        bool log) {
+  constexpr int64_t W = kSumLanes;
+  VecLanes acc;
+  int64_t r = 0;
+  float gbuf[W] = {}, ybuf[W] = {};  // the tail, padded with 0
+  const int64_t tail = n % W;
+  std::copy(g + (n - tail), g + n, gbuf);
+  std::copy(y + (n - tail), y + n, ybuf);
+  auto count = [&](int k) { return static_cast<int>(std::min<int64_t>(kVecF, tail - k * kVecF)); };
+  if (log) {
+    VecU ok = VecU{} + ~0u;  // every y so far in the domain (false for NaN)
+    auto check = [&](VecF v) {
+      ok &= reinterpret_cast<VecU>(v >= kFastExpMin) & reinterpret_cast<VecU>(v <= 0.0f);
+    };
+    for (; r + W <= n; r += W) {
+      for (int k = 0; k < kVecsPerLanes; ++k) {
+        acc.add(k, load_vec(g + r + k * kVecF));
+        check(load_vec(y + r + k * kVecF));
+      }
+    }
+    for (int k = 0; k < kVecsPerLanes && k * kVecF < tail; ++k) {
+      acc.add(k, load_vec(gbuf + k * kVecF), count(k));
+      check(load_vec(ybuf + k * kVecF));
+    }
+    for (int l = 0; l < kVecF; ++l) {
+      if (ok[l] == 0) return false;
+    }
+    const VecF s = splat(static_cast<float>(acc.combine()));
+    auto grad = [&](const float* gp, const float* yp) {
+      return load_vec(gp) - exp_nonpositive(load_vec(yp)) * s;
+    };
+    for (r = 0; r + kVecF <= n; r += kVecF) store_vec(gi + r, grad(g + r, y + r));
+    const int64_t rest = n - r, from = tail - rest;  // the last n % kVecF, from the buffers
+    if (rest > 0) {
+      store_vec(gbuf + from, grad(gbuf + from, ybuf + from));
+      std::copy(gbuf + from, gbuf + tail, gi + r);
+    }
+    return true;
+  }
+  for (; r + W <= n; r += W) {
+    for (int k = 0; k < kVecsPerLanes; ++k) {
+      acc.add_products(k, load_vec(g + r + k * kVecF), load_vec(y + r + k * kVecF));
+    }
+  }
+  for (int k = 0; k < kVecsPerLanes && k * kVecF < tail; ++k) {
+    acc.add_products(k, load_vec(gbuf + k * kVecF), load_vec(ybuf + k * kVecF), count(k));
+  }
+  const float dot = static_cast<float>(acc.combine());
+  for (r = 0; r < n; ++r) gi[r] = y[r] * (g[r] - dot);
+  return true;
+}
+
 /// The input gradient of n contiguous elements (softmax_backward_kernel's formulas).
 template <class T>
 void softmax_backward_slice(T* gi, const T* g, const T* y, int64_t n, bool log) {
   using C = compute_t<T>;
+  if constexpr (std::is_same_v<T, float>) {
+    if (softmax_backward_slice_fast(gi, g, y, n, log)) return;
+  }
   double acc[kSumLanes] = {};
   if (log) {
     add_lanes(acc, n, [&](int64_t r) { return static_cast<double>(static_cast<C>(g[r])); });

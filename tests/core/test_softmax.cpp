@@ -410,9 +410,9 @@ TEST_CASE("float32 softmax rows: the vector path gives the general path's bits")
   // Note [Softmax float rows]: a row whose x - max stays in [-86, 0] takes the vector path; the
   // same row with -inf appended takes the general one (its min is -inf), and the -inf adds
   // exp(-inf) = +0 to one sum lane, which changes no bit, so the first n outputs must agree
-  // exactly. Lengths around the 16 lanes and the vector widths; spreads up to the domain's edge
-  // (min - max just above -86, where exp is near the smallest normal float) and just past it
-  // (both rows on the general path: still equal).
+  // exactly; so must the gradients. Lengths around the 16 lanes and the vector widths; spreads up
+  // to the domain's edge (min - max just above -86, where exp is near the smallest normal float)
+  // and just past it (both rows on the general path: still equal).
   const float inf = std::numeric_limits<float>::infinity();
   manual_seed(15);
   for (int64_t n : {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 47, 100, 250, 1024}) {
@@ -429,17 +429,26 @@ TEST_CASE("float32 softmax rows: the vector path gives the general path's bits")
           v[static_cast<size_t>(row * n + (row * 3 + 1) % n)] = offset - spread;
         }
       }
-      std::vector<float> padded;
+      // the output gradient: 0 at the -inf, which adds +0 to the backward's sums too
+      std::vector<float> gv = (rand({3, n}) + 0.5).to_vector<float>(), padded, gpadded;
       for (int64_t row = 0; row < 3; ++row) {
         padded.insert(padded.end(), v.begin() + row * n, v.begin() + (row + 1) * n);
         padded.push_back(-inf);
+        gpadded.insert(gpadded.end(), gv.begin() + row * n, gv.begin() + (row + 1) * n);
+        gpadded.push_back(0);
       }
       Tensor x = from_vector(v, {3, n}), xp = from_vector(padded, {3, n + 1});
+      Tensor g = from_vector(gv, {3, n}), gp = from_vector(gpadded, {3, n + 1});
       for (bool log : {false, true}) {
         CAPTURE(log);
         Tensor y = log ? log_softmax(x, 1) : softmax(x, 1);
         Tensor yp = log ? log_softmax(xp, 1) : softmax(xp, 1);
         CHECK(sl::testing::bits_equal(y, yp.narrow(1, 0, n).contiguous()));
+        // log_softmax's backward takes exp(y): the vector path for y, the general one for yp
+        // (its -inf)
+        CHECK(sl::testing::bits_equal(
+            ops::softmax_backward(g, y, 1, log),
+            ops::softmax_backward(gp, yp, 1, log).narrow(1, 0, n).contiguous()));
       }
     }
   }
