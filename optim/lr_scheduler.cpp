@@ -133,9 +133,10 @@ std::vector<double> StepLR::compute_lr() {
   return out;
 }
 
+// The closed form at epoch 0: base_lr * gamma ** (0 // step_size).
 std::vector<double> StepLR::restart_lr() {
   return base_lrs_;
-}  // base_lr * gamma ** (0 // step)
+}
 
 // ---- CosineAnnealingLR -----------------------------------------------------------------------
 
@@ -278,9 +279,10 @@ std::vector<double> ExponentialLR::compute_lr() {
   return out;
 }
 
+// The closed form at epoch 0: base_lr * gamma ** 0.
 std::vector<double> ExponentialLR::restart_lr() {
   return base_lrs_;
-}  // base_lr * gamma ** 0
+}
 
 ConstantLR::ConstantLR(Optimizer& opt, double factor, int64_t total_iters)
     : LRScheduler(opt), factor_(factor), total_iters_(total_iters) {
@@ -365,9 +367,10 @@ std::vector<double> PolynomialLR::compute_lr() {
   return out;
 }
 
+// The closed form at epoch 0: base_lr * (1 - 0 / total_iters) ** power.
 std::vector<double> PolynomialLR::restart_lr() {
   return base_lrs_;
-}  // (1 - 0 / T) ** power
+}
 
 // ---- CosineAnnealingWarmRestarts --------------------------------------------------------------
 
