@@ -49,12 +49,15 @@ Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Ten
   Tensor out = ops::index_add(self, dim, index, src, alpha);
   if (needs_grad(self, src)) {
     SavedTensor si(index);
+    Shape src_shape = src.sizes();
     record("IndexAddBackward", {self, src}, {&out},
-           [si, dim, alpha](const BackwardCtx& c) -> variable_list {
+           [si, dim, alpha, src_shape](const BackwardCtx& c) -> variable_list {
              const Tensor& g = c.grad();
              Tensor gsrc;
              if (c.needs(1)) {
                gsrc = ops::index_select(g, dim, si.unpack("IndexAddBackward"));
+               // a 0-d source (or self) took the selected elements' place one for one
+               if (gsrc.sizes() != src_shape) gsrc = ops::reshape(gsrc, src_shape);
                if (alpha.to_double() != 1.0) gsrc = ops::binary(BinaryOp::mul, gsrc, alpha);
              }
              return {c.needs(0) ? g : Tensor(), gsrc};

@@ -16,7 +16,8 @@ namespace sl {
 /// index is 1-d or 0-d. Backward: index_add of the gradient into zeros (repeats accumulate).
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
 /// self with alpha * src[.., j, ..] added at self[.., index[j], ..] along dim (out of place);
-/// src has self's sizes except index.numel() along dim; dtypes must match.
+/// src has self's sizes except index.numel() along dim (a 0-d src counts as [1], as PyTorch);
+/// dtypes must match.
 Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
                  Scalar alpha = 1);
 /// torch.gather: out[p] = x[p with p[dim] = index[p]]; index has x's number of dims and

@@ -163,7 +163,9 @@ Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Ten
   Tensor idx = contiguous(reshape(check_index("index_add", index, n, dim_desc(dim, n)), {-1}));
   Shape want = self.sizes();
   if (self.dim() > 0) want[static_cast<size_t>(d)] = idx.numel();
-  SL_CHECK_SHAPE(src.sizes() == want || (self.dim() == 0 && src.numel() == idx.numel()),
+  // a 0-d source counts as [1], as in PyTorch (zeros(3).index_add(0, tensor(1), tensor(2.)))
+  const Shape src_shape = src.dim() == 0 ? Shape{1} : src.sizes();
+  SL_CHECK_SHAPE(src_shape == want || (self.dim() == 0 && src.numel() == idx.numel()),
                  "index_add: source of shape ", shape_str(src.sizes()), " does not match ",
                  shape_str(want), " (self's shape with dim ", dim, " of size ", idx.numel(), ")");
   Tensor out = contiguous(self, /*force_copy=*/true);

@@ -79,7 +79,8 @@ Tensor check_index(const char* op, const Tensor& index, int64_t size, const std:
 /// index is 1-d (or 0-d). Throws DTypeError / IndexError (Note [Index checks]).
 Tensor index_select(const Tensor& in, int64_t dim, const Tensor& index);
 /// self with alpha * src[.., j, ..] added at self[.., index[j], ..] along dim; src has self's
-/// sizes except index.numel() along dim. Rows equal to `skip` (>= 0) are left untouched.
+/// sizes except index.numel() along dim (a 0-d src counts as [1]). Rows equal to `skip` (>= 0)
+/// are left untouched.
 Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
                  Scalar alpha = 1, int64_t skip = -1);
 /// torch.gather: out[p] = in[p with p[dim] = index[p]]. index has in's number of dims and

@@ -175,3 +175,34 @@ TEST_CASE("gather and scatter: 0-d operands count as 1-d and an empty index is n
   CHECK(gradcheck([&](const TensorList& in) { return scatter(in[0], 0, i64({1}, {1}), in[1]); },
                   {x1, s0}));
 }
+
+TEST_CASE("index_add: a 0-d source counts as [1], forward and backward, as torch") {
+  // torch 1.13: zeros(3).index_add(0, tensor(1), tensor(2.)) = [0, 2, 0], and the same with a
+  // [1] index; a 0-d source for two indices, or for a [2, 3] self, is refused. Exact values (one
+  // addition to zero).
+  const TensorOptions i64opt{.dtype = DType::i64};
+  for (Device dev : test_devices()) {
+    CAPTURE(dev);
+    Tensor z = zeros({3}).to(dev);
+    Tensor two = scalar_tensor(2.0f).to(dev);
+    const Tensor want = tensor({0.0f, 2.0f, 0.0f});
+    SL_CHECK_CLOSE(index_add(z, 0, scalar_tensor(1, i64opt).to(dev), two).cpu(), want, 0, 0);
+    SL_CHECK_CLOSE(index_add(z, 0, zeros({1}, i64opt).add(1).to(dev), two).cpu(), want, 0, 0);
+    SL_CHECK_THROWS(index_add(z, 0, zeros({2}, i64opt).to(dev), two), ShapeError,
+                    "index_add: source of shape [] does not match [2]");
+    SL_CHECK_THROWS(
+        index_add(zeros({2, 3}).to(dev), 0, scalar_tensor(1, i64opt).to(dev), ones({3}).to(dev)),
+        ShapeError, "index_add: source of shape [3] does not match [1, 3]");
+  }
+  // The 0-d source's gradient is 0-d: alpha times the output gradient at the index (and f64
+  // central differences through a product, so that the gradient reaching it is not constant).
+  Tensor self = randn({3}, {.dtype = DType::f64}).requires_grad_();
+  Tensor src = scalar_tensor(0.5, {.dtype = DType::f64}).requires_grad_();
+  Tensor idx = scalar_tensor(2, i64opt);
+  CHECK(gradcheck(
+      [&](const TensorList& in) { return mul(index_add(in[0], 0, idx, in[1], 3.0), in[0]); },
+      {self, src}));
+  index_add(self, 0, idx, src, 3.0).sum().backward();
+  CHECK(src.grad().dim() == 0);
+  CHECK(src.grad().item<double>() == 3.0);
+}
