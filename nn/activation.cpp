@@ -1,5 +1,7 @@
 #include "nn/activation.h"
 
+#include <cmath>
+
 #include "autograd/ops/elementwise.h"
 
 namespace sl::nn {
@@ -54,6 +56,99 @@ Tensor LeakyReLU::forward(const Tensor& x) {
 }
 std::string LeakyReLU::extra_repr() const {
   return "negative_slope=" + repr::py_float(negative_slope);
+}
+
+namespace functional {
+
+namespace {
+void check_input(const Tensor& x, const char* op) {
+  SL_CHECK(x.defined(), op, ": the input is undefined");
+  SL_CHECK_DTYPE(x.is_floating_point(), op, ": the input must be floating point, got ",
+                 dtype_name(x.dtype()));
+}
+}  // namespace
+
+Tensor softplus(const Tensor& x, double beta, double threshold) {
+  check_input(x, "softplus");
+  SL_CHECK(beta != 0 && std::isfinite(beta) && std::isfinite(threshold),
+           "softplus: beta must be finite and nonzero and threshold finite, got beta=", beta,
+           ", threshold=", threshold);
+  const Tensor bx = x * beta;
+  // exp sees at most the threshold, so the branch `where` drops holds no inf whose gradient
+  // (0 * inf) would turn the kept branch's gradient into NaN.
+  const Tensor soft = bx.clamp(std::nullopt, threshold).exp().log1p();
+  return where(bx.gt(threshold), x, beta == 1.0 ? soft : soft / beta);
+}
+
+Tensor elu(const Tensor& x, double alpha) {
+  check_input(x, "elu");
+  // clamp's gradient passes at its bound, so x = 0 takes alpha exp(0) = alpha, as PyTorch.
+  return where(x.gt(0.0), x, expm1(x.clamp(std::nullopt, 0.0)) * alpha);
+}
+
+Tensor selu(const Tensor& x) {
+  check_input(x, "selu");
+  return elu(x, 1.6732632423543772848170429916717) * 1.0507009873554804934193349852946;
+}
+
+Tensor mish(const Tensor& x) {
+  check_input(x, "mish");
+  return x * softplus(x).tanh();
+}
+
+Tensor hardswish(const Tensor& x) {
+  check_input(x, "hardswish");
+  const Tensor mid = where(x.le(3.0), x * (x + 3.0) / 6.0, x);
+  return where(x.lt(-3.0), 0.0, mid);
+}
+
+Tensor hardsigmoid(const Tensor& x) {
+  check_input(x, "hardsigmoid");
+  const Tensor mid = where(x.ge(3.0), 1.0, x / 6.0 + 0.5);
+  return where(x.le(-3.0), 0.0, mid);
+}
+
+}  // namespace functional
+
+namespace {
+// Python's repr of a number the caller may have written as an int (Softplus(beta=1)).
+std::string py_number(double v) {
+  if (v == std::floor(v) && std::abs(v) < 1e15) return std::to_string(static_cast<int64_t>(v));
+  return repr::py_float(v);
+}
+}  // namespace
+
+Softplus::Softplus(double b, double t) : Module("Softplus"), beta(b), threshold(t) {
+  SL_CHECK(beta != 0 && std::isfinite(beta) && std::isfinite(threshold),
+           "Softplus: beta must be finite and nonzero and threshold finite, got beta=", beta,
+           ", threshold=", threshold);
+}
+Tensor Softplus::forward(const Tensor& x) {
+  return functional::softplus(checked(x, "Softplus"), beta, threshold);
+}
+std::string Softplus::extra_repr() const {
+  return "beta=" + py_number(beta) + ", threshold=" + py_number(threshold);
+}
+
+ELU::ELU(double a) : Module("ELU"), alpha(a) {}
+Tensor ELU::forward(const Tensor& x) {
+  return functional::elu(checked(x, "ELU"), alpha);
+}
+std::string ELU::extra_repr() const {
+  return "alpha=" + repr::py_float(alpha);
+}
+
+Tensor SELU::forward(const Tensor& x) {
+  return functional::selu(checked(x, "SELU"));
+}
+Tensor Mish::forward(const Tensor& x) {
+  return functional::mish(checked(x, "Mish"));
+}
+Tensor Hardswish::forward(const Tensor& x) {
+  return functional::hardswish(checked(x, "Hardswish"));
+}
+Tensor Hardsigmoid::forward(const Tensor& x) {
+  return functional::hardsigmoid(checked(x, "Hardsigmoid"));
 }
 
 Flatten::Flatten(int64_t s, int64_t e) : Module("Flatten"), start_dim(s), end_dim(e) {}

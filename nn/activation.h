@@ -1,6 +1,9 @@
-// Activation modules (torch.nn.ReLU, GELU, Tanh, Sigmoid, SiLU, Hardtanh, LeakyReLU) and the
-// shape modules Flatten / Unflatten. Each forward is the elementwise op of the same name; any
-// shape is accepted.
+// Activation modules (torch.nn.ReLU, GELU, Tanh, Sigmoid, SiLU, Hardtanh, LeakyReLU, Softplus,
+// ELU, SELU, Mish, Hardswish, Hardsigmoid) and the shape modules Flatten / Unflatten. Each
+// forward is the elementwise function of the same name; any shape is accepted. The first seven
+// are single ops (autograd/ops/elementwise.h); the others are composed here from those ops in
+// sl::nn::functional, with `where` choosing each piece so that the gradient at every kink is
+// PyTorch's (tested at the kinks).
 #pragma once
 
 #include <string>
@@ -57,6 +60,66 @@ class LeakyReLU : public Module {
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
   const double negative_slope;
+};
+
+namespace functional {
+/// log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (as PyTorch, which the
+/// gradient follows: sigmoid(beta x), then 1). ValueError for beta = 0 or a non-finite beta or
+/// threshold.
+Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
+/// x for x > 0, alpha (exp(x) - 1) otherwise; the gradient at 0 is alpha, as PyTorch.
+Tensor elu(const Tensor& x, double alpha = 1.0);
+/// scale * elu(x, alpha) with SELU's constants (scale 1.0507009873554805, alpha
+/// 1.6732632423543772, as PyTorch).
+Tensor selu(const Tensor& x);
+/// x tanh(softplus(x)) (softplus with beta 1, threshold 20).
+Tensor mish(const Tensor& x);
+/// 0 for x < -3, x for x > 3, x (x + 3) / 6 between (both ends included: the gradient at -3 is
+/// -1/2 and at 3 is 3/2, as PyTorch).
+Tensor hardswish(const Tensor& x);
+/// 0 for x <= -3, 1 for x >= 3, x / 6 + 1/2 between; the gradient is 0 at -3 and 3, as PyTorch.
+Tensor hardsigmoid(const Tensor& x);
+}  // namespace functional
+
+/// functional::softplus; ValueError for beta = 0 or a non-finite beta or threshold.
+class Softplus : public Module {
+ public:
+  explicit Softplus(double beta = 1.0, double threshold = 20.0);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  const double beta, threshold;
+};
+
+class ELU : public Module {
+ public:
+  explicit ELU(double alpha = 1.0);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  const double alpha;
+};
+
+class SELU : public Module {
+ public:
+  SELU() : Module("SELU") {}
+  Tensor forward(const Tensor& x) override;
+};
+
+class Mish : public Module {
+ public:
+  Mish() : Module("Mish") {}
+  Tensor forward(const Tensor& x) override;
+};
+
+class Hardswish : public Module {
+ public:
+  Hardswish() : Module("Hardswish") {}
+  Tensor forward(const Tensor& x) override;
+};
+
+class Hardsigmoid : public Module {
+ public:
+  Hardsigmoid() : Module("Hardsigmoid") {}
+  Tensor forward(const Tensor& x) override;
 };
 
 /// Flattens dims start_dim..end_dim (default: all but the batch dim), as torch.nn.Flatten.

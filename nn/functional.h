@@ -13,6 +13,7 @@
 #include "autograd/ops/norm.h"
 #include "autograd/ops/pool.h"
 #include "autograd/ops/softmax.h"
+#include "nn/activation.h"
 #include "nn/checkpoint.h"
 #include "nn/loss.h"
 
@@ -26,6 +27,7 @@ using sl::conv2d;
 using sl::dropout;
 using sl::embedding;
 using sl::gelu;
+using sl::group_norm;
 using sl::hardtanh;
 using sl::layer_norm;
 using sl::leaky_relu;

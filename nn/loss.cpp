@@ -1,7 +1,9 @@
 #include "nn/loss.h"
 
 #include <algorithm>
+#include <cmath>
 
+#include "autograd/function.h"
 #include "autograd/ops/ctc.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/reduce.h"
@@ -226,6 +228,103 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input_in, const Tensor& ta
   return reduce(loss, reduction);
 }
 
+namespace {
+// -[t max(log x, -100) + (1 - t) max(log(1 - x), -100)], one node: PyTorch's backward is not the
+// clamped expression's derivative (which is 0 where a log was clamped) but
+// (x - t) / max(x (1 - x), 1e-12), finite at x = 0 and 1.
+Tensor bce_terms(const Tensor& x, const Tensor& t) {
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = (t - 1.0) * x.neg().log1p().clamp(-100.0) - t * x.log().clamp(-100.0);
+  }
+  if (needs_grad(x, t)) {
+    record("BinaryCrossEntropyBackward", {x, t}, {&out},
+           [sx = SavedTensor(x), st = SavedTensor(t)](const BackwardCtx& c) -> variable_list {
+             const Tensor x = sx.unpack("BinaryCrossEntropyBackward");
+             const Tensor t = st.unpack("BinaryCrossEntropyBackward");
+             Tensor gx, gt;
+             if (c.needs(0)) gx = c.grad() * (x - t) / (x * (1.0 - x)).clamp(1e-12);
+             if (c.needs(1)) gt = c.grad() * (x.neg().log1p() - x.log());
+             return {gx, gt};
+           });
+  }
+  return out;
+}
+}  // namespace
+
+Tensor binary_cross_entropy(const Tensor& input_in, const Tensor& target_in,
+                            const Tensor& weight_in, Reduction reduction) {
+  const char* op = "binary_cross_entropy";
+  const Tensor input = autocast(input_in, AmpPolicy::fp32);
+  const Tensor target = autocast(target_in, AmpPolicy::fp32);
+  const Tensor weight = autocast(weight_in, AmpPolicy::fp32);
+  check_same_shape(input, target, op);
+  check_floating(target, op, "target");
+  check_broadcasts_to(weight, input, op, "weight");
+  if (input.numel() > 0) {
+    NoGradGuard no_grad;
+    const bool in_range = input.ge(0.0).logical_and(input.le(1.0)).all().item<bool>();
+    SL_CHECK(in_range, op, ": every input element must lie in [0, 1] (probabilities), got min ",
+             input.min().item<double>(), " and max ", input.max().item<double>(),
+             " (NaN counts as outside); for logits use binary_cross_entropy_with_logits");
+  }
+  Tensor loss = bce_terms(input, target);
+  if (weight.defined()) loss = loss * weight;
+  return reduce(loss, reduction);
+}
+
+Tensor smooth_l1_loss(const Tensor& input_in, const Tensor& target_in, Reduction reduction,
+                      double beta) {
+  SL_CHECK(beta >= 0, "smooth_l1_loss: beta must be >= 0, got ", beta);
+  const Tensor input = autocast(input_in, AmpPolicy::fp32);
+  const Tensor target = autocast(target_in, AmpPolicy::fp32);
+  check_same_shape(input, target, "smooth_l1_loss");
+  const Tensor d = input - target;
+  const Tensor ad = d.abs();
+  if (beta == 0) return reduce(ad, reduction);
+  return reduce(where(ad.lt(beta), d.square() * (0.5 / beta), ad - 0.5 * beta), reduction);
+}
+
+Tensor huber_loss(const Tensor& input_in, const Tensor& target_in, Reduction reduction,
+                  double delta) {
+  SL_CHECK(delta > 0, "huber_loss: delta must be > 0, got ", delta);
+  const Tensor input = autocast(input_in, AmpPolicy::fp32);
+  const Tensor target = autocast(target_in, AmpPolicy::fp32);
+  check_same_shape(input, target, "huber_loss");
+  const Tensor d = input - target;
+  const Tensor ad = d.abs();
+  return reduce(where(ad.lt(delta), d.square() * 0.5, (ad - 0.5 * delta) * delta), reduction);
+}
+
+Tensor kl_div(const Tensor& input_in, const Tensor& target_in, const std::string& reduction,
+              bool log_target) {
+  const char* op = "kl_div";
+  SL_CHECK(
+      reduction == "none" || reduction == "sum" || reduction == "mean" || reduction == "batchmean",
+      op, ": reduction must be 'none', 'sum', 'mean' or 'batchmean', got '", reduction, "'");
+  const Tensor input = autocast(input_in, AmpPolicy::fp32);
+  const Tensor target = autocast(target_in, AmpPolicy::fp32);
+  check_same_shape(input, target, op);
+  check_floating(target, op, "target");
+  Tensor loss;
+  if (log_target) {
+    loss = target.exp() * (target - input);
+  } else {
+    // xlogy(t, t) - t x: t log t is 0 at t = 0; a negative t still gives NaN, as PyTorch. The
+    // log reads 1 where t = 0 so that no 0 * -inf reaches the gradient.
+    const Tensor zero = target.eq(0.0);
+    const Tensor tlogt = where(zero, 0.0, target * where(zero, 1.0, target).log());
+    loss = tlogt - target * input;
+  }
+  if (reduction == "none") return loss;
+  if (reduction == "mean") return loss.mean();
+  Tensor total = loss.sum();
+  if (reduction == "batchmean" && input.dim() > 0)
+    total = total / static_cast<double>(input.size(0));
+  return total;
+}
+
 Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
                 const Tensor& target_lengths, int64_t blank, Reduction reduction,
                 bool zero_infinity) {
@@ -267,6 +366,41 @@ Tensor CTCLoss::forward(const Tensor& log_probs, const Tensor& targets, const Te
                         const Tensor& target_lengths) {
   return functional::ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, reduction,
                               zero_infinity);
+}
+
+BCELoss::BCELoss(Tensor w, Reduction r) : Module("BCELoss"), reduction(r) {
+  if (w.defined()) weight = register_buffer("weight", w);
+}
+
+Tensor BCELoss::forward(const Tensor& input, const Tensor& target) {
+  return functional::binary_cross_entropy(input, target, weight, reduction);
+}
+
+SmoothL1Loss::SmoothL1Loss(Reduction r, double b) : Module("SmoothL1Loss"), reduction(r), beta(b) {
+  SL_CHECK(beta >= 0, "SmoothL1Loss: beta must be >= 0, got ", beta);
+}
+
+Tensor SmoothL1Loss::forward(const Tensor& input, const Tensor& target) {
+  return functional::smooth_l1_loss(input, target, reduction, beta);
+}
+
+HuberLoss::HuberLoss(Reduction r, double d) : Module("HuberLoss"), reduction(r), delta(d) {
+  SL_CHECK(delta > 0, "HuberLoss: delta must be > 0, got ", delta);
+}
+
+Tensor HuberLoss::forward(const Tensor& input, const Tensor& target) {
+  return functional::huber_loss(input, target, reduction, delta);
+}
+
+KLDivLoss::KLDivLoss(std::string r, bool lt)
+    : Module("KLDivLoss"), reduction(std::move(r)), log_target(lt) {
+  SL_CHECK(
+      reduction == "none" || reduction == "sum" || reduction == "mean" || reduction == "batchmean",
+      "KLDivLoss: reduction must be 'none', 'sum', 'mean' or 'batchmean', got '", reduction, "'");
+}
+
+Tensor KLDivLoss::forward(const Tensor& input, const Tensor& target) {
+  return functional::kl_div(input, target, reduction, log_target);
 }
 
 BCEWithLogitsLoss::BCEWithLogitsLoss(Tensor w, Tensor pw, Reduction r)

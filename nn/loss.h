@@ -56,6 +56,33 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
                                         const Tensor& weight = Tensor(),
                                         const Tensor& pos_weight = Tensor(),
                                         Reduction reduction = Reduction::mean);
+/// Binary cross entropy of probabilities `input` in [0, 1] against `target` (input's shape):
+/// -w [t log(x) + (1 - t) log(1 - x)] with each log clamped to >= -100, as PyTorch, so x = 0 or 1
+/// gives a finite loss; w = weight broadcast to input's shape. The input gradient is PyTorch's
+/// w (x - t) / max(x (1 - x), 1e-12) (finite at 0 and 1), the target's w (log(1 - x) - log(x)).
+/// Throws ValueError when an input element lies outside [0, 1] or is NaN (checked on every call:
+/// on CUDA one reduction and one synchronisation), ShapeError for shapes that differ or a weight
+/// that does not broadcast to the input's shape. Prefer binary_cross_entropy_with_logits.
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target,
+                            const Tensor& weight = Tensor(), Reduction reduction = Reduction::mean);
+/// Smooth L1: 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target), reduced.
+/// beta = 0 is l1_loss (whose gradient at d = 0 is 0; PyTorch 1.13's smooth_l1 gives -1 there).
+/// Shapes must be equal (ShapeError); ValueError for a negative or NaN beta, as PyTorch.
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target,
+                      Reduction reduction = Reduction::mean, double beta = 1.0);
+/// Huber: 0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta), reduced; smooth_l1_loss times
+/// delta. Shapes must be equal (ShapeError); ValueError unless delta > 0, as PyTorch.
+Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::mean,
+                  double delta = 1.0);
+/// Kullback-Leibler divergence of log-probabilities `input` from `target` (probabilities, or
+/// log-probabilities when log_target), pointwise t (log t - x) with 0 where t = 0 (or
+/// exp(t) (t - x)). reduction: "none", "sum", "mean" (over every element, as PyTorch) or
+/// "batchmean" (the sum over input.size(0): the KL divergence per sample; a 0-d input gives the
+/// sum). Shapes must be equal (ShapeError; PyTorch broadcasts). Where t = 0 the target's
+/// gradient is -x (PyTorch 1.13's is NaN); targets rarely need one. ValueError for another
+/// reduction name.
+Tensor kl_div(const Tensor& input, const Tensor& target, const std::string& reduction = "mean",
+              bool log_target = false);
 /// log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), stable for any x.
 Tensor log_sigmoid(const Tensor& x);
 /// CTC loss of log_probs [T, N, C] (log_softmax over C) against padded [N, S] or concatenated
@@ -105,6 +132,50 @@ class L1Loss : public Module {
   explicit L1Loss(Reduction reduction = Reduction::mean) : Module("L1Loss"), reduction(reduction) {}
   Tensor forward(const Tensor& input, const Tensor& target);
   Reduction reduction;
+};
+
+class BCELoss : public Module {
+ public:
+  /// The one-tensor form stays visible (it throws ValueError: this module takes more inputs).
+  using Module::forward;
+  /// weight (optional) is registered as a buffer, as PyTorch does.
+  explicit BCELoss(Tensor weight = Tensor(), Reduction reduction = Reduction::mean);
+  Tensor forward(const Tensor& input, const Tensor& target);
+  Tensor weight;
+  Reduction reduction;
+};
+
+class SmoothL1Loss : public Module {
+ public:
+  /// The one-tensor form stays visible (it throws ValueError: this module takes more inputs).
+  using Module::forward;
+  /// ValueError for a negative or NaN beta (at construction).
+  explicit SmoothL1Loss(Reduction reduction = Reduction::mean, double beta = 1.0);
+  Tensor forward(const Tensor& input, const Tensor& target);
+  Reduction reduction;
+  double beta;
+};
+
+class HuberLoss : public Module {
+ public:
+  /// The one-tensor form stays visible (it throws ValueError: this module takes more inputs).
+  using Module::forward;
+  /// ValueError unless delta > 0 (at construction).
+  explicit HuberLoss(Reduction reduction = Reduction::mean, double delta = 1.0);
+  Tensor forward(const Tensor& input, const Tensor& target);
+  Reduction reduction;
+  double delta;
+};
+
+class KLDivLoss : public Module {
+ public:
+  /// The one-tensor form stays visible (it throws ValueError: this module takes more inputs).
+  using Module::forward;
+  /// reduction: "none", "sum", "mean" or "batchmean" (ValueError otherwise, at construction).
+  explicit KLDivLoss(std::string reduction = "mean", bool log_target = false);
+  Tensor forward(const Tensor& input, const Tensor& target);
+  std::string reduction;
+  bool log_target;
 };
 
 class CTCLoss : public Module {

@@ -32,6 +32,30 @@ std::string LayerNorm::extra_repr() const {
          ", elementwise_affine=" + repr::py_bool(elementwise_affine);
 }
 
+GroupNorm::GroupNorm(int64_t groups, int64_t channels, double eps_, bool affine_,
+                     TensorOptions opts)
+    : Module("GroupNorm"), num_groups(groups), num_channels(channels), eps(eps_), affine(affine_) {
+  SL_CHECK(groups >= 1 && channels >= 1,
+           "GroupNorm: num_groups and num_channels must be >= 1, got ", groups, " and ", channels);
+  SL_CHECK(channels % groups == 0, "GroupNorm: num_channels=", channels,
+           " must be divisible by num_groups=", groups);
+  opts.requires_grad = false;
+  weight = register_parameter("weight", affine ? ones({channels}, opts) : Tensor());
+  bias = register_parameter("bias", affine ? zeros({channels}, opts) : Tensor());
+}
+
+Tensor GroupNorm::forward(const Tensor& x) {
+  SL_CHECK(x.defined(), "GroupNorm: the input is undefined");
+  SL_CHECK_SHAPE(x.dim() >= 2 && x.size(1) == num_channels, "GroupNorm: expected an input [N, ",
+                 num_channels, ", *], got ", shape_str(x.sizes()));
+  return group_norm(x, num_groups, weight, bias, eps);
+}
+
+std::string GroupNorm::extra_repr() const {
+  return std::to_string(num_groups) + ", " + std::to_string(num_channels) +
+         ", eps=" + repr::py_float(eps) + ", affine=" + repr::py_bool(affine);
+}
+
 BatchNormBase::BatchNormBase(const char* name, int64_t n, BatchNormOptions opts)
     : Module(name), num_features(n), options(opts) {
   SL_CHECK(n > 0, name, ": num_features must be positive, got ", n);

@@ -25,6 +25,23 @@ class LayerNorm : public Module {
   Tensor weight, bias;
 };
 
+/// torch.nn.GroupNorm: sl::group_norm over num_groups groups of num_channels / num_groups
+/// channels; weight (ones) and bias (zeros) [num_channels] when affine. Throws ValueError at
+/// construction for num_groups < 1, num_channels < 1 or num_channels not divisible by
+/// num_groups; forward's errors are group_norm's (ShapeError for an input without num_channels
+/// channels).
+class GroupNorm : public Module {
+ public:
+  GroupNorm(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true,
+            TensorOptions opts = {});
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  const int64_t num_groups, num_channels;
+  const double eps;
+  const bool affine;
+  Tensor weight, bias;
+};
+
 struct BatchNormOptions {
   double eps = 1e-5;
   /// Running-statistics factor; nullopt uses the cumulative average (1 / num_batches_tracked),

@@ -145,6 +145,19 @@ def gen_normalization(w):
         m.train(training)
         run_case(w, case, m, [torch.randn(*shape) * 2 + 0.5], m,
                  buffers_after=["running_mean", "running_var", "num_batches_tracked"])
+    # GroupNorm: 2 groups of 2 channels over [2, 4, 3, 5]; 3 groups of 4 over [4, 12] (no
+    # spatial dims, no affine); one group (LayerNorm over C and L, per-channel affine).
+    for case, groups, channels, shape, affine, seed in [
+            ("group_norm", 2, 4, (2, 4, 3, 5), True, 150),
+            ("group_norm_2d_noaffine", 3, 12, (4, 12), False, 151),
+            ("group_norm_1group", 1, 4, (2, 4, 7), True, 152)]:
+        seeded(seed)
+        m = nn.GroupNorm(groups, channels, affine=affine)
+        if affine:
+            with torch.no_grad():
+                m.weight.normal_()
+                m.bias.normal_()
+        run_case(w, case, m, [torch.randn(*shape) * 2 + 0.5], m)
 
 
 def gen_conv(w):
@@ -205,6 +218,15 @@ def gen_activation(w):
                                    ("silu", nn.SiLU()), ("hardtanh", nn.Hardtanh(0.0, 2.0)),
                                    ("leaky_relu", nn.LeakyReLU(0.1))]):
         seeded(40 + i)
+        run_case(w, name, m, [x()])
+    # Composed activations (nn/activation.cpp); inputs of spread 3 cross every kink's side.
+    for i, (name, m) in enumerate([("softplus", nn.Softplus()),
+                                   ("softplus_beta2_th3", nn.Softplus(beta=2, threshold=3)),
+                                   ("elu", nn.ELU()), ("elu_alpha05", nn.ELU(alpha=0.5)),
+                                   ("selu", nn.SELU()), ("mish", nn.Mish()),
+                                   ("hardswish", nn.Hardswish()),
+                                   ("hardsigmoid", nn.Hardsigmoid())]):
+        seeded(160 + i)
         run_case(w, name, m, [x()])
 
 
@@ -329,6 +351,42 @@ def gen_loss(w):
              lambda a, b: F.binary_cross_entropy_with_logits(a, b, weight=bw, pos_weight=pw,
                                                              reduction="sum"),
              [logits.clone(), tgt.clone()])
+    # Probabilities in (0, 1) for binary_cross_entropy, a weight over the last dim.
+    seeded(170)
+    p = torch.rand(4, 3) * 0.98 + 0.01
+    tb = torch.rand(4, 3)
+    bw3 = torch.rand(3) + 0.5
+    w.put("bce_probs.weight", bw3)
+    for red in ["mean", "sum", "none"]:
+        run_case(w, f"bce_probs_{red}",
+                 lambda a, b, red=red: F.binary_cross_entropy(a, b, reduction=red),
+                 [p.clone(), tb.clone()])
+    run_case(w, "bce_probs_w", lambda a, b: F.binary_cross_entropy(a, b, weight=bw3),
+             [p.clone(), tb.clone()])
+    # smooth_l1 / huber: differences of spread 2 fall on both sides of beta / delta.
+    seeded(171)
+    a, b = torch.randn(4, 5) * 2, torch.randn(4, 5)
+    for case, fn in [("smooth_l1_mean", lambda a, b: F.smooth_l1_loss(a, b)),
+                     ("smooth_l1_b05_none",
+                      lambda a, b: F.smooth_l1_loss(a, b, beta=0.5, reduction="none")),
+                     ("smooth_l1_b0_sum",
+                      lambda a, b: F.smooth_l1_loss(a, b, beta=0.0, reduction="sum")),
+                     ("huber_mean", lambda a, b: F.huber_loss(a, b)),
+                     ("huber_d2_none", lambda a, b: F.huber_loss(a, b, delta=2.0,
+                                                                 reduction="none"))]:
+        run_case(w, case, fn, [a.clone(), b.clone()])
+    # kl_div: log-probabilities against probabilities or log-probabilities. (A zero target is
+    # tested with literal values: PyTorch's target gradient is NaN there, ours is not.)
+    seeded(172)
+    lq = torch.log_softmax(torch.randn(3, 4), 1)
+    pt = torch.softmax(torch.randn(3, 4), 1)
+    lt = torch.log_softmax(torch.randn(3, 4), 1)
+    for red in ["batchmean", "sum", "mean", "none"]:
+        run_case(w, f"kl_{red}", lambda a, b, red=red: F.kl_div(a, b, reduction=red),
+                 [lq.clone(), pt.clone()])
+    run_case(w, "kl_log_target", lambda a, b: F.kl_div(a, b, reduction="batchmean",
+                                                       log_target=True),
+             [lq.clone(), lt.clone()])
     # CTC: [T, N, C] log-probs, padded targets [N, S], per-sample lengths.
     seeded(96)
     T, N, C = 8, 3, 5

@@ -29,6 +29,39 @@ Tensor layer_norm(const Tensor& input_in, const Shape& normalized_shape, const T
   return out;
 }
 
+Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight, const Tensor& bias,
+                  double eps) {
+  const char* op = "group_norm";
+  SL_CHECK(input.defined(), op, ": the input is undefined");
+  SL_CHECK_SHAPE(input.dim() >= 2, op, ": input must be [N, C, *], got shape ",
+                 shape_str(input.sizes()));
+  SL_CHECK(num_groups >= 1, op, ": num_groups must be >= 1, got ", num_groups);
+  const int64_t N = input.size(0), C = input.size(1);
+  SL_CHECK_SHAPE(C % num_groups == 0, op, ": the ", C, " channels of input ",
+                 shape_str(input.sizes()), " are not divisible by num_groups=", num_groups);
+  for (const Tensor* p : {&weight, &bias}) {
+    SL_CHECK_SHAPE(!p->defined() || p->sizes() == Shape{C}, op, ": ",
+                   p == &weight ? "weight" : "bias", " must be [", C, "] (one per channel), got ",
+                   shape_str(p->sizes()));
+  }
+  SL_CHECK(eps >= 0, op, ": eps must be >= 0, got ", eps);
+  // every channel's affine factor broadcast over the spatial dims: [C, 1, ..., 1]
+  Shape per_channel(static_cast<size_t>(input.dim() - 1), 1);
+  per_channel[0] = C;
+  Tensor out;
+  if (input.numel() == 0) {
+    out = autocast(input, AmpPolicy::fp32) * 0.0;  // empty, and a zero gradient for the affine
+  } else {
+    const int64_t per_group = input.numel() / (N * num_groups);
+    out =
+        layer_norm(input.reshape({N, num_groups, per_group}), {per_group}, Tensor(), Tensor(), eps)
+            .reshape(input.sizes());
+  }
+  if (weight.defined()) out = out * autocast(weight, AmpPolicy::fp32).reshape(per_channel);
+  if (bias.defined()) out = out + autocast(bias, AmpPolicy::fp32).reshape(per_channel);
+  return out;
+}
+
 Tensor batch_norm(const Tensor& input_in, const Tensor& running_mean, const Tensor& running_var,
                   const Tensor& weight_in, const Tensor& bias_in, bool training, double momentum,
                   double eps) {

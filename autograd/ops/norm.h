@@ -17,6 +17,17 @@ Tensor layer_norm(const Tensor& input, const Shape& normalized_shape,
                   const Tensor& weight = Tensor(), const Tensor& bias = Tensor(),
                   double eps = 1e-5);
 
+/// Group normalisation of input [N, C, *] (as torch.nn.functional.group_norm): the C channels
+/// split into num_groups groups of C / num_groups consecutive channels, each (sample, group)
+/// normalised over its channels and spatial positions (mean and biased variance), then scaled
+/// and shifted per channel by weight / bias ([C], or undefined). Runs on layer_norm's fused
+/// kernels (a [N, G, C / G * spatial] view) plus one broadcast multiply-add for the affine part;
+/// float32 under autocast, as layer_norm. Throws ShapeError for rank < 2, channels not divisible
+/// by num_groups or weight / bias not [C]; ValueError for num_groups < 1 or negative eps. An
+/// input with no elements gives an empty output (and zero weight / bias gradients).
+Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight = Tensor(),
+                  const Tensor& bias = Tensor(), double eps = 1e-5);
+
 /// Batch normalisation of input [N, C, *] ([N, C], [N, C, L], [N, C, H, W], ...) per channel.
 /// training: normalises with the batch mean and biased variance and, when running_mean /
 /// running_var ([C]) are defined, updates them in place to

@@ -4,7 +4,9 @@
 // do: cross_entropy with class indices [N, C] / [N, C, d1, d2] / unbatched [C], weight,
 // ignore_index hits (default -100 and a custom one), label smoothing, probability targets;
 // nll_loss with weight + ignore_index; mse / l1 (with exact ties, l1's subgradient at 0);
-// bce_with_logits with weight, pos_weight and large |logits|; ctc_loss with padded and
+// bce_with_logits with weight, pos_weight and large |logits|; binary_cross_entropy with
+// probabilities at 0 and 1 and a weight; smooth_l1 / huber with beta 0 and differences on their
+// kinks; kl_div with every reduction, a zero target and log targets; ctc_loss with padded and
 // concatenated targets, unequal lengths, an empty input, a non-zero blank, zero_infinity on
 // and off around infeasible samples (repeats needing more steps, targets longer than inputs). The
 // module forms (CrossEntropyLoss, ..., with their weight buffers moved by to(kGPU)) run once each.
@@ -34,7 +36,7 @@ using nn::Reduction;
 
 namespace {
 
-/// cross_entropy / nll / mse / l1 / bce (see the file comment).
+/// cross_entropy / nll / mse / l1 / bce / smooth_l1 / huber / kl_div (see the file comment).
 Tol loss_tol(DType dt) {
   return dt == DType::f64 ? Tol{1e-10, 1e-12} : Tol{5e-5, 1e-6};
 }
@@ -457,4 +459,58 @@ TEST_CASE("cuda parity: loss modules with their weight buffers moved by to()" *
          i64s({3, 2}, {2})},
         ctc_tol(dt).rtol, ctc_tol(dt).atol);
   }
+}
+
+TEST_CASE("cuda parity: binary_cross_entropy, smooth_l1, huber and kl_div" *
+          sl::testing::needs_gpu()) {
+  SL_REQUIRE_CUDA("bce / smooth_l1 / huber / kl_div parity");
+  manual_seed(37);
+  for (DType dt : {DType::f64, DType::f32}) {
+    CAPTURE(dt);
+    const Tol tol = loss_tol(dt);
+    // probabilities with exact 0 and 1 (the clamped logs and the 1e-12 floor of the gradient)
+    Tensor p = rand({4, 6}, {.dtype = dt});
+    p.select(0, 0).copy_(from_vector<double>({0, 1, 0, 1, 0.5, 0.25}).to(dt));
+    Tensor t = rand({4, 6}, {.dtype = dt});
+    Tensor w = rand({6}, {.dtype = dt}) + 0.5;
+    // differences exactly on the kinks: 0, +-beta (0.5), +-delta (2)
+    Tensor a = randn({4, 6}, {.dtype = dt}) * 2;
+    Tensor b = a.clone();
+    b.select(0, 0).sub_(from_vector<double>({0, 0.5, -0.5, 2, -2, 0}).to(dt));
+    b.select(0, 1).copy_(randn({6}, {.dtype = dt}));
+    Tensor lq = log_softmax(randn({4, 6}, {.dtype = dt}), 1);
+    Tensor q = softmax(randn({4, 6}, {.dtype = dt}), 1);
+    q.select(0, 2).select(0, 3).fill_(0.0);  // a zero target: t log t = 0
+    Tensor lt = log_softmax(randn({4, 6}, {.dtype = dt}), 1);
+    for (Reduction red : kReductions) {
+      const std::string reduction = nn::reduction_name(red);
+      CAPTURE(reduction);
+      check_gpu_parity(
+          [&](const TensorList& x) { return F::binary_cross_entropy(x[0], x[1], x[2], red); },
+          {p.clone().requires_grad_(), t.clone().requires_grad_(), w}, tol.rtol, tol.atol);
+      for (double beta : {0.0, 0.5}) {
+        check_gpu_parity(
+            [&](const TensorList& x) { return F::smooth_l1_loss(x[0], x[1], red, beta); },
+            {a.clone().requires_grad_(), b.clone().requires_grad_()}, tol.rtol, tol.atol);
+      }
+      check_gpu_parity([&](const TensorList& x) { return F::huber_loss(x[0], x[1], red, 2.0); },
+                       {a.clone().requires_grad_(), b.clone().requires_grad_()}, tol.rtol,
+                       tol.atol);
+    }
+    for (std::string red : {"none", "sum", "mean", "batchmean"}) {
+      CAPTURE(red);
+      check_gpu_parity([&](const TensorList& x) { return F::kl_div(x[0], x[1], red); },
+                       {lq.clone().requires_grad_(), q.clone().requires_grad_()}, tol.rtol,
+                       tol.atol);
+      check_gpu_parity([&](const TensorList& x) { return F::kl_div(x[0], x[1], red, true); },
+                       {lq.clone().requires_grad_(), lt.clone().requires_grad_()}, tol.rtol,
+                       tol.atol);
+    }
+  }
+  // the module forms, their weight buffer moved by to(kGPU)
+  nn::BCELoss bce(rand({3}) + 0.5);
+  Tensor p = rand({2, 3}), t = rand({2, 3});
+  const float cpu = bce.forward(p, t).item<float>();
+  bce.to(kGPU);
+  CHECK(bce.forward(p.to(kGPU), t.to(kGPU)).item<float>() == doctest::Approx(cpu).epsilon(1e-5));
 }

@@ -8,11 +8,12 @@
 // (BatchNorm's running statistics and batch count) after the forward.
 //
 // Covered module classes (a new Module needs a case here):
-//   Linear, Identity, Conv1d, Conv2d, BatchNorm1d, BatchNorm2d, LayerNorm, MaxPool2d, AvgPool2d,
-//   AdaptiveAvgPool2d, Dropout, Embedding, ReLU, GELU, Tanh, Sigmoid, SiLU, Hardtanh, LeakyReLU,
-//   Flatten, Unflatten, MultiheadAttention, TransformerEncoderLayer, GRU, LSTM, Sequential,
-//   ModuleList, CheckpointWrapper; the losses' modules are in test_cuda_loss.cpp; every model
-//   of models::model_names() (a new model needs an input in zoo_input).
+//   Linear, Identity, Conv1d, Conv2d, BatchNorm1d, BatchNorm2d, LayerNorm, GroupNorm, MaxPool2d,
+//   AvgPool2d, AdaptiveAvgPool2d, Dropout, Embedding, ReLU, GELU, Tanh, Sigmoid, SiLU, Hardtanh,
+//   LeakyReLU, Softplus, ELU, SELU, Mish, Hardswish, Hardsigmoid, Flatten, Unflatten,
+//   MultiheadAttention, TransformerEncoderLayer, GRU, LSTM, Sequential, ModuleList,
+//   CheckpointWrapper; the losses' modules are in test_cuda_loss.cpp; every model of
+//   models::model_names() (a new model needs an input in zoo_input).
 //
 // Tolerances: float64 1e-10 relative and absolute (the same math on both devices, sums and
 // products in different orders and CUDA's libm, a few double ulps per op, far below 1e-10 for
@@ -251,7 +252,7 @@ TEST_CASE("cuda module parity: Conv1d and Conv2d with stride, padding, dilation,
   }
 }
 
-TEST_CASE("cuda module parity: BatchNorm1d / BatchNorm2d in train and eval, LayerNorm" *
+TEST_CASE("cuda module parity: BatchNorm1d / BatchNorm2d in train and eval, LayerNorm, GroupNorm" *
           sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("norm module parity");
   manual_seed(43);
@@ -322,6 +323,17 @@ TEST_CASE("cuda module parity: BatchNorm1d / BatchNorm2d in train and eval, Laye
         rnd({3, 4, 5}, dt), dt);
     check_unary<nn::LayerNorm>(
         [] { return std::make_shared<nn::LayerNorm>(Shape{7}, 1e-3, false); }, rnd({6, 7}, dt), dt);
+    check_unary<nn::GroupNorm>(
+        [] {
+          auto m = std::make_shared<nn::GroupNorm>(2, 6);
+          NoGradGuard ng;
+          m->weight.copy_(randn({6}));
+          m->bias.copy_(randn({6}));
+          return m;
+        },
+        rnd({3, 6, 4, 5}, dt), dt);
+    check_unary<nn::GroupNorm>([] { return std::make_shared<nn::GroupNorm>(4, 8, 1e-3, false); },
+                               rnd({5, 8}, dt), dt);
   }
 }
 
@@ -397,6 +409,18 @@ TEST_CASE("cuda module parity: activations, Flatten, Unflatten" * sl::testing::n
     check_unary<nn::SiLU>([] { return std::make_shared<nn::SiLU>(); }, x, dt);
     check_unary<nn::Hardtanh>([] { return std::make_shared<nn::Hardtanh>(-0.5, 0.7); }, x, dt);
     check_unary<nn::LeakyReLU>([] { return std::make_shared<nn::LeakyReLU>(0.2); }, x, dt);
+    // the composed ones, with their kinks -3 and 3 (Hardswish, Hardsigmoid), 0 (ELU) and the
+    // softplus threshold 1.5 (beta 2, threshold 3) in a row of their own
+    Tensor k = randn({3, 6}, {.dtype = dt}) * 3;
+    k.select(0, 0).copy_(from_vector<double>({-3, 3, 0, 1.5, -3, 3}).to(dt));
+    k.requires_grad_();
+    check_unary<nn::Softplus>([] { return std::make_shared<nn::Softplus>(); }, k, dt);
+    check_unary<nn::Softplus>([] { return std::make_shared<nn::Softplus>(2.0, 3.0); }, k, dt);
+    check_unary<nn::ELU>([] { return std::make_shared<nn::ELU>(0.5); }, k, dt);
+    check_unary<nn::SELU>([] { return std::make_shared<nn::SELU>(); }, k, dt);
+    check_unary<nn::Mish>([] { return std::make_shared<nn::Mish>(); }, k, dt);
+    check_unary<nn::Hardswish>([] { return std::make_shared<nn::Hardswish>(); }, k, dt);
+    check_unary<nn::Hardsigmoid>([] { return std::make_shared<nn::Hardsigmoid>(); }, k, dt);
     check_unary<nn::Flatten>([] { return std::make_shared<nn::Flatten>(); }, rnd({2, 3, 4}, dt),
                              dt);
     check_unary<nn::Flatten>([] { return std::make_shared<nn::Flatten>(0, 1); }, rnd({2, 3, 4}, dt),

@@ -1,5 +1,7 @@
 // Parity with PyTorch for Linear and the activation modules (fixtures: linear, activation),
 // plus gradchecks in float64.
+#include <cmath>
+
 #include "fixture.h"
 #include "nn/activation.h"
 #include "nn/linear.h"
@@ -35,6 +37,14 @@ TEST_CASE("activation modules match PyTorch") {
       {"silu", std::make_shared<nn::SiLU>()},
       {"hardtanh", std::make_shared<nn::Hardtanh>(0.0, 2.0)},
       {"leaky_relu", std::make_shared<nn::LeakyReLU>(0.1)},
+      {"softplus", std::make_shared<nn::Softplus>()},
+      {"softplus_beta2_th3", std::make_shared<nn::Softplus>(2.0, 3.0)},
+      {"elu", std::make_shared<nn::ELU>()},
+      {"elu_alpha05", std::make_shared<nn::ELU>(0.5)},
+      {"selu", std::make_shared<nn::SELU>()},
+      {"mish", std::make_shared<nn::Mish>()},
+      {"hardswish", std::make_shared<nn::Hardswish>()},
+      {"hardsigmoid", std::make_shared<nn::Hardsigmoid>()},
   };
   for (auto& [name, m] : cases) {
     CAPTURE(name);
@@ -55,6 +65,80 @@ TEST_CASE("hardtanh's gradient is 0 at its bounds, clamp's is 1, as in PyTorch")
   CHECK(y.grad().to_vector<float>() == std::vector<float>{1, 1, 1, 0, 0});
 }
 
+TEST_CASE("composed activations: values and gradients at their kinks and extremes are PyTorch's") {
+  namespace F = sl::nn::functional;
+  // Each row: inputs, then PyTorch 1.13's outputs and x.grad after f(x).sum().backward(), printed
+  // with 10 digits (float32). The kinks are where a finite difference cannot decide, so these are
+  // the reference.
+  struct Row {
+    const char* name;
+    std::function<Tensor(const Tensor&)> f;
+    std::vector<float> x, y, grad;
+  };
+  const std::vector<Row> rows = {
+      // F.hardswish([-3, 3, 0, -1e-30])
+      {"hardswish",
+       [](const Tensor& x) { return F::hardswish(x); },
+       {-3, 3, 0, -1e-30f},
+       {-0.f, 3, 0, -5e-31f},
+       {-0.5f, 1.5f, 0.5f, 0.5f}},
+      // F.hardsigmoid([-3, 3, 0])
+      {"hardsigmoid",
+       [](const Tensor& x) { return F::hardsigmoid(x); },
+       {-3, 3, 0},
+       {0, 1, 0.5f},
+       {0, 0, 1.f / 6}},
+      // F.softplus([1.5, 1.5001, -100, 0], beta=2, threshold=3): 1.5 is the threshold (beta x
+      // = 3 is not above it), 1.5001 passes through
+      {"softplus",
+       [](const Tensor& x) { return F::softplus(x, 2.0, 3.0); },
+       {1.5f, 1.5001f, -100, 0},
+       {1.5242936611f, 1.5001000166f, 0, 0.3465735912f},
+       {0.9525741339f, 1, 0, 0.5f}},
+      // F.softplus([1e30, -1e30, 50])
+      {"softplus",
+       [](const Tensor& x) { return F::softplus(x); },
+       {1e30f, -1e30f, 50},
+       {1e30f, 0, 50},
+       {1, 0, 1}},
+      // F.elu([0, -1], alpha=2), F.elu([1e30, -1e30, 100])
+      {"elu",
+       [](const Tensor& x) { return F::elu(x, 2.0); },
+       {0, -1},
+       {0, -1.2642411f},
+       {2, 0.7357589f}},
+      {"elu",
+       [](const Tensor& x) { return F::elu(x); },
+       {1e30f, -1e30f, 100},
+       {1e30f, -1, 100},
+       {1, 0, 1}},
+      // F.selu([0, -1e4])
+      {"selu",
+       [](const Tensor& x) { return F::selu(x); },
+       {0, -1e4f},
+       {0, -1.7580993176f},
+       {1.7580993176f, 0}},
+      // F.mish([0, 1e30, -1e30, -50])
+      {"mish",
+       [](const Tensor& x) { return F::mish(x); },
+       {0, 1e30f, -1e30f, -50},
+       {0, 1e30f, -0.f, -9.6437497949e-21f},
+       {0.6f, 1, 0, -9.4508745405e-21f}},
+  };
+  for (const Row& r : rows) {
+    CAPTURE(r.name);
+    CAPTURE(r.x);
+    Tensor x = from_vector(r.x).requires_grad_();
+    Tensor y = r.f(x);
+    y.sum().backward();
+    // rtol 1e-6: the printed digits, and float32 rounding of a few ops apart from PyTorch's
+    SL_CHECK_CLOSE(y, from_vector(r.y), 1e-6, 0);
+    SL_CHECK_CLOSE(x.grad(), from_vector(r.grad), 1e-6, 0);
+  }
+  // the sign of hardswish(-3) = -0 as PyTorch's -3 * 0 / 6
+  CHECK(std::signbit(F::hardswish(tensor({-3.f})).to_vector<float>()[0]));
+}
+
 TEST_CASE("Linear and activations gradcheck in float64") {
   manual_seed(4);
   nn::Linear lin(3, 2);
@@ -69,6 +153,26 @@ TEST_CASE("Linear and activations gradcheck in float64") {
       gradcheck([&](const TensorList& in) { return h.forward(s.forward(g.forward(in[0]))); }, {x}));
 }
 
+TEST_CASE("composed activations gradcheck in float64 away from their kinks") {
+  namespace F = sl::nn::functional;
+  manual_seed(5);
+  // values of spread 3 on both sides of every kink; none lands within 1e-3 of one (checked), so
+  // the finite differences (eps 1e-6) never straddle a kink
+  Tensor x = (randn({4, 6}, {.dtype = DType::f64}) * 3.0);
+  for (double k : {-3.0, 0.0, 3.0, 1.5}) CHECK((x - k).abs().min().item<double>() > 1e-3);
+  x.requires_grad_();
+  for (auto [name, f] : std::vector<std::pair<const char*, std::function<Tensor(const Tensor&)>>>{
+           {"softplus", [](const Tensor& t) { return F::softplus(t, 2.0, 3.0); }},
+           {"elu", [](const Tensor& t) { return F::elu(t, 0.7); }},
+           {"selu", [](const Tensor& t) { return F::selu(t); }},
+           {"mish", [](const Tensor& t) { return F::mish(t); }},
+           {"hardswish", [](const Tensor& t) { return F::hardswish(t); }},
+           {"hardsigmoid", [](const Tensor& t) { return F::hardsigmoid(t); }}}) {
+    CAPTURE(name);
+    CHECK(gradcheck([&](const TensorList& in) { return f(in[0]); }, {x}));
+  }
+}
+
 TEST_CASE("activation and shape module errors and reprs") {
   SL_CHECK_THROWS(nn::GELU("fast"), ValueError, "approximate must be 'none' or 'tanh', got 'fast'");
   SL_CHECK_THROWS(nn::Hardtanh(1.0, 0.0), ValueError, "min_val (1) must not exceed max_val (0)");
@@ -79,4 +183,20 @@ TEST_CASE("activation and shape module errors and reprs") {
   CHECK(nn::Unflatten(1, {2, 3}).str() == "Unflatten(dim=1, unflattened_size=(2, 3))");
   CHECK(nn::Unflatten(1, {2, 3}).forward(zeros({4, 6})).sizes() == Shape{4, 2, 3});
   CHECK(nn::Flatten().forward(zeros({4, 2, 3})).sizes() == Shape{4, 6});
+  CHECK(nn::Softplus().str() == "Softplus(beta=1, threshold=20)");
+  CHECK(nn::Softplus(2, 10).str() == "Softplus(beta=2, threshold=10)");
+  CHECK(nn::ELU(0.5).str() == "ELU(alpha=0.5)");
+  CHECK(nn::ELU().str() == "ELU(alpha=1.0)");
+  CHECK(nn::SELU().str() == "SELU()");
+  CHECK(nn::Mish().str() == "Mish()");
+  CHECK(nn::Hardswish().str() == "Hardswish()");
+  CHECK(nn::Hardsigmoid().str() == "Hardsigmoid()");
+  SL_CHECK_THROWS(nn::Softplus(0.0), ValueError,
+                  "Softplus: beta must be finite and nonzero and threshold finite, got beta=0");
+  SL_CHECK_THROWS(nn::functional::softplus(zeros({2}), 1.0, INFINITY), ValueError,
+                  "softplus: beta must be finite and nonzero and threshold finite, got beta=1, "
+                  "threshold=inf");
+  SL_CHECK_THROWS(nn::Mish().forward(Tensor()), ValueError, "Mish: the input is undefined");
+  SL_CHECK_THROWS(nn::functional::hardswish(ones({2}, {.dtype = DType::i64})), DTypeError,
+                  "hardswish: the input must be floating point, got int64");
 }

@@ -1,4 +1,4 @@
-// Parity with PyTorch for LayerNorm, BatchNorm, Conv, pooling and Dropout (fixtures:
+// Parity with PyTorch for LayerNorm, GroupNorm, BatchNorm, Conv, pooling and Dropout (fixtures:
 // normalization, conv, pooling), gradchecks in float64, eval-vs-train and errors.
 #include <cmath>
 
@@ -37,6 +37,62 @@ TEST_CASE("LayerNorm matches PyTorch") {
   run_module_case(fx, "layer_norm_noaffine", c);
   CHECK(b.str() == "LayerNorm((3, 4), eps=1e-12, elementwise_affine=True)");
   SL_CHECK_THROWS(a.forward(randn({2, 5})), ShapeError, "");
+}
+
+TEST_CASE("GroupNorm matches PyTorch") {
+  Fixture fx("normalization");
+  nn::GroupNorm a(2, 4);
+  run_module_case(fx, "group_norm", a);
+  nn::GroupNorm b(3, 12, 1e-5, false);
+  CHECK(b.named_parameters().empty());
+  run_module_case(fx, "group_norm_2d_noaffine", b);
+  nn::GroupNorm c(1, 4);
+  run_module_case(fx, "group_norm_1group", c);
+  // reprs as torch 1.13 prints them
+  CHECK(a.str() == "GroupNorm(2, 4, eps=1e-05, affine=True)");
+  CHECK(nn::GroupNorm(1, 3, 1e-3, false).str() == "GroupNorm(1, 3, eps=0.001, affine=False)");
+}
+
+TEST_CASE("group_norm: gradcheck in float64, empty inputs, errors") {
+  manual_seed(12);
+  const TensorOptions f64{.dtype = DType::f64};
+  nn::GroupNorm gn(2, 4, 1e-5, true, f64);
+  {
+    NoGradGuard ng;
+    gn.weight.normal_();
+    gn.bias.normal_();
+  }
+  Tensor x = randn({2, 4, 3}, f64).requires_grad_();
+  CHECK(module_gradcheck(gn, [&](const TensorList& in) { return gn.forward(in[0]); }, {x}));
+  // An input with no elements (as PyTorch: empty output) still gives zero affine gradients.
+  Tensor e = zeros({0, 4, 3}).requires_grad_();
+  nn::GroupNorm g4(2, 4);
+  Tensor y = g4.forward(e);
+  CHECK(y.sizes() == Shape{0, 4, 3});
+  y.sum().backward();
+  CHECK(g4.weight.grad().sizes() == Shape{4});
+  CHECK(g4.weight.grad().abs().max().item<float>() == 0.0f);
+  // Errors, with PyTorch's conditions (its messages: "num_channels must be divisible by
+  // num_groups", "Expected number of channels in input to be divisible by num_groups", "Expected
+  // weight to be a vector of size equal to the number of channels").
+  SL_CHECK_THROWS(nn::GroupNorm(3, 4), ValueError,
+                  "GroupNorm: num_channels=4 must be divisible by num_groups=3");
+  SL_CHECK_THROWS(nn::GroupNorm(0, 4), ValueError,
+                  "GroupNorm: num_groups and num_channels must be >= 1, got 0 and 4");
+  SL_CHECK_THROWS(g4.forward(zeros({2, 6})), ShapeError,
+                  "GroupNorm: expected an input [N, 4, *], got [2, 6]");
+  SL_CHECK_THROWS(group_norm(zeros({2, 6}), 4), ShapeError,
+                  "group_norm: the 6 channels of input [2, 6] are not divisible by num_groups=4");
+  SL_CHECK_THROWS(group_norm(zeros({2, 4, 3}), 2, ones({3})), ShapeError,
+                  "group_norm: weight must be [4] (one per channel), got [3]");
+  SL_CHECK_THROWS(group_norm(zeros({2, 4, 3}), 2, Tensor(), ones({4, 1})), ShapeError,
+                  "group_norm: bias must be [4] (one per channel), got [4, 1]");
+  SL_CHECK_THROWS(group_norm(zeros({4}), 2), ShapeError,
+                  "group_norm: input must be [N, C, *], got shape [4]");
+  SL_CHECK_THROWS(group_norm(zeros({2, 4}), 0), ValueError,
+                  "group_norm: num_groups must be >= 1, got 0");
+  SL_CHECK_THROWS(group_norm(zeros({2, 4}), 2, Tensor(), Tensor(), -1.0), ValueError,
+                  "group_norm: eps must be >= 0, got -1");
 }
 
 TEST_CASE("BatchNorm matches PyTorch in training and eval, running statistics included") {
