@@ -85,22 +85,37 @@ Tensor mean(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
                    });
 }
 
+// Note [prod backward at zeros]: PyTorch 1.13's prod_backward gives each element the product
+// of the others. With no zero in the tensor it takes that as y / x; with a zero it multiplies
+// exclusive cumprods, so an element beside the zero gets 0 * (the rest), which is NaN only where
+// the rest holds a NaN or an inf (y / x would be NaN for every element of a slice whose product
+// is 0 * inf or 0 * NaN). Per slice, this gives: no zero: y / x; one zero: the product of the
+// others at the zero, and elsewhere 0, or NaN where another element is NaN or +-inf; two or more
+// zeros: the same 0 or NaN along a dim, and 0 everywhere over all elements (PyTorch returns
+// zeros_like there when not building a graph). A 0-d input passes the gradient through.
 Tensor prod(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
   std::vector<int64_t> dims;
   if (dim) dims.push_back(*dim);
-  return reduction(ReduceOp::prod, "ProdBackward", autocast(a, AmpPolicy::fp32), dims, keepdim, {},
-                   true, true, [dims](const Tensor& g, const Tensor& x, const Tensor& y, int64_t) {
-                     // x != 0: y / x. Exactly one zero in the slice: the product of the others
-                     // at that zero. Two or more zeros: 0 everywhere.
-                     Tensor is_zero = eq(x, 0);
-                     Tensor zeros_in_slice =
-                         sum(is_zero.to(DType::i64), dims, true).expand(x.sizes());
-                     Tensor others = prod_of_others(x, dims, is_zero);
-                     Tensor safe = where(is_zero, ones_like(x), x);
-                     Tensor d = where(is_zero, where(eq(zeros_in_slice, 1), others, zeros_like(x)),
-                                      div(y, safe));
-                     return mul(g, d);
-                   });
+  const bool all = !dim.has_value();
+  return reduction(
+      ReduceOp::prod, "ProdBackward", autocast(a, AmpPolicy::fp32), dims, keepdim, {}, true, true,
+      [dims, all](const Tensor& g, const Tensor& x, const Tensor& y, int64_t) {
+        if (x.dim() == 0) return ops::contiguous(g);
+        auto count_in_slice = [&](const Tensor& mask) {
+          return sum(mask.to(DType::i64), dims, true).expand(x.sizes());
+        };
+        Tensor is_zero = eq(x, 0);
+        Tensor zeros_in_slice = count_in_slice(is_zero);
+        Tensor non_finite = logical_not(isfinite(x));
+        Tensor others_non_finite = sub(count_in_slice(non_finite), non_finite.to(DType::i64));
+        // 0 times the elements other than this one and the zero(s)
+        Tensor zero_times_rest = where(gt(others_non_finite, 0), full_like(x, NAN), zeros_like(x));
+        Tensor with_zero = where(
+            logical_and(is_zero, eq(zeros_in_slice, 1)), prod_of_others(x, dims, is_zero),
+            all ? where(eq(zeros_in_slice, 1), zero_times_rest, zeros_like(x)) : zero_times_rest);
+        Tensor safe = where(is_zero, ones_like(x), x);
+        return mul(g, where(eq(zeros_in_slice, 0), div(y, safe), with_zero));
+      });
 }
 
 namespace {

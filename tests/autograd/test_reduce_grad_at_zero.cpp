@@ -1,10 +1,15 @@
 // The gradients of std, var and norm where the result (or an element) is 0, as PyTorch 1.13 gives
 // them: std_backward masks grad / (2 std) to 0 where std == 0 (a constant slice), so a constant
 // input has gradient 0, not sqrt's 0 * inf = NaN; var's gradient there is 0 anyway; norm_backward
-// is 0 for an all-zero slice and at zero elements (sgn(x) |x|^(p-1), masked at x == 0 for p < 1).
+// is 0 for an all-zero slice and at zero elements (sgn(x) |x|^(p-1), masked at x == 0 for p < 1);
+// prod's where a slice holds a zero and a NaN or inf (the product of the others, element by
+// element, not y / x = NaN for the whole slice).
 // Elsewhere the expected values are the closed forms: d std / dx_i = (x_i - mean) / ((n - c) std)
 // and d ||x||_p / dx_i = sgn(x_i) |x_i|^(p-1) / ||x||_p^(p-1).
 #include <cmath>
+#include <limits>
+#include <optional>
+#include <vector>
 
 #include "support/testing.h"
 
@@ -163,5 +168,67 @@ TEST_CASE("pow(0, b)'s gradient in b is 0 for b >= 0 and -inf for b < 0") {
     CHECK(g[2] < 0);
     CHECK(std::isinf(g[4]));
     CHECK(g[4] < 0);
+  }
+}
+
+// Note [prod backward at zeros] (autograd/ops/reduce.cpp). Expected gradients printed by PyTorch
+// 1.13 (/usr/bin/python3), the same in float32 and float64:
+//   x = torch.tensor(v, dtype=dt).reshape(shape).requires_grad_()
+//   y = x.prod() if dim is None else x.prod(dim, keepdim=keepdim)
+//   y.backward(torch.ones_like(y) if g is None else torch.tensor(g, dtype=dt).reshape(y.shape))
+//   print(x.grad.flatten().tolist())
+// Every expected value is 0, +-inf, NaN or a small integer, exact in float32: tolerance 0.
+TEST_CASE("prod's gradient with one zero beside NaN or inf, and with none or two zeros") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  struct Case {
+    std::vector<double> x;
+    Shape shape;
+    std::optional<int64_t> dim;  // nullopt: prod over all elements
+    bool keepdim;
+    std::vector<double> g;  // upstream gradient; empty: ones
+    std::vector<double> want;
+  };
+  const std::vector<Case> cases = {
+      // one zero: the zero gets the product of the others, the rest 0 * (NaN or inf) or 0
+      {{2, nan, 0}, {3}, std::nullopt, false, {}, {nan, 0, nan}},
+      {{2, inf, 0}, {3}, std::nullopt, false, {}, {nan, 0, inf}},
+      {{2, -inf, 0}, {3}, std::nullopt, false, {}, {nan, 0, -inf}},
+      {{inf, 2, 0, 5}, {4}, std::nullopt, false, {}, {0, nan, inf, nan}},
+      {{0, nan, inf}, {3}, std::nullopt, false, {}, {nan, nan, nan}},
+      {{nan, nan, 0}, {3}, std::nullopt, false, {}, {nan, nan, nan}},
+      {{2, 3, 0}, {3}, std::nullopt, false, {}, {0, 0, 6}},
+      // no zero (y / x) and two zeros over all elements (0 everywhere) stay as they were
+      {{2, 3, 4}, {3}, std::nullopt, false, {}, {12, 8, 6}},
+      {{2, nan}, {2}, std::nullopt, false, {}, {nan, nan}},
+      {{0, 0, 3}, {3}, std::nullopt, false, {}, {0, 0, 0}},
+      {{0, nan, 0}, {3}, std::nullopt, false, {}, {0, 0, 0}},
+      // along a dim, keepdim false and true, with an upstream gradient
+      {{2, nan, 0, 1, 2, 3}, {2, 3}, 1, false, {5, 7}, {nan, 0, nan, 42, 21, 14}},
+      {{2, nan, 0, 1, 2, 3}, {2, 3}, 1, true, {5, 7}, {nan, 0, nan, 42, 21, 14}},
+      {{2, inf, 0, 1, 2, 3}, {2, 3}, -1, false, {5, 7}, {nan, 0, inf, 42, 21, 14}},
+      {{2, nan, inf, 2, 0, 0}, {3, 2}, 0, false, {}, {nan, 0, 0, nan, inf, nan}},
+      {{0, 0, 3, 1, 2, 0}, {2, 3}, 1, false, {}, {0, 0, 0, 0, 0, 2}},
+      // two zeros along a dim: 0 * (the rest), NaN beside a NaN or inf (PyTorch's cumprod path)
+      {{0, nan, 0, 0, 0, inf}, {2, 3}, 1, true, {}, {nan, 0, nan, nan, nan, 0}},
+      {{0, nan, 0}, {3}, 0, false, {}, {nan, 0, nan}},
+      // a 0-d input passes the gradient through, even NaN or inf
+      {{nan}, {}, std::nullopt, false, {}, {1}},
+      {{inf}, {}, 0, false, {}, {1}},
+  };
+  for (DType dt : {DType::f32, DType::f64}) {
+    for (const Case& c : cases) {
+      CAPTURE(dt);
+      CAPTURE(shape_str(c.shape));
+      CAPTURE(c.x[0]);
+      CAPTURE(c.x[1 % c.x.size()]);
+      CAPTURE(c.dim.value_or(99));
+      // from_vector reads an empty shape as {n}: reshape gives the 0-d cases their shape
+      Tensor x = from_vector(c.x).to(dt).reshape(c.shape).requires_grad_();
+      Tensor y = c.dim ? x.prod(*c.dim, c.keepdim) : x.prod();
+      y.backward(c.g.empty() ? ones_like(y) : from_vector(c.g).to(dt).reshape(y.sizes()));
+      CHECK(x.grad().dtype() == dt);
+      SL_CHECK_CLOSE(x.grad(), from_vector(c.want).reshape(c.shape), 0, 0);
+    }
   }
 }
