@@ -499,8 +499,10 @@ Tensor masked_fill(const Tensor& a, const Tensor& mask, Scalar value) {
   Tensor out = ops::masked_fill(a, mask, value);
   if (needs_grad(a)) {
     SavedTensor vm(mask);
-    record("MaskedFillBackward", {a}, {&out}, [vm](const BackwardCtx& c) -> variable_list {
-      return {ops::masked_fill(c.grad(), vm.unpack("MaskedFillBackward"), 0)};
+    Shape sa = a.sizes();
+    // out may be larger than a (mask with more dims): a's gradient sums back to its shape
+    record("MaskedFillBackward", {a}, {&out}, [vm, sa](const BackwardCtx& c) -> variable_list {
+      return {sum_to(ops::masked_fill(c.grad(), vm.unpack("MaskedFillBackward"), 0), sa)};
     });
   }
   return out;

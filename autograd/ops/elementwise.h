@@ -93,7 +93,7 @@ bool equal(const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& cond, const Tensor& a, Scalar b);
 Tensor where(const Tensor& cond, Scalar a, const Tensor& b);
-/// a with `value` where mask is true (mask broadcast to a); differentiable in a.
+/// a with `value` where mask is true, of a's and mask's broadcast shape; differentiable in a.
 Tensor masked_fill(const Tensor& a, const Tensor& mask, Scalar value);
 
 /// Differentiable dtype/device conversion (Tensor::to is the usual spelling).

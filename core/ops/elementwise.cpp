@@ -290,14 +290,17 @@ Tensor masked_fill(const Tensor& in, const Tensor& mask, Scalar value) {
                  dtype_name(mask.dtype()));
   Tensor v = scalar_tensor(value, in.dtype(), in.device(), "masked_fill");
   Tensor m = move_scalar_to(mask, in.device());
-  Shape s = broadcast_shapes(in.sizes(), m.sizes(), "masked_fill");
-  SL_CHECK_SHAPE(s == in.sizes(), "masked_fill: mask of shape ", shape_str(mask.sizes()),
-                 " does not broadcast to the input's shape ", shape_str(in.sizes()));
+  broadcast_shapes(in.sizes(), m.sizes(), "masked_fill");  // ShapeError naming masked_fill
   return where(m, v, in);
 }
 
 void masked_fill_(const Tensor& self, const Tensor& mask, Scalar value) {
   check_defined("masked_fill_", self);
+  check_defined("masked_fill_", mask, "mask");
+  Shape s = broadcast_shapes(self.sizes(), mask.sizes(), "masked_fill_");
+  SL_CHECK_SHAPE(s == self.sizes(), "masked_fill_: output of shape ", shape_str(self.sizes()),
+                 " does not match the broadcast shape ", shape_str(s), " (mask of shape ",
+                 shape_str(mask.sizes()), ")");
   check_no_internal_overlap("masked_fill_", self);
   Tensor r = masked_fill(self, mask, value);
   copy_(self, r);

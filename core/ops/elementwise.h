@@ -113,9 +113,12 @@ Tensor clamp(const Tensor& in, std::optional<Scalar> lo, std::optional<Scalar> h
 /// clamp in place: a floating bound on an integer self throws DTypeError (the float result cannot
 /// be stored), an integer bound out of self's range ValueError.
 void clamp_(const Tensor& self, std::optional<Scalar> lo, std::optional<Scalar> hi);
-/// in with `value` where mask (bool, broadcastable to in) is true; a value that does not fit an
-/// integer in throws ValueError (check_scalar_fits).
+/// in with `value` where mask (bool) is true, of the shape in and mask broadcast to (as PyTorch's
+/// out-of-place masked_fill, in grows where mask has more dims); a value that does not fit an
+/// integer in throws ValueError (check_scalar_fits), shapes that do not broadcast ShapeError.
 Tensor masked_fill(const Tensor& in, const Tensor& mask, Scalar value);
+/// masked_fill in place: mask must broadcast to self's own shape (ShapeError naming masked_fill_
+/// and both shapes where self would have to grow, as PyTorch).
 void masked_fill_(const Tensor& self, const Tensor& mask, Scalar value);
 
 }  // namespace ops

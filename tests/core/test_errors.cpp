@@ -31,8 +31,12 @@ TEST_CASE("ShapeError: shapes that do not fit together") {
   SL_CHECK_THROWS(t.add_(ones({2, 3})), ShapeError,
                   "add_: output of shape [3] does not match the broadcast shape [2, 3]");
   SL_CHECK_THROWS(t.copy_(ones({2})), ShapeError, "copy_: shapes [3] and [2] do not broadcast");
-  SL_CHECK_THROWS(masked_fill(ones({3}), ones({2, 3}).to(DType::b8), 0), ShapeError,
-                  "masked_fill: mask of shape [2, 3] does not broadcast to the input's shape [3]");
+  // out of place, self grows to the broadcast shape (as torch.masked_fill); in place it cannot
+  SL_CHECK_THROWS(masked_fill(ones({3}), ones({2, 2}).to(DType::b8), 0), ShapeError,
+                  "masked_fill: shapes [3] and [2, 2] do not broadcast");
+  SL_CHECK_THROWS(ones({3}).masked_fill_(ones({2, 3}).to(DType::b8), 0), ShapeError,
+                  "masked_fill_: output of shape [3] does not match the broadcast shape [2, 3] "
+                  "(mask of shape [2, 3])");
   SL_CHECK_THROWS(ones({6}).view({4, -1}), ShapeError,
                   "view: shape [4, -1] is invalid for input of size 6");
   SL_CHECK_THROWS(ones({2, 3}).t().view({6}), ShapeError, "use reshape instead");

@@ -1,6 +1,12 @@
 // Edge cases where Shardlight disagreed with PyTorch 1.13, kept as regression tests. Every
 // expected value is the one torch 1.13 (CPU) printed for the same input, or is derived by hand in
 // a comment where PyTorch fails (and Shardlight deliberately gives a result or a clearer error).
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <vector>
+
 #include "support/testing.h"
 
 using namespace sl;
@@ -205,4 +211,58 @@ TEST_CASE("index_add: a 0-d source counts as [1], forward and backward, as torch
   index_add(self, 0, idx, src, 3.0).sum().backward();
   CHECK(src.grad().dim() == 0);
   CHECK(src.grad().item<double>() == 3.0);
+}
+
+TEST_CASE("masked_fill: a mask with more dims broadcasts self out of place; in place refuses") {
+  // torch 1.13: torch.masked_fill(tensor([1., 2.]), tensor([[T, F], [F, F]]), 5.) is
+  // [[5, 2], [1, 2]]; backward of [[1, 2], [3, 4]] gives a.grad [3, 6] (the unmasked entries of
+  // each column summed). [[1.], [2.]].masked_fill([[T, F, T]], -1.) is [[-1, 1, -1], [-1, 2, -1]]
+  // with a.grad [[2], [5]] for [[1, 2, 3], [4, 5, 6]] in; tensor(3.).masked_fill([T, F], 0.) is
+  // [0., 3.]; tensor([1, 2]).masked_fill([[T, F], [F, T]], 9) is int64 [[9, 2], [1, 9]]. Each of
+  // these threw ShapeError here. Exact values.
+  const TensorOptions f64{.dtype = DType::f64};
+  auto mask = [](std::vector<int64_t> v, Shape s) { return from_vector(v, s).to(DType::b8); };
+  for (Device dev : test_devices()) {
+    CAPTURE(dev);
+    Tensor a = tensor({1.0, 2.0}).to(dev).requires_grad_();
+    Tensor o = a.masked_fill(mask({1, 0, 0, 0}, {2, 2}).to(dev), 5.0);
+    SL_CHECK_CLOSE(o.cpu(), tensor({5.0, 2.0, 1.0, 2.0}).view({2, 2}), 0, 0);
+    o.backward(tensor({1.0, 2.0, 3.0, 4.0}).view({2, 2}).to(dev));
+    CHECK(a.grad().sizes() == Shape{2});
+    SL_CHECK_CLOSE(a.grad().cpu(), tensor({3.0, 6.0}), 0, 0);
+    Tensor c = tensor({1.0, 2.0}).view({2, 1}).to(dev).requires_grad_();
+    Tensor oc = masked_fill(c, mask({1, 0, 1}, {1, 3}).to(dev), -1.0);
+    SL_CHECK_CLOSE(oc.cpu(), tensor({-1.0, 1.0, -1.0, -1.0, 2.0, -1.0}).view({2, 3}), 0, 0);
+    oc.backward(tensor({1.0, 2.0, 3.0, 4.0, 5.0, 6.0}).view({2, 3}).to(dev));
+    SL_CHECK_CLOSE(c.grad().cpu(), tensor({2.0, 5.0}).view({2, 1}), 0, 0);
+    SL_CHECK_CLOSE(
+        scalar_tensor(3.0, f64).to(dev).masked_fill(mask({1, 0}, {2}).to(dev), 0.0).cpu(),
+        tensor({0.0, 3.0}), 0, 0);
+    Tensor oi = arange(1, 3).to(dev).masked_fill(mask({1, 0, 0, 1}, {2, 2}).to(dev), 9);
+    CHECK(oi.dtype() == DType::i64);
+    CHECK(oi.cpu().to_vector<int64_t>() == std::vector<int64_t>{9, 2, 1, 9});
+    // in place, self cannot grow: torch raises "output with shape [2] doesn't match the
+    // broadcast shape [2, 2]"; self is left as it was
+    Tensor s = ones({2}).to(dev);
+    SL_CHECK_THROWS(s.masked_fill_(mask({1, 0, 0, 0}, {2, 2}).to(dev), 0), ShapeError,
+                    "masked_fill_: output of shape [2] does not match the broadcast shape [2, 2]");
+    SL_CHECK_THROWS(
+        ones({2, 1}).to(dev).masked_fill_(mask({1, 0, 1}, {3}).to(dev), 0), ShapeError,
+        "masked_fill_: output of shape [2, 1] does not match the broadcast shape [2, 3]");
+    SL_CHECK_CLOSE(s.cpu(), ones({2}), 0, 0);
+    // a mask that fits self still works in place: ones(2, 3).masked_fill_([T, F, T], 0)
+    Tensor t = ones({2, 3}).to(dev);
+    t.masked_fill_(mask({1, 0, 1}, {3}).to(dev), 0);
+    SL_CHECK_CLOSE(t.cpu(), tensor({0.0f, 1.0f, 0.0f, 0.0f, 1.0f, 0.0f}).view({2, 3}), 0, 0);
+    // shapes that do not broadcast at all: torch raises "The size of tensor a (2) must match ..."
+    SL_CHECK_THROWS(masked_fill(ones({3}).to(dev), mask({1, 0, 1, 0}, {2, 2}).to(dev), 0),
+                    ShapeError, "masked_fill: shapes [3] and [2, 2] do not broadcast");
+  }
+  // self's gradient sums over the dims the mask added, against f64 central differences
+  Tensor x = randn({3}, f64).requires_grad_();
+  Tensor m = mask({1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 0, 0}, {2, 2, 3});
+  CHECK(gradcheck([&](const TensorList& in) { return masked_fill(in[0], m, 0.5); }, {x}));
+  Tensor y = randn({2, 1}, f64).requires_grad_();
+  CHECK(
+      gradcheck([&](const TensorList& in) { return in[0].masked_fill(m.select(0, 1), 0.5); }, {y}));
 }
