@@ -18,7 +18,8 @@ Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false);
 /// (values, indices) of the k largest (largest=false: smallest) elements along dim. The result
 /// is always sorted (largest first, or smallest first), ties resolved by lower index; `sorted`
 /// is accepted for PyTorch compatibility. Throws IndexError unless 0 <= k <= size of dim,
-/// DTypeError for bool (as PyTorch).
+/// DTypeError for bool (as PyTorch). A 0-d x counts as size 1 and gives 0-d results holding its
+/// element, for k = 0 too (as PyTorch 1.13).
 std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true,
                                bool sorted = true);
 

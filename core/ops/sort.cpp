@@ -34,6 +34,9 @@ std::pair<Tensor, Tensor> topk(const Tensor& t, int64_t k, int64_t dim, bool lar
   DimSplit s = split_at_dim(t.sizes(), d);
   SL_CHECK_INDEX(k >= 0 && k <= s.n, "topk: k (", k, ") is out of range for dim ", dim, " of size ",
                  s.n, " (expected 0 <= k <= ", s.n, ")");
+  // A 0-d t gives 0-d results, its one element and index 0, for k = 0 as for k = 1: PyTorch 1.13
+  // copies the element whatever k (torch.topk(torch.tensor(3.), 0) is (tensor(3.), tensor(0))).
+  if (t.dim() == 0) k = 1;
   Tensor values = empty({s.outer, k, s.inner}, t.dtype(), t.device());
   Tensor indices = empty({s.outer, k, s.inner}, DType::i64, t.device());
   if (values.numel() > 0) {

@@ -30,7 +30,8 @@ namespace ops {
 /// bad dim.
 std::pair<Tensor, Tensor> sort(const Tensor& t, int64_t dim, bool descending);
 /// (values, indices) of the k largest (largest=false: smallest) elements along dim, sorted.
-/// Throws IndexError unless 0 <= k <= size of dim, DTypeError for bool (as PyTorch).
+/// Throws IndexError unless 0 <= k <= size of dim, DTypeError for bool (as PyTorch). A 0-d t
+/// counts as size 1 and gives 0-d results holding its element, for k = 0 too (as PyTorch 1.13).
 std::pair<Tensor, Tensor> topk(const Tensor& t, int64_t k, int64_t dim, bool largest);
 
 }  // namespace ops

@@ -266,3 +266,44 @@ TEST_CASE("masked_fill: a mask with more dims broadcasts self out of place; in p
   CHECK(
       gradcheck([&](const TensorList& in) { return in[0].masked_fill(m.select(0, 1), 0.5); }, {y}));
 }
+
+TEST_CASE("topk of a 0-d tensor: its element for k = 0 and k = 1, an IndexError naming topk else") {
+  // torch 1.13: torch.topk(tensor(3.), k) for k in (0, 1), dim None, 0 or -1, largest either
+  // way, gives values tensor(3.) and indices tensor(0), both 0-d (k = 0 too: PyTorch copies the
+  // element whatever k); the values' gradient reaches x (x.grad = tensor(1.)). k = 2 and k = -1
+  // raise "selected index k out of range", dim 1 or -2 "Dimension out of range (expected to be
+  // in range of [-1, 0], but got 1)". k = 0 threw a ShapeError naming view here.
+  for (Device dev : test_devices()) {
+    CAPTURE(dev);
+    for (int64_t k : {0, 1}) {
+      for (int64_t dim : {0, -1}) {
+        for (bool largest : {true, false}) {
+          CAPTURE(k);
+          CAPTURE(dim);
+          Tensor x = scalar_tensor(3.0f).to(dev).requires_grad_();
+          auto [v, i] = topk(x, k, dim, largest);
+          CHECK(v.dim() == 0);
+          CHECK(i.dim() == 0);
+          CHECK(i.dtype() == DType::i64);
+          CHECK(v.cpu().item<float>() == 3.0f);
+          CHECK(i.cpu().item<int64_t>() == 0);
+          v.backward();
+          CHECK(x.grad().dim() == 0);
+          CHECK(x.grad().cpu().item<float>() == 1.0f);
+        }
+      }
+    }
+    // torch.topk(tensor(7), 1) = (tensor(7), tensor(0)); a NaN is kept
+    CHECK(topk(scalar_tensor(7, {.dtype = DType::i64}).to(dev), 1).first.cpu().item<int64_t>() ==
+          7);
+    CHECK(std::isnan(topk(scalar_tensor(kNaN).to(dev), 0).first.cpu().item<double>()));
+    Tensor s = scalar_tensor(3.0f).to(dev);
+    SL_CHECK_THROWS(topk(s, 2), IndexError,
+                    "topk: k (2) is out of range for dim -1 of size 1 (expected 0 <= k <= 1)");
+    SL_CHECK_THROWS(topk(s, -1, 0), IndexError, "topk: k (-1) is out of range for dim 0");
+    SL_CHECK_THROWS(topk(s, 0, 1), IndexError, "topk: dim 1 out of range");
+    SL_CHECK_THROWS(topk(s, 1, -2), IndexError, "topk: dim -2 out of range");
+  }
+  // a 1-d tensor with k = 0 is still empty (torch.topk(tensor([3.]), 0) gives shape [0])
+  CHECK(topk(tensor({3.0f}), 0).first.sizes() == Shape{0});
+}
