@@ -385,6 +385,9 @@ Tensor clamp(const Tensor& a, std::optional<Scalar> lo, std::optional<Scalar> hi
 }
 
 Tensor hardtanh(const Tensor& a, double min_val, double max_val) {
+  ops::check_defined("hardtanh", a);
+  // as PyTorch 1.13 ("Bool inputs not supported for hardtanh"), not clamp's message
+  SL_CHECK_DTYPE(!is_bool(a.dtype()), "hardtanh: not supported for bool tensors");
   SL_CHECK(min_val <= max_val, "hardtanh: min_val (", min_val, ") must not exceed max_val (",
            max_val, ")");
   Tensor out = ops::clamp(a, Scalar(min_val), Scalar(max_val));
@@ -404,6 +407,10 @@ Tensor hardtanh(const Tensor& a, double min_val, double max_val) {
 }
 
 Tensor leaky_relu(const Tensor& a, double slope) {
+  ops::check_defined("leaky_relu", a);
+  // PyTorch 1.13 refuses bool ("leaky_relu_cpu" not implemented for 'Bool'); b * slope would
+  // otherwise give a float32 result
+  SL_CHECK_DTYPE(!is_bool(a.dtype()), "leaky_relu: not supported for bool tensors");
   Tensor pos = ops::binary(BinaryOp::gt, a, 0);
   Tensor out = ops::where(pos, a, ops::binary(BinaryOp::mul, a, slope));
   if (needs_grad(a)) {

@@ -87,13 +87,28 @@ DType result_type(const Tensor& a, Scalar b) {
   return a.dtype();
 }
 
+// Note [Bool inputs]: PyTorch 1.13 refuses a bool tensor for neg, abs, relu, gelu, silu,
+// floor/ceil/round/trunc, and for pow, fmod and remainder whose computation type is bool
+// (bool ^ bool, True ^ bool tensor); square(bool) is pow(x, 2), computed in int64 as bool ^ int
+// is; the float ops (exp, log, sqrt, sigmoid, ...) give float32 and sign stays bool. Checked
+// before any cast, so a float op never hides the refusal (gelu would otherwise promote).
+namespace {
+void check_unary_bool(UnaryOp op, const char* name, const char* suffix, DType dt) {
+  if (!is_bool(dt)) return;
+  SL_CHECK_DTYPE(op != UnaryOp::neg, name, suffix,
+                 ": negation is not supported for bool tensors; use logical_not");
+  SL_CHECK_DTYPE(!unary_op_refuses_bool(op), name, suffix,
+                 ": not supported for bool tensors (convert to an integer or floating dtype)");
+}
+}  // namespace
+
 Tensor unary(UnaryOp op, const Tensor& in) {
   const char* name = unary_op_name(op);
   check_defined(name, in);
+  check_unary_bool(op, name, "", in.dtype());
   Tensor x = in;
   if (unary_op_needs_float(op) && !is_floating(x.dtype())) x = cast(x, kDefaultFloat);
-  SL_CHECK_DTYPE(!(op == UnaryOp::neg && is_bool(x.dtype())), name,
-                 ": negation is not supported for bool tensors; use logical_not");
+  if (op == UnaryOp::square && is_bool(x.dtype())) x = cast(x, DType::i64);
   Tensor out = empty(x.sizes(), unary_op_is_predicate(op) ? DType::b8 : x.dtype(), x.device());
   if (out.numel() > 0) unary_kernel(x.device().kind, op, out, x);
   return out;
@@ -108,8 +123,9 @@ void unary_(UnaryOp op, const Tensor& self) {
   SL_CHECK_DTYPE(!unary_op_needs_float(op) || is_floating(self.dtype()), name,
                  "_: result type float cannot be stored in place in a ", dtype_name(self.dtype()),
                  " tensor");
-  SL_CHECK_DTYPE(!(op == UnaryOp::neg && is_bool(self.dtype())), name,
-                 "_: negation is not supported for bool tensors; use logical_not");
+  check_unary_bool(op, name, "_", self.dtype());
+  SL_CHECK_DTYPE(!(op == UnaryOp::square && is_bool(self.dtype())), name,
+                 "_: result type int64 cannot be stored in place in a bool tensor");
   check_no_internal_overlap(detail::str_cat(name, "_").c_str(), self);
   if (self.numel() > 0) unary_kernel(self.device().kind, op, self, self);
   self.bump_version();
@@ -129,6 +145,14 @@ void check_alpha(const char* name, BinaryOp op, DType result, Scalar alpha) {
                  "; for integral tensors alpha must be an integer");
 }
 
+/// Note [Bool inputs]: pow, fmod and remainder refuse a bool computation type, as PyTorch.
+void check_bool_computation(const char* name, BinaryOp op, DType ct) {
+  const bool refuses = op == BinaryOp::pow || op == BinaryOp::fmod || op == BinaryOp::remainder;
+  SL_CHECK_DTYPE(!(refuses && is_bool(ct)), name,
+                 ": not supported for bool tensors (both operands bool; convert one to an integer "
+                 "or floating dtype)");
+}
+
 }  // namespace
 
 Tensor binary(BinaryOp op, const Tensor& a_in, const Tensor& b_in, Scalar alpha) {
@@ -142,6 +166,7 @@ Tensor binary(BinaryOp op, const Tensor& a_in, const Tensor& b_in, Scalar alpha)
   if (needs_float_result(op) && !is_floating(ct)) ct = kDefaultFloat;
   SL_CHECK_DTYPE(!((op == BinaryOp::sub) && is_bool(ct)), name,
                  ": subtraction of bool tensors is not supported; use logical_xor");
+  check_bool_computation(name, op, ct);
   check_alpha(name, op, ct, alpha);
   Shape shape = a.sizes() == b.sizes() ? a.sizes() : broadcast_shapes(a.sizes(), b.sizes(), name);
   if (a.dtype() != ct) a = cast(a, ct);
@@ -194,6 +219,7 @@ void binary_(BinaryOp op, const Tensor& self, const Tensor& b_in, Scalar alpha) 
   SL_CHECK_DTYPE(category(ct) <= category(self.dtype()) || binary_op_is_predicate(op), name,
                  ": result type ", dtype_name(ct), " cannot be cast to the in-place output's ",
                  dtype_name(self.dtype()));
+  check_bool_computation(name, op, ct);
   check_alpha(name, op, ct, alpha);
   if (b.sizes() != self.sizes()) {
     Shape s = broadcast_shapes(self.sizes(), b.sizes(), name);

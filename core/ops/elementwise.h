@@ -46,6 +46,26 @@ constexpr bool unary_op_needs_float(UnaryOp op) {
   }
 }
 
+/// True for ops PyTorch 1.13 refuses on a bool tensor ("abs_cpu" not implemented for 'Bool',
+/// "Boolean inputs not supported for relu"); neg is refused with a message of its own. square of
+/// a bool is pow(x, 2) there, an int64 result. Note [Bool inputs] in core/ops/elementwise.cpp.
+constexpr bool unary_op_refuses_bool(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::abs:
+    case UnaryOp::relu:
+    case UnaryOp::gelu:
+    case UnaryOp::gelu_tanh:
+    case UnaryOp::silu:
+    case UnaryOp::floor:
+    case UnaryOp::ceil:
+    case UnaryOp::round:
+    case UnaryOp::trunc:
+      return true;
+    default:
+      return false;
+  }
+}
+
 enum class BinaryOp : uint8_t {
   add,  // a + alpha * b
   sub,  // a - alpha * b
@@ -89,9 +109,11 @@ DType result_type(const Tensor& a, const Tensor& b);
 /// result_type for a tensor and a wrapped number.
 DType result_type(const Tensor& a, Scalar b);
 
+/// op(in): float ops promote integer and bool inputs to float32, square promotes bool to int64;
+/// DTypeError for a bool input to the ops unary_op_refuses_bool names and neg.
 Tensor unary(UnaryOp op, const Tensor& in);
-/// In place; throws DTypeError when the result type cannot be stored in self (predicates, or
-/// float ops on integer tensors).
+/// In place; throws DTypeError when the result type cannot be stored in self (predicates, float
+/// ops on integer or bool tensors, square of a bool) or unary() would refuse self.
 void unary_(UnaryOp op, const Tensor& self);
 /// alpha (add and sub only) follows PyTorch: a floating alpha needs a floating result, a bool
 /// alpha a bool result; DTypeError otherwise.

@@ -307,3 +307,103 @@ TEST_CASE("topk of a 0-d tensor: its element for k = 0 and k = 1, an IndexError 
   // a 1-d tensor with k = 0 is still empty (torch.topk(tensor([3.]), 0) gives shape [0])
   CHECK(topk(tensor({3.0f}), 0).first.sizes() == Shape{0});
 }
+
+// Note [Bool inputs] (core/ops/elementwise.cpp). Each row: what PyTorch 1.13 gives for the op on
+// b = torch.tensor([True, False]) (/usr/bin/python3: print(r.dtype, r.tolist()) or the error):
+// its result dtype and values, or a refusal (DTypeError here, naming the op and bool). Before,
+// square and square_ gave bool, and abs, relu, floor/ceil/round, pow of two bools and the in
+// place forms kept bool while gelu, silu and leaky_relu promoted to float32.
+TEST_CASE("unary ops and pow on bool tensors: the result dtype or refusal of PyTorch 1.13") {
+  struct Row {
+    const char* op;
+    std::function<Tensor(const Tensor&)> fn;
+    std::optional<DType> dtype;  // nullopt: refused
+    std::vector<double> values;
+    const char* refusal = "";  // when refused: a part of the message
+  };
+  const DType f32 = DType::f32, i64 = DType::i64, b8 = DType::b8;
+  auto inplace = [](void (*f)(Tensor&)) {
+    return [f](const Tensor& t) {
+      Tensor c = t.clone();
+      f(c);
+      return c;
+    };
+  };
+  const Tensor b_true = scalar_tensor(true, {.dtype = b8});
+  const std::vector<Row> rows = {
+      // refused: "abs_cpu" not implemented for 'Bool', "Boolean inputs not supported for relu"
+      {"neg", [](const Tensor& t) { return neg(t); }, {}, {}, "neg: negation is not supported"},
+      {"abs", [](const Tensor& t) { return abs(t); }, {}, {}, "abs: not supported for bool"},
+      {"relu", [](const Tensor& t) { return relu(t); }, {}, {}, "relu: not supported for bool"},
+      {"gelu", [](const Tensor& t) { return gelu(t); }, {}, {}, "gelu: not supported for bool"},
+      {"gelu tanh", [](const Tensor& t) { return gelu(t, "tanh"); }, {}, {}, "not supported"},
+      {"silu", [](const Tensor& t) { return silu(t); }, {}, {}, "silu: not supported for bool"},
+      {"floor", [](const Tensor& t) { return floor(t); }, {}, {}, "floor: not supported for bool"},
+      {"ceil", [](const Tensor& t) { return ceil(t); }, {}, {}, "ceil: not supported for bool"},
+      {"round", [](const Tensor& t) { return round(t); }, {}, {}, "round: not supported for bool"},
+      {"hardtanh", [](const Tensor& t) { return hardtanh(t); }, {}, {}, "hardtanh: not supported"},
+      {"leaky_relu", [](const Tensor& t) { return leaky_relu(t); }, {}, {}, "leaky_relu: not"},
+      // square is pow(x, 2): int64, as bool ^ int
+      {"square", [](const Tensor& t) { return square(t); }, i64, {1, 0}},
+      {"sign", [](const Tensor& t) { return sign(t); }, b8, {1, 0}},
+      {"exp", [](const Tensor& t) { return exp(t); }, f32, {2.7182817459106445, 1}},
+      {"log", [](const Tensor& t) { return log(t); }, f32, {0, -kInf}},
+      {"log1p", [](const Tensor& t) { return log1p(t); }, f32, {0.6931471824645996, 0}},
+      {"expm1", [](const Tensor& t) { return expm1(t); }, f32, {1.718281865119934, 0}},
+      {"sqrt", [](const Tensor& t) { return sqrt(t); }, f32, {1, 0}},
+      {"rsqrt", [](const Tensor& t) { return rsqrt(t); }, f32, {1, kInf}},
+      {"reciprocal", [](const Tensor& t) { return reciprocal(t); }, f32, {1, kInf}},
+      {"tanh", [](const Tensor& t) { return tanh(t); }, f32, {0.7615941762924194, 0}},
+      {"sigmoid", [](const Tensor& t) { return sigmoid(t); }, f32, {0.7310585975646973, 0.5}},
+      {"sin", [](const Tensor& t) { return sin(t); }, f32, {0.8414709568023682, 0}},
+      {"cos", [](const Tensor& t) { return cos(t); }, f32, {0.5403023362159729, 1}},
+      {"erf", [](const Tensor& t) { return erf(t); }, f32, {0.8427007794380188, 0}},
+      // pow: the computation type decides; bool ^ bool is refused ("pow" not implemented)
+      {"pow(b, 2)", [](const Tensor& t) { return pow(t, 2); }, i64, {1, 0}},
+      {"pow(b, 2.0)", [](const Tensor& t) { return pow(t, 2.0); }, f32, {1, 0}},
+      {"pow(b, 0)", [](const Tensor& t) { return pow(t, 0); }, i64, {1, 1}},
+      {"pow(b, [1, 2])", [](const Tensor& t) { return pow(t, arange(1, 3)); }, i64, {1, 0}},
+      {"pow([1, 2], b)", [](const Tensor& t) { return pow(arange(1, 3), t); }, i64, {1, 1}},
+      {"pow([1., 2.], b)",
+       [](const Tensor& t) {
+         return pow(tensor({1.f, 2.f}), t);
+       },
+       f32,
+       {1, 1}},
+      {"pow(2, b)", [](const Tensor& t) { return pow(Scalar(2), t); }, i64, {2, 1}},
+      {"pow(2.0, b)", [](const Tensor& t) { return pow(Scalar(2.0), t); }, f32, {2, 1}},
+      {"pow(b, True)", [](const Tensor& t) { return pow(t, true); }, {}, {}, "pow: not supported"},
+      {"pow(b, b)", [](const Tensor& t) { return pow(t, t); }, {}, {}, "pow: not supported"},
+      {"pow(True, b)", [](const Tensor& t) { return pow(Scalar(true), t); }, {}, {}, "pow: not"},
+      {"pow(b, tensor(True))", [&](const Tensor& t) { return pow(t, b_true); }, {}, {}, "pow: not"},
+      {"pow(tensor(True), b)", [&](const Tensor& t) { return pow(b_true, t); }, {}, {}, "pow: not"},
+      {"pow(b, -1)", [](const Tensor& t) { return pow(t, -1); }, {}, {}, "pow: integers to neg"},
+      // in place: "Found dtype Bool but expected Long", "result type Float can't be cast ..."
+      {"square_", inplace([](Tensor& t) { t.square_(); }), {}, {}, "square_: result type int64"},
+      {"abs_", inplace([](Tensor& t) { t.abs_(); }), {}, {}, "abs_: not supported for bool"},
+      {"relu_", inplace([](Tensor& t) { t.relu_(); }), {}, {}, "relu_: not supported for bool"},
+      {"floor_", inplace([](Tensor& t) { t.floor_(); }), {}, {}, "floor_: not supported for bool"},
+      {"neg_", inplace([](Tensor& t) { t.neg_(); }), {}, {}, "neg_: negation is not supported"},
+      {"exp_", inplace([](Tensor& t) { t.exp_(); }), {}, {}, "exp_: result type float"},
+      {"pow_(2)", inplace([](Tensor& t) { t.pow_(2); }), {}, {}, "pow_: result type int64"},
+      {"pow_(True)", inplace([](Tensor& t) { t.pow_(true); }), {}, {}, "pow_: not supported"},
+      {"pow_(b)", inplace([](Tensor& t) { t.pow_(t.clone()); }), {}, {}, "pow_: not supported"},
+      {"sign_", inplace([](Tensor& t) { t.sign_(); }), b8, {1, 0}},
+  };
+  const Tensor b = from_vector(std::vector<int64_t>{1, 0}, {2}).to(b8);
+  for (const Row& r : rows) {
+    const std::string op = r.op;
+    CAPTURE(op);
+    if (!r.dtype) {
+      SL_CHECK_THROWS(r.fn(b), DTypeError, r.refusal);
+      continue;
+    }
+    Tensor out = r.fn(b);
+    CHECK(out.dtype() == *r.dtype);
+    // float32 transcendental values within a few ulps of PyTorch's (both round in float32)
+    SL_CHECK_CLOSE(out.to(DType::f64), from_vector(r.values), 1e-6, 0);
+  }
+  // the refusals name bool in the message too
+  SL_CHECK_THROWS(abs(b), DTypeError, "abs: not supported for bool tensors");
+  SL_CHECK_THROWS(pow(b, b), DTypeError, "pow: not supported for bool tensors");
+}
