@@ -495,6 +495,23 @@ TEST_CASE("parse_int_flag / parse_number_flag / get_bool: ranges, overflow, non-
                   "--bad: expected an integer in [0, 1], got 2");
 }
 
+TEST_CASE("parse_positive_ints: --lr-schedule step:'s epochs and the resnet job's --blocks") {
+  using sl::train::parse_positive_ints;
+  using V = std::vector<int64_t>;
+  CHECK(parse_positive_ints("30,60,80", true) == V{30, 60, 80});
+  CHECK(parse_positive_ints("7", true) == V{7});
+  CHECK(parse_positive_ints("2,2,1", false) == V{2, 2, 1});  // repeats only when not increasing
+  CHECK_FALSE(parse_positive_ints("2,2", true).has_value());
+  CHECK_FALSE(parse_positive_ints("3,1", true).has_value());
+  CHECK(parse_positive_ints("9223372036854775807", false) == V{INT64_MAX});
+  for (const char* bad :
+       {"", ",", "1,", ",1", "1,,2", "0", "-1", "1x", "x", "1.5", "9223372036854775808"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(parse_positive_ints(bad, false).has_value());
+    CHECK_FALSE(parse_positive_ints(bad, true).has_value());
+  }
+}
+
 TEST_CASE("sl_train --model NAME --help lists the job's flags with the code's defaults") {
   // Every job's table is also checked against its code by every run of the job in these tests
   // (Options::check_all_read): a flag read but not listed, or another default, fails the run.

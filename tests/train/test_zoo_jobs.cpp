@@ -78,6 +78,15 @@ TEST_CASE("resnet job: trains, stops after epoch 1 and resumes bit-identical") {
   CHECK_MESSAGE(
       r.out.find("resnet: --blocks '1,x' must be positive block counts") != std::string::npos,
       r.out);
+  // a trailing comma is no empty stage (it was once dropped silently), an empty list no model
+  r = run_job(plus(resnet_args(d, "c"), {"--blocks", "1,1,"}));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(
+      r.out.find("resnet: --blocks '1,1,' must be positive block counts") != std::string::npos,
+      r.out);
+  r = run_job(plus(resnet_args(d, "c"), {"--blocks="}));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.out.find("resnet: --blocks '' names no stage") != std::string::npos, r.out);
   r = run_job(plus(resnet_args(d, "c"), {"--block", "wide"}));
   CHECK(r.code == 1);
   CHECK_MESSAGE(

@@ -4,35 +4,9 @@
 #include <vector>
 
 #include "core/error.h"
+#include "registry.h"
 
 namespace sl::train {
-
-namespace {
-
-// "E1,E2,..." as positive, increasing epoch counts.
-std::vector<int64_t> parse_epochs(const std::string& job, const std::string& spec,
-                                  const std::string& list) {
-  std::vector<int64_t> out;
-  std::stringstream in(list);
-  std::string item;
-  bool ok = !list.empty() && list.back() != ',';
-  while (ok && std::getline(in, item, ',')) {
-    size_t used = 0;
-    int64_t e = 0;
-    try {
-      e = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    ok = used == item.size() && !item.empty() && e >= 1 && (out.empty() || e > out.back());
-    out.push_back(e);
-  }
-  SL_CHECK(ok, job, ": --lr-schedule ", spec,
-           ": expected step:E1,E2,... with epoch counts that are positive and increasing");
-  return out;
-}
-
-}  // namespace
 
 LrSchedule make_lr_schedule(const std::string& job, const std::string& spec, double gamma,
                             int64_t warmup, int64_t per_epoch, int64_t total_steps,
@@ -61,8 +35,11 @@ LrSchedule make_lr_schedule(const std::string& job, const std::string& spec, dou
     main = std::make_unique<StepLR>(opt, per_epoch, gamma);
     what = "x" + g.str() + " each epoch";
   } else if (kind == "step" && spec.size() > 5) {
+    const auto epochs = parse_positive_ints(spec.substr(5), /*increasing=*/true);
+    SL_CHECK(epochs.has_value(), job, ": --lr-schedule ", spec,
+             ": expected step:E1,E2,... with epoch counts that are positive and increasing");
     std::vector<int64_t> milestones;
-    for (int64_t e : parse_epochs(job, spec, spec.substr(5))) milestones.push_back(e * per_epoch);
+    for (int64_t e : *epochs) milestones.push_back(e * per_epoch);
     main = std::make_unique<MultiStepLR>(opt, milestones, gamma);
     what = "x" + g.str() + " after epochs " + spec.substr(5);
   } else if (spec == "constant") {

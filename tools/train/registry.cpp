@@ -76,6 +76,25 @@ double parse_number_flag(const std::string& flag, const std::string& text, doubl
   return v;
 }
 
+std::optional<std::vector<int64_t>> parse_positive_ints(const std::string& text, bool increasing) {
+  if (text.empty() || text.back() == ',') return std::nullopt;  // getline drops a last empty item
+  std::vector<int64_t> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    size_t used = 0;
+    int64_t v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {  // empty, not a number, or out of int64's range
+      return std::nullopt;
+    }
+    if (used != item.size() || v < 1 || (increasing && !out.empty() && v <= out.back()))
+      return std::nullopt;
+    out.push_back(v);
+  }
+  return out;
+}
+
 int64_t Options::get_int(const std::string& key, int64_t fallback, int64_t min, int64_t max) const {
   read.insert(key);
   fallbacks[key] = std::to_string(fallback);

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -78,6 +79,12 @@ int64_t parse_int_flag(const std::string& flag, const std::string& text,
 double parse_number_flag(const std::string& flag, const std::string& text,
                          double min = -std::numeric_limits<double>::max(),
                          double max = std::numeric_limits<double>::max());
+
+/// `text` as comma-separated integers >= 1 ("30,60,80" -> {30, 60, 80}), each larger than the one
+/// before when `increasing`; nullopt for anything else (an empty text or item, a trailing comma, a
+/// value past int64's range, a non-digit after the number). It throws nothing: each caller words
+/// its own flag's error (--lr-schedule step:..., the resnet job's --blocks).
+std::optional<std::vector<int64_t>> parse_positive_ints(const std::string& text, bool increasing);
 
 /// Runs one training job; returns the process exit code (0 on success).
 using JobFn = int (*)(const Options&);

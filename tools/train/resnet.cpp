@@ -5,7 +5,6 @@
 //   sl_train --model resnet [the loop's flags] [--width 16] [--blocks 1,1,1]
 //            [--block basic|bottleneck]
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -17,27 +16,6 @@
 
 namespace sl::train {
 namespace {
-
-/// "1,1,1" -> {1, 1, 1}; throws ValueError naming the flag for anything but positive integers.
-std::vector<int64_t> parse_blocks(const std::string& text) {
-  std::vector<int64_t> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    size_t used = 0;
-    int64_t v = 0;
-    try {
-      v = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    SL_CHECK(used == item.size() && !item.empty() && v >= 1, "resnet: --blocks '", text,
-             "' must be positive block counts separated by commas, e.g. 1,1,1");
-    out.push_back(v);
-  }
-  SL_CHECK(!out.empty(), "resnet: --blocks '", text, "' names no stage");
-  return out;
-}
 
 std::string join(const std::vector<int64_t>& v) {
   std::string s;
@@ -58,7 +36,12 @@ FlagDocs resnet_flags() {
 int run_resnet(const Options& opt) {
   models::ResNetOptions mo = models::resnet_fashion_options();
   mo.width = opt.get_int("width", mo.width);
-  mo.blocks = parse_blocks(opt.get_string("blocks", join(mo.blocks)));
+  const std::string blocks = opt.get_string("blocks", join(mo.blocks));
+  SL_CHECK(!blocks.empty(), "resnet: --blocks '", blocks, "' names no stage");
+  const auto counts = parse_positive_ints(blocks, /*increasing=*/false);
+  SL_CHECK(counts.has_value(), "resnet: --blocks '", blocks,
+           "' must be positive block counts separated by commas, e.g. 1,1,1");
+  mo.blocks = *counts;
   const std::string block =
       opt.get_string("block", mo.block == models::ResNetBlock::basic ? "basic" : "bottleneck");
   SL_CHECK(block == "basic" || block == "bottleneck", "resnet: --block must be basic or ",
