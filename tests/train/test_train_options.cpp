@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -103,6 +105,21 @@ std::vector<double> estimate_row(const std::string& out, int ranks, const std::s
     return row;
   }
   return {};
+}
+
+/// Whether an optimizer file of the sharded checkpoint at `dir` (each rank's safetensors, whose
+/// header names its tensors) contains `text`.
+bool optimizer_files_have(const std::string& dir, const std::string& text) {
+  int files = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (e.path().filename() != "optimizer.safetensors") continue;
+    ++files;
+    std::ifstream in(e.path(), std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (bytes.find(text) != std::string::npos) return true;
+  }
+  REQUIRE_MESSAGE(files > 0, "no optimizer.safetensors under ", dir);
+  return false;
 }
 
 }  // namespace
@@ -380,10 +397,147 @@ TEST_CASE("--optimizer lamb: trains, resumes bit-identical; its checkpoint is no
   JobResult e2 = run_job(plus(lamb("a"), {"--resume", "1"}));
   CHECK(e2.code == 1);
   CHECK_MESSAGE(e2.out.find("was written with another configuration") != std::string::npos, e2.out);
-  JobResult bad = run_job(plus(d.pos("single", "b"), {"--optimizer", "sgd"}));
+  JobResult bad = run_job(plus(d.pos("single", "b"), {"--optimizer", "rmsprop"}));
   CHECK(bad.code == 1);
-  CHECK_MESSAGE(bad.out.find("--optimizer must be adamw or lamb, got 'sgd'") != std::string::npos,
+  CHECK_MESSAGE(bad.out.find("bert_pos: --optimizer must be adamw, lamb or sgd, got 'rmsprop'") !=
+                    std::string::npos,
                 bad.out);
+}
+
+TEST_CASE("--optimizer sgd: momentum, torchvision's step schedule, resumes bit-identical") {
+  Data d("optimizer_sgd");
+  // the cnn job: BatchNorm and biases in the group without decay
+  auto sgd = [&](const std::string& ckpt, const std::vector<std::string>& flags = {}) {
+    return plus(plus(d.cnn(ckpt), {"--optimizer", "sgd", "--lr-schedule", "step:2"}), flags);
+  };
+  check_resume(sgd("s"));
+  JobResult s = run_job(sgd("s2"));
+  REQUIRE_MESSAGE(s.code == 0, s.out);
+  CHECK_MESSAGE(
+      s.out.find("SGD lr 0.01 momentum 0.9 wd 0.01, x0.1 after epochs 2") != std::string::npos,
+      s.out);
+  CHECK(final_loss(s.out) < number_after(s.out, "epoch 1/3  loss "));
+  // another update rule than AdamW's, and the momentum matters
+  JobResult adamw = run_job(d.cnn("a"));
+  REQUIRE_MESSAGE(adamw.code == 0, adamw.out);
+  CHECK(state_digest_of(s.out) != state_digest_of(adamw.out));
+  JobResult plain = run_job(sgd("m0", {"--momentum", "0"}));
+  REQUIRE_MESSAGE(plain.code == 0, plain.out);
+  CHECK(plain.out.find("SGD lr 0.01 momentum 0 wd") != std::string::npos);
+  CHECK(state_digest_of(plain.out) != state_digest_of(s.out));
+  // without momentum SGD keeps no state: the checkpoint has no momentum buffer
+  CHECK(optimizer_files_have(d.dir("s2"), "momentum_buffer"));
+  CHECK_FALSE(optimizer_files_have(d.dir("m0"), "momentum_buffer"));
+  check_resume(sgd("m5", {"--momentum", "0.5"}));
+  // The optimizer and its momentum are the configuration's: neither changes on resume.
+  auto fails_with = [&](const std::vector<std::string>& args, const std::string& message) {
+    JobResult r = run_job(args);
+    CHECK(r.code == 1);
+    CHECK_MESSAGE(r.out.find(message) != std::string::npos, r.out);
+    return r.out;
+  };
+  std::string out =
+      fails_with(plus(d.cnn("s2"), {"--resume", "1"}), "was written with another configuration");
+  CHECK_MESSAGE(out.find("\"optimizer\":\"SGD\"") != std::string::npos, out);
+  out = fails_with(plus(sgd("s2"), {"--momentum", "0.8", "--resume", "1"}),
+                   "was written with another configuration");
+  CHECK_MESSAGE(out.find("\"momentum\":0.9") != std::string::npos, out);
+  CHECK_MESSAGE(out.find("\"momentum\":0.8") != std::string::npos, out);
+  fails_with(plus(sgd("a"), {"--resume", "1"}), "was written with another configuration");
+  // Bad values fail before any work, naming the flag and the value.
+  fails_with(sgd("e", {"--momentum", "-0.1"}), "--momentum: expected a number >= 0, got -0.1");
+  fails_with(sgd("e", {"--momentum", "nan"}), "--momentum: expected a finite number, got 'nan'");
+  fails_with(sgd("e", {"--momentum", "fast"}), "--momentum: expected a number, got 'fast'");
+  fails_with(sgd("e", {"--momentum", "1"}), "cnn: --momentum must lie in [0, 1), got 1");
+  for (const char* other : {"adamw", "lamb"}) {
+    fails_with(
+        plus(d.cnn("e"), {"--optimizer", other, "--momentum", "0.9"}),
+        std::string("cnn: --momentum 0.9 applies to --optimizer sgd only, got --optimizer ") +
+            other);
+  }
+  CHECK_FALSE(std::filesystem::exists(d.dir("e")));
+}
+
+TEST_CASE("--estimate-memory with --optimizer sgd: one float32 momentum buffer, K = 4") {
+  Data d("estimate_sgd");
+  // The job's own cnn: Psi = 421738 parameters. The expected MiB below are multiples of Psi /
+  // 2^20 worked out by hand (python), not read from the code: 4 Psi = 1.608803, 2 Psi = 0.804401,
+  // 6 Psi = 2.413204, 7 Psi = 2.815405, 8 Psi = 3.217606, 10 Psi = 4.022007, 12 Psi = 4.826408.
+  // Zero's rows pad each bucket to a multiple of 2 elements: within the table's 3 decimals.
+  const std::vector<std::string> cnn = {"--model",        "cnn",         "--data-dir",
+                                        d.root + "/data", "--optimizer", "sgd"};
+  auto table = [&](const std::vector<std::string>& flags) {
+    JobResult r = run_job(plus(plus(cnn, flags), {"--estimate-memory", "2"}));
+    REQUIRE_MESSAGE(r.code == 0, r.out);
+    CHECK(r.out.find("Psi = 421738 parameters") != std::string::npos);
+    return r.out;
+  };
+  // {params, grads, optimizer, masters, device, host, ZeRO paper} of each row
+  auto check_row = [](const std::string& out, int n, const char* kind,
+                      const std::vector<double>& want) {
+    CAPTURE(kind);
+    CAPTURE(n);
+    const std::vector<double> row = estimate_row(out, n, kind);
+    REQUIRE(row.size() == 7);
+    for (size_t i = 0; i < 7; ++i) {
+      CAPTURE(i);
+      CHECK(std::abs(row[i] - want[i]) <= 0.0015);
+    }
+  };
+  const double p4 = 1.608803, p2 = 0.804401;
+  std::string out = table({});  // momentum 0.9: K = 4
+  CHECK_MESSAGE(out.find("K = 4 (SGD)") != std::string::npos, out);
+  check_row(out, 1, "single", {p4, p4, p4, 0, 4.826408, 0, 4.826408});
+  check_row(out, 2, "ddp", {p4, p4, p4, 0, 4.826408, 0, 4.826408});
+  check_row(out, 2, "zero1", {p4, p4, p2, 0, 4.022007, 0, 4.022007});
+  check_row(out, 2, "zero2", {p4, p2, p2, 0, 3.217606, 0, 3.217606});
+  out = table({"--momentum", "0"});  // no buffer at all: K = 0
+  CHECK_MESSAGE(out.find("K = 0 (SGD)") != std::string::npos, out);
+  check_row(out, 1, "single", {p4, p4, 0, 0, 3.217606, 0, 3.217606});
+  check_row(out, 2, "zero1", {p4, p4, 0, 0, 3.217606, 0, 3.217606});
+  check_row(out, 2, "zero2", {p4, p2, 0, 0, 2.413204, 0, 2.413204});
+  // bfloat16 parameters: a float32 master and a float32 buffer, K = 8 (2 + 2 + 8 Psi; zero2 on 2
+  // ranks 2 + 1 + 4 Psi)
+  out = table({"--precision", "bf16-true"});
+  CHECK_MESSAGE(out.find("K = 8 (SGD, masters)") != std::string::npos, out);
+  check_row(out, 1, "single", {p2, p2, p4, p4, 4.826408, 0, 4.826408});
+  check_row(out, 2, "zero2", {p2, p2 / 2, p2, p2, 2.815405, 0, 2.815405});
+  // zero's offloaded optimizer state is the buffer's half: in the host column, not the device's
+  out = table({"--offload-optimizer", "1"});
+  check_row(out, 2, "zero1", {p4, p4, 0, 0, 3.217606, p2 + 2 * p2, 4.022007});
+}
+
+TEST_CASE("--optimizer sgd on 2 ranks: dp, ddp, zero1 and zero2 end alike; zero1 resumes" *
+          needs_mpi("sgd on 2 ranks")) {
+  // Two ranks add each gradient element once (a + b, the same float in any collective) and SGD's
+  // update is elementwise, so sharding the momentum buffer changes no bit.
+  Data d("sgd_ranks");
+  auto args = [&](const std::string& strategy, const std::string& ckpt) {
+    return plus(plus(d.cnn(ckpt), {"--strategy", strategy}),
+                {"--optimizer", "sgd", "--momentum", "0.8", "--weight-decay", "1e-4"});
+  };
+  auto run = [&](const std::string& strategy, const std::string& ckpt,
+                 const std::vector<std::string>& flags) {
+    auto r = sl::testing::run_ranks(2, sl_train_bin(), plus(args(strategy, ckpt), flags), 120);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.report());
+    return r.rank_stdout[0];
+  };
+  const std::string ddp = run("ddp", "ddp", {});
+  CHECK_MESSAGE(ddp.find("SGD lr 0.01 momentum 0.8 wd 0.0001") != std::string::npos, ddp);
+  for (const char* kind : {"zero1", "zero2"}) {
+    CAPTURE(kind);
+    const std::string z = run(kind, kind, {});
+    CHECK_MESSAGE(state_digest_of(z) == state_digest_of(ddp), ddp, z);
+  }
+  // dp: two replica threads in one process, the same sum of two and the same update
+  JobResult dp = run_job(args("dp", "dp"));
+  REQUIRE_MESSAGE(dp.code == 0, dp.out);
+  CHECK_MESSAGE(state_digest_of(dp.out) == state_digest_of(ddp), ddp, dp.out);
+  // the sharded momentum buffer goes through the checkpoint
+  run("zero1", "part", {"--stop-after-epochs", "1"});
+  const std::string rest = run("zero1", "part", {"--resume", "1"});
+  CHECK(rest.find("resumed from") != std::string::npos);
+  CHECK_MESSAGE(state_digest_of(rest) == state_digest_of(ddp), ddp, rest);
 }
 
 TEST_CASE("--checkpoint-every: a run stopped inside an epoch resumes there, bit for bit") {

@@ -1,5 +1,6 @@
 #include "memory_estimate.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <vector>
 
@@ -47,7 +48,13 @@ std::string memory_estimate_table(const nn::Module& model, const optim::Optimize
                                   const dist::StrategyOptions& opts, int64_t max_ranks,
                                   bool params_16) {
   const std::vector<int64_t> sizes = estimate_rank_counts(max_ranks);
-  const double param_bpe = params_16 ? 2 : 4, k = params_16 ? 12 : 8;
+  // K: the optimizer's float32 state tensors per parameter (AdamW's and LAMB's two moments,
+  // SGD's momentum buffer or none without momentum), plus the master copy of 16-bit parameters;
+  // zero1/zero2 shard all of it
+  int state_tensors = 0;
+  for (size_t g = 0; g < opt.num_param_groups(); ++g)
+    state_tensors = std::max(state_tensors, opt.state_tensors(g));
+  const double param_bpe = params_16 ? 2 : 4, k = 4.0 * (state_tensors + (params_16 ? 1 : 0));
   const bool offload = opts.offload_optimizer;
   std::string out;
   char line[256];
@@ -90,8 +97,8 @@ std::string memory_estimate_table(const nn::Module& model, const optim::Optimize
       "device: params + grads + optimizer + masters; host: the offloaded optimizer state, "
       "masters and the step's copies (--offload-optimizer 1); ZeRO paper: (2 or 4 + K) Psi "
       "bytes with the state on the device, K = ";
-  out += params_16 ? "12" : "8";
-  out += "\n";
+  out += std::to_string(static_cast<int>(k)) + " (" + opt.name() + (params_16 ? ", masters" : "") +
+         ")\n";
   return out;
 }
 

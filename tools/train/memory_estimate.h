@@ -17,9 +17,10 @@ namespace sl::train {
 
 /// The table, one line per (ranks, strategy): single on 1 rank, ddp/zero1/zero2 on 2, 4, ...,
 /// `max_ranks` (powers of two, then max_ranks itself). zero1/zero2 rows offload when
-/// opts.offload_optimizer (their optimizer bytes in the host column). `params_16`: the
-/// parameters are f16/bf16 with fp32 masters (the paper's K = 12), else float32 (K = 8; the
-/// trainer's optimizers keep two moments). Throws ValueError for max_ranks < 1.
+/// opts.offload_optimizer (their optimizer bytes in the host column). The paper's column takes K =
+/// 4 bytes per float32 state tensor of `opt` (Optimizer::state_tensors: AdamW and Lamb 2, SGD 1
+/// with momentum and 0 without), plus 4 for the fp32 master when `params_16` (f16/bf16
+/// parameters): AdamW 8 or 12, SGD with momentum 4 or 8. Throws ValueError for max_ranks < 1.
 std::string memory_estimate_table(const nn::Module& model, const optim::Optimizer& opt,
                                   const dist::StrategyOptions& opts, int64_t max_ranks,
                                   bool params_16);

@@ -163,6 +163,8 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   const double lr = opt.lr > 0 ? opt.lr : job.default_lr;
   const double weight_decay = opt.get_double("weight-decay", 0.01, 0.0);
   const std::string optimizer_name = opt.get_string("optimizer", "adamw");
+  const bool momentum_given = opt.extra.count("momentum") > 0;  // refused but with sgd
+  const double momentum = opt.get_double("momentum", 0.9, 0.0);
   const std::string ckpt_dir = opt.get_string("checkpoint-dir", "checkpoints/" + name);
   const bool resume = opt.get_bool("resume", false);
   const int64_t stop_after = opt.get_int("stop-after-epochs", -1, -1);
@@ -187,8 +189,15 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   const double lr_gamma = opt.get_double("lr-gamma", 0.1);
   StepProfile profile(opt, name, rank, world);
   opt.check_all_read(name);  // every flag is read by now: a misspelt one fails before any work
-  SL_CHECK(optimizer_name == "adamw" || optimizer_name == "lamb", name,
-           ": --optimizer must be adamw or lamb, got '", optimizer_name, "'");
+  SL_CHECK(optimizer_name == "adamw" || optimizer_name == "lamb" || optimizer_name == "sgd", name,
+           ": --optimizer must be adamw, lamb or sgd, got '", optimizer_name, "'");
+  if (momentum_given) {
+    SL_CHECK(optimizer_name == "sgd", name, ": --momentum ", opt.extra.at("momentum"),
+             " applies to --optimizer sgd only, got --optimizer ", optimizer_name,
+             " (whose moments have their own fixed betas)");
+  }
+  // 1 would sum every gradient ever seen into the step, never forgetting one
+  SL_CHECK(momentum < 1, name, ": --momentum must lie in [0, 1), got ", momentum);
   SL_CHECK(opt.epochs >= 1, name, ": --epochs must be >= 1, got ", opt.epochs);
   SL_CHECK(batch % world == 0, name, ": --batch-size ", batch, " must be divisible by the ", world,
            " ranks (each rank takes an equal share of every global batch)");
@@ -275,9 +284,16 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   auto [decay, no_decay] = optim::split_no_decay(model->named_parameters(), job.no_decay);
   // 16-bit parameters: the optimizer updates float32 master copies (and keeps float32 moments).
   const bool master = precision.params_16;
-  // The same two groups for either optimizer: weight decay on the weights, none on the rest.
+  // The same two groups for every optimizer: weight decay on the weights, none on the rest.
   std::unique_ptr<optim::Optimizer> optimizer;
-  if (optimizer_name == "lamb") {
+  if (optimizer_name == "sgd") {
+    // torch.optim.SGD's: the decay is L2, added to the gradient before the momentum
+    optimizer = std::make_unique<optim::SGD>(std::vector<optim::ParamGroup<optim::SGDOptions>>{
+        {decay,
+         {.lr = lr, .momentum = momentum, .weight_decay = weight_decay, .master_weights = master}},
+        {no_decay,
+         {.lr = lr, .momentum = momentum, .weight_decay = 0.0, .master_weights = master}}});
+  } else if (optimizer_name == "lamb") {
     optimizer = std::make_unique<optim::Lamb>(std::vector<optim::ParamGroup<optim::LambOptions>>{
         {decay, {.lr = lr, .weight_decay = weight_decay, .master_weights = master}},
         {no_decay, {.lr = lr, .weight_decay = 0.0, .master_weights = master}}});
@@ -396,13 +412,18 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   // Its state does not load into another optimizer's. AdamW, the default, adds no key, so that
   // checkpoints written before --optimizer existed still resume.
   if (optimizer_name != "adamw") model_config.set("optimizer", optimizer->name());
+  // SGD's momentum buffer means another thing under another momentum
+  if (optimizer_name == "sgd") model_config.set("momentum", momentum);
   const serialize::Json config = run_config(model_config, batch, opt.seed, opt.epochs);
-  say("model: %s, %lld parameters; %s lr %g wd %g, %s over %lld "
+  char momentum_text[48] = "";
+  if (optimizer_name == "sgd")
+    std::snprintf(momentum_text, sizeof momentum_text, " momentum %g", momentum);
+  say("model: %s, %lld parameters; %s lr %g%s wd %g, %s over %lld "
       "steps; global batch %lld; strategy %s on %d rank(s), %d thread(s) each, on %s\n",
       job.description.c_str(), static_cast<long long>(model->num_parameters()), optimizer->name(),
-      lr, weight_decay, schedule.description.c_str(), static_cast<long long>(total_steps),
-      static_cast<long long>(batch), strategy->name(), world, get_num_threads(),
-      device.str().c_str());
+      lr, momentum_text, weight_decay, schedule.description.c_str(),
+      static_cast<long long>(total_steps), static_cast<long long>(batch), strategy->name(), world,
+      get_num_threads(), device.str().c_str());
   if (accumulate > 1 || precision.name != "32") {
     say("precision %s%s; %lld micro-batch(es) of %lld per rank per step\n", precision.name.c_str(),
         precision.loss_scaling ? " with dynamic loss scaling" : "",
@@ -567,8 +588,12 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
 
 const FlagDocs& loop_flags() {
   static const FlagDocs flags = {
-      {"optimizer", "adamw", "adamw or lamb (LAMB: per-tensor trust ratios; same --lr, groups)"},
-      {"weight-decay", "0.01", "decoupled weight decay (not on biases and norms)"},
+      {"optimizer", "adamw",
+       "adamw, lamb (LAMB: per-tensor trust ratios) or sgd (with --momentum); same --lr, groups"},
+      {"momentum", "0.9", "--optimizer sgd: momentum in [0, 1) (0: no momentum buffer)"},
+      {"weight-decay", "0.01",
+       "weight decay, not on biases and norms: decoupled (adamw, lamb) or L2 in the gradient "
+       "(sgd)"},
       {"warmup-steps", "(the job's)",
        "W > 0: linear warmup over W steps, then linear decay "
        "(BERT's); 0: cosine annealing"},

@@ -1,7 +1,7 @@
 // The supervised training loop behind the trainer's jobs (cnn, resnet, bert): the job's model
-// trained on the job's data with AdamW (or --optimizer lamb: optim/lamb.h) and a cosine
-// learning-rate schedule through dist::Strategy, so one flag picks the parallel mode and nothing
-// else changes. A sharded checkpoint (dist/checkpoint.h) is written after every epoch;
+// trained on the job's data with AdamW (or --optimizer lamb | sgd: optim/lamb.h, optim/sgd.h)
+// and a cosine learning-rate schedule through dist::Strategy, so one flag picks the parallel mode
+// and nothing else changes. A sharded checkpoint (dist/checkpoint.h) is written after every epoch;
 // `--resume 1` continues from it, with any world size and mode.
 //
 //   sl_train --model JOB [--strategy single|dp|ddp|zero1|zero2] [--epochs 2] [--batch-size B]
@@ -9,7 +9,8 @@
 //            [--resume 0|1] [--weight-decay 0.01] [--stop-after-epochs K] [--dp-replicas 2]
 //            [--log-every 100] [--device cpu|cuda|cuda:N] [--max-grad-norm 0] [--warmup-steps W]
 //            [--accumulate K] [--precision 32|bf16-mixed|f16-mixed|bf16-true]
-//            [--checkpoint-every N] [--stop-after-steps S] [--optimizer adamw|lamb]
+//            [--checkpoint-every N] [--stop-after-steps S] [--optimizer adamw|lamb|sgd]
+//            [--momentum 0.9]
 //            [--sync-batchnorm 0|1] [--bucket-mb 25] [--first-bucket-mb 1]
 //            [--reduce-dtype same|bf16|f16] [--offload-optimizer 0|1] [--estimate-memory N]
 //            [--lr-schedule auto|linear|cosine|exp|step:E1,E2,...|constant] [--lr-gamma 0.1]
@@ -26,6 +27,15 @@
 // --optimizer lamb trains with LAMB instead of AdamW (the same --lr, --weight-decay and groups:
 // no decay on biases and norms); the optimizer is part of the run's configuration, so a
 // checkpoint resumes only with the optimizer that wrote it.
+//
+// --optimizer sgd trains with SGD and momentum (optim::SGD, as torch.optim.SGD: --momentum M,
+// default 0.9, in [0, 1); no dampening, no Nesterov), torchvision's ResNet recipe with
+// --lr-schedule step:30,60,80 and --weight-decay 1e-4. Its weight decay is L2, added to the
+// gradient before the momentum (AdamW's and LAMB's is decoupled); the groups are the same.
+// --momentum with another optimizer is refused (ValueError naming it). The momentum joins the
+// configuration beside the optimizer: a checkpoint resumes only with both unchanged. The state is
+// one float32 buffer per parameter (K = 4 in --estimate-memory's paper column; none, K = 0, with
+// --momentum 0, which allocates no buffer), sharded by zero1/zero2 as Adam's moments are.
 //
 // --checkpoint-every N also writes the checkpoint every N steps of the run inside an epoch (a
 // long epoch is not lost to a crash); --resume 1 then continues from that step of the epoch, bit
