@@ -64,6 +64,15 @@ void check_same_shape(const Tensor& input, const Tensor& target, const char* op)
                   " but target is on ", target.device());
 }
 
+// input and target in float32 under autocast (Note [Autocast] in core/amp.h), checked by
+// check_same_shape: the start of every loss that compares two same-shaped tensors.
+std::pair<Tensor, Tensor> same_shape_operands(const Tensor& input, const Tensor& target,
+                                              const char* op) {
+  Tensor in = autocast(input, AmpPolicy::fp32), tg = autocast(target, AmpPolicy::fp32);
+  check_same_shape(in, tg, op);
+  return {in, tg};
+}
+
 // Note [Loss weight broadcasting]: an optional weight must broadcast TO the input's shape, as
 // PyTorch requires; broadcasting the loss up to a larger weight would silently change the
 // 'none' shape and the 'mean' divisor.
@@ -191,16 +200,12 @@ Tensor nll_loss(const Tensor& input_in, const Tensor& target, const CrossEntropy
 }
 
 Tensor mse_loss(const Tensor& input_in, const Tensor& target_in, Reduction reduction) {
-  const Tensor input = autocast(input_in, AmpPolicy::fp32);
-  const Tensor target = autocast(target_in, AmpPolicy::fp32);
-  check_same_shape(input, target, "mse_loss");
+  const auto [input, target] = same_shape_operands(input_in, target_in, "mse_loss");
   return reduce((input - target).square(), reduction);
 }
 
 Tensor l1_loss(const Tensor& input_in, const Tensor& target_in, Reduction reduction) {
-  const Tensor input = autocast(input_in, AmpPolicy::fp32);
-  const Tensor target = autocast(target_in, AmpPolicy::fp32);
-  check_same_shape(input, target, "l1_loss");
+  const auto [input, target] = same_shape_operands(input_in, target_in, "l1_loss");
   return reduce((input - target).abs(), reduction);
 }
 
@@ -213,11 +218,9 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input_in, const Tensor& ta
                                         const Tensor& weight_in, const Tensor& pos_weight_in,
                                         Reduction reduction) {
   const char* op = "binary_cross_entropy_with_logits";
-  const Tensor input = autocast(input_in, AmpPolicy::fp32);
-  const Tensor target = autocast(target_in, AmpPolicy::fp32);
+  const auto [input, target] = same_shape_operands(input_in, target_in, op);
   const Tensor weight = autocast(weight_in, AmpPolicy::fp32);
   const Tensor pos_weight = autocast(pos_weight_in, AmpPolicy::fp32);
-  check_same_shape(input, target, op);
   check_floating(target, op, "target");
   check_broadcasts_to(weight, input, op, "weight");
   check_broadcasts_to(pos_weight, input, op, "pos_weight");
@@ -256,10 +259,8 @@ Tensor bce_terms(const Tensor& x, const Tensor& t) {
 Tensor binary_cross_entropy(const Tensor& input_in, const Tensor& target_in,
                             const Tensor& weight_in, Reduction reduction) {
   const char* op = "binary_cross_entropy";
-  const Tensor input = autocast(input_in, AmpPolicy::fp32);
-  const Tensor target = autocast(target_in, AmpPolicy::fp32);
+  const auto [input, target] = same_shape_operands(input_in, target_in, op);
   const Tensor weight = autocast(weight_in, AmpPolicy::fp32);
-  check_same_shape(input, target, op);
   check_floating(target, op, "target");
   check_broadcasts_to(weight, input, op, "weight");
   if (input.numel() > 0) {
@@ -277,9 +278,7 @@ Tensor binary_cross_entropy(const Tensor& input_in, const Tensor& target_in,
 Tensor smooth_l1_loss(const Tensor& input_in, const Tensor& target_in, Reduction reduction,
                       double beta) {
   SL_CHECK(beta >= 0, "smooth_l1_loss: beta must be >= 0, got ", beta);
-  const Tensor input = autocast(input_in, AmpPolicy::fp32);
-  const Tensor target = autocast(target_in, AmpPolicy::fp32);
-  check_same_shape(input, target, "smooth_l1_loss");
+  const auto [input, target] = same_shape_operands(input_in, target_in, "smooth_l1_loss");
   const Tensor d = input - target;
   const Tensor ad = d.abs();
   if (beta == 0) return reduce(ad, reduction);
@@ -289,9 +288,7 @@ Tensor smooth_l1_loss(const Tensor& input_in, const Tensor& target_in, Reduction
 Tensor huber_loss(const Tensor& input_in, const Tensor& target_in, Reduction reduction,
                   double delta) {
   SL_CHECK(delta > 0, "huber_loss: delta must be > 0, got ", delta);
-  const Tensor input = autocast(input_in, AmpPolicy::fp32);
-  const Tensor target = autocast(target_in, AmpPolicy::fp32);
-  check_same_shape(input, target, "huber_loss");
+  const auto [input, target] = same_shape_operands(input_in, target_in, "huber_loss");
   const Tensor d = input - target;
   const Tensor ad = d.abs();
   return reduce(where(ad.lt(delta), d.square() * 0.5, (ad - 0.5 * delta) * delta), reduction);
@@ -303,9 +300,7 @@ Tensor kl_div(const Tensor& input_in, const Tensor& target_in, const std::string
   SL_CHECK(
       reduction == "none" || reduction == "sum" || reduction == "mean" || reduction == "batchmean",
       op, ": reduction must be 'none', 'sum', 'mean' or 'batchmean', got '", reduction, "'");
-  const Tensor input = autocast(input_in, AmpPolicy::fp32);
-  const Tensor target = autocast(target_in, AmpPolicy::fp32);
-  check_same_shape(input, target, op);
+  const auto [input, target] = same_shape_operands(input_in, target_in, op);
   check_floating(target, op, "target");
   Tensor loss;
   if (log_target) {
