@@ -18,6 +18,7 @@
 #include "memory_estimate.h"
 #include "models/classifier.h"
 #include "nn/loss.h"
+#include "resume_check.h"
 #include "step_profile.h"
 
 namespace sl::train {
@@ -28,11 +29,14 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 /// What must agree between a checkpoint and the run resuming from it: the model's settings, then
-/// the run's.
-serialize::Json run_config(serialize::Json model, int64_t batch, uint64_t seed, int64_t epochs) {
+/// the run's (Note [Resume configuration] in resume_check.h).
+serialize::Json run_config(serialize::Json model, int64_t batch, uint64_t seed, int64_t epochs,
+                           double max_grad_norm) {
   model.set("batch_size", static_cast<long long>(batch));
   model.set("seed", std::to_string(seed));
   model.set("epochs", static_cast<long long>(epochs));
+  // always written: a checkpoint without it is an older trainer's, which did not record it
+  model.set("max_grad_norm", max_grad_norm);
   return model;
 }
 
@@ -414,7 +418,19 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   if (optimizer_name != "adamw") model_config.set("optimizer", optimizer->name());
   // SGD's momentum buffer means another thing under another momentum
   if (optimizer_name == "sgd") model_config.set("momentum", momentum);
-  const serialize::Json config = run_config(model_config, batch, opt.seed, opt.epochs);
+  const serialize::Json config =
+      run_config(model_config, batch, opt.seed, opt.epochs, max_grad_norm);
+  // Flags that may change between a run and its resumption, each announced when it does.
+  const serialize::Json run_settings = serialize::Json::object(
+      {{"accumulate", std::to_string(accumulate)},
+       {"precision", precision.name},
+       {"device", opt.device},
+       {"dp-replicas", std::to_string(dp_replicas)},
+       {"sync-batchnorm", std::to_string(sync_batchnorm)},
+       {"reduce-dtype", reduce_dtype_flag},
+       {"tf32", std::to_string(tf32)},
+       {"log-every", std::to_string(log_every)},
+       {"checkpoint-every", std::to_string(checkpoint_every)}});
   char momentum_text[48] = "";
   if (optimizer_name == "sgd")
     std::snprintf(momentum_text, sizeof momentum_text, " momentum %g", momentum);
@@ -438,10 +454,30 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
     // than as the tensor it makes misfit.
     const serialize::Json manifest = dist::read_sharded_manifest(ckpt_dir);
     const serialize::Json* saved = manifest.at("extra").find("config");
-    SL_CHECK(saved != nullptr && *saved == config, name, ": the checkpoint at '", ckpt_dir,
-             "' was written with another configuration (", saved ? saved->dump() : "none",
-             "), this run has ", config.dump());
+    SL_CHECK(saved != nullptr, name, ": the checkpoint at '", ckpt_dir,
+             "' holds no configuration (not written by sl_train's supervised loop)");
+    // Only a schedule that ignores the run's length stays the same schedule under other epochs.
+    const bool epochs_may_change =
+        lr_schedule == "constant" || lr_schedule == "exp" || lr_schedule.rfind("step:", 0) == 0;
+    std::vector<std::string> changes = check_resume_config(name, ckpt_dir, *saved, config,
+                                                           opt.documented, epochs_may_change);
+    if (manifest.at("strategy").as_string() != strategy->name() ||
+        manifest.at("world_size").as_int() != world) {
+      changes.push_back("changed since the checkpoint: --strategy " +
+                        manifest.at("strategy").as_string() + " on " +
+                        std::to_string(manifest.at("world_size").as_int()) + " rank(s) -> " +
+                        strategy->name() + " on " + std::to_string(world) + " rank(s)");
+    }
+    for (std::string& c :
+         changed_settings(manifest.at("extra").find("run_settings"), run_settings)) {
+      changes.push_back(std::move(c));
+    }
+    // Loading restores the optimizer's hyperparameters from the checkpoint (as PyTorch does):
+    // they must be the ones the flags asked for, or the flags would be silently overridden.
+    const serialize::Json built_groups = optimizer->state_dict().meta.at("param_groups");
     serialize::Json extra = dist::load_sharded_checkpoint(ckpt_dir, *strategy);
+    check_resume_hyperparameters(name, ckpt_dir, optimizer->state_dict().meta.at("param_groups"),
+                                 built_groups);
     sched->load_state_dict({{}, extra.at("scheduler")});
     default_generator().set_state(serialize::rng_state_from_json(extra.at("rng")));
     const serialize::Json& p = extra.at("data_position");
@@ -452,6 +488,7 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
         ckpt_dir.c_str(), static_cast<long long>(epoch0),
         static_cast<long long>(loader.position().batch),
         static_cast<long long>(strategy->steps_taken()));
+    for (const std::string& c : changes) say("resume: %s\n", c.c_str());
   }
 
   {
@@ -471,7 +508,8 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
          {"data_position", serialize::Json::object({{"seed", std::to_string(pos.seed)},
                                                     {"epoch", static_cast<long long>(pos.epoch)},
                                                     {"batch", static_cast<long long>(pos.batch)}})},
-         {"test_accuracy", accuracy}});
+         {"test_accuracy", accuracy},
+         {"run_settings", run_settings}});
     if (job.checkpoint_extra) {
       serialize::Json own = job.checkpoint_extra();
       for (const auto& [key, value] : own.members()) {
