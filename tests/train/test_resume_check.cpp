@@ -1,0 +1,173 @@
+// What a resumed run may change (tools/train/resume_check.h, Note [Resume configuration]), on
+// the tiny cnn job: every flag that changes the optimization trajectory is refused with its name,
+// the checkpoint's value and the run's (the optimizer's hyperparameters too, which loading would
+// otherwise restore over the flags); the flags that may change say so in the run's log, --epochs
+// under a schedule that ignores the run's length continues bit-identical to the longer run, and
+// a checkpoint of an older trainer (without max_grad_norm and run_settings) still resumes.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "dist/checkpoint.h"
+#include "job_testing.h"
+#include "support/testing.h"
+
+using sl::testing::JobResult;
+using sl::testing::plus;
+using sl::testing::run_job;
+using sl::testing::state_digest_of;
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Env {
+  std::string root, data;
+  Env() {
+    root = (fs::temp_directory_path() / ("sl_test_resume_check_" + std::to_string(::getpid())))
+               .string();
+    fs::remove_all(root);
+    data = root + "/data";
+    fs::create_directories(data);
+    sl::testing::write_fashion_split(data, "train", 96, 1);
+    sl::testing::write_fashion_split(data, "t10k", 40, 2);
+  }
+  ~Env() { fs::remove_all(root); }
+  /// The tiny cnn job (3 epochs of 3 steps, --lr 0.01) checkpointing into root/ckpt.
+  std::vector<std::string> args(const std::string& ckpt) const {
+    return plus(plus({"--model", "cnn", "--data-dir", data}, sl::testing::tiny_cnn_flags()),
+                {"--checkpoint-dir", root + "/" + ckpt, "--log-every", "0"});
+  }
+  /// A copy of checkpoint `from` as `to` (a resume overwrites the checkpoint it continues).
+  void copy(const std::string& from, const std::string& to) const {
+    fs::remove_all(root + "/" + to);
+    fs::copy(root + "/" + from, root + "/" + to, fs::copy_options::recursive);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("resume: a changed flag of the run's trajectory is refused, naming both values") {
+  Env env;
+  REQUIRE(run_job(plus(env.args("c"), {"--stop-after-epochs", "1"})).code == 0);
+  const std::string head =
+      "cnn: the checkpoint at '" + env.root + "/c' was written with another configuration: ";
+  struct Case {
+    std::vector<std::string> flags;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      // restored from the optimizer's param groups, so once silently the checkpoint's
+      {{"--lr", "0.05"}, "--lr 0.01 there, 0.05 in this run"},
+      {{"--weight-decay", "0.5"}, "--weight-decay 0.01 there, 0.5 in this run"},
+      // once silently applied
+      {{"--max-grad-norm", "1"}, "--max-grad-norm 0 there, 1 in this run"},
+      {{"--warmup-steps", "2"}, "--warmup-steps 0 there, 2 in this run"},
+      {{"--lr-schedule", "constant"}, "--lr-schedule auto there, constant in this run"},
+      {{"--epochs", "4"},
+       "--epochs 3 there, 4 in this run (the lr schedule spans the run's steps; --epochs may "
+       "change on resume under --lr-schedule constant, exp or step:... only)"},
+      {{"--seed", "3"}, "--seed 0 there, 3 in this run"},
+      {{"--batch-size", "16"}, "--batch-size 32 there, 16 in this run"},
+      {{"--optimizer", "lamb"}, "--optimizer AdamW there, Lamb in this run"},
+      {{"--precision", "bf16-true"}, "--precision's parameter dtype float32"},
+      {{"--hidden", "9"}, "--hidden 8 there, 9 in this run"},
+      // every difference at once
+      {{"--seed", "3", "--hidden", "9"},
+       "--hidden 8 there, 9 in this run; --seed 0 there, 3 in this run"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.message);
+    JobResult r = run_job(plus(plus(env.args("c"), {"--resume", "1"}), c.flags));
+    CHECK(r.code == 1);
+    CHECK_MESSAGE(r.out.find(head) != std::string::npos, r.out);
+    CHECK_MESSAGE(r.out.find(c.message) != std::string::npos, r.out);
+    CHECK(r.out.find("state digest") == std::string::npos);
+  }
+  // The refusals left the checkpoint as it was: it still resumes, without a change to announce.
+  JobResult r = run_job(plus(env.args("c"), {"--resume", "1"}));
+  CHECK_MESSAGE(r.code == 0, r.out);
+  CHECK_MESSAGE(r.out.find("resume: ") == std::string::npos, r.out);
+}
+
+TEST_CASE("resume: the flags that may change continue the run and say so") {
+  Env env;
+  JobResult full = run_job(env.args("full"));
+  REQUIRE_MESSAGE(full.code == 0, full.out);
+  REQUIRE(run_job(plus(env.args("c"), {"--stop-after-epochs", "1"})).code == 0);
+  struct Case {
+    std::vector<std::string> flags;
+    std::string line;
+    bool same_state;  // whether the run ends in the uninterrupted run's exact state
+  };
+  const std::vector<Case> cases = {
+      {{"--log-every", "1"}, "--log-every 0 -> 1", true},
+      {{"--checkpoint-every", "1"}, "--checkpoint-every 0 -> 1", true},
+      {{"--strategy", "dp"}, "--strategy single on 1 rank(s) -> dp on 1 rank(s)", false},
+      {{"--accumulate", "2"}, "--accumulate 1 -> 2", false},
+      {{"--precision", "bf16-mixed"}, "--precision 32 -> bf16-mixed", false},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.line);
+    env.copy("c", "moved");
+    JobResult r = run_job(plus(plus(env.args("moved"), {"--resume", "1"}), c.flags));
+    REQUIRE_MESSAGE(r.code == 0, r.out);
+    CHECK_MESSAGE(r.out.find("resume: changed since the checkpoint: " + c.line + "\n") !=
+                      std::string::npos,
+                  r.out);
+    CHECK(r.out.find("epoch 3/3") != std::string::npos);
+    if (c.same_state) CHECK(state_digest_of(r.out) == state_digest_of(full.out));
+  }
+}
+
+TEST_CASE("resume: --epochs under a step schedule trains longer, as the longer run") {
+  Env env;
+  const std::vector<std::string> step = {"--lr-schedule", "step:1", "--lr-gamma", "0.5"};
+  JobResult longer = run_job(plus(plus(env.args("long"), step), {"--epochs", "4"}));
+  REQUIRE_MESSAGE(longer.code == 0, longer.out);
+  REQUIRE(run_job(plus(env.args("c"), step)).code == 0);  // 3 epochs, then one more
+  JobResult r = run_job(plus(plus(env.args("c"), step), {"--epochs", "4", "--resume", "1"}));
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK_MESSAGE(r.out.find("resume: changed since the checkpoint: --epochs 3 -> 4 (the lr schedule "
+                           "does not depend on it)") != std::string::npos,
+                r.out);
+  CHECK(r.out.find("epoch 4/4") != std::string::npos);
+  CHECK_MESSAGE(state_digest_of(r.out) == state_digest_of(longer.out), longer.out, "\n---\n",
+                r.out);
+}
+
+TEST_CASE("resume: an older trainer's checkpoint still resumes, bit-identical") {
+  Env env;
+  JobResult full = run_job(env.args("full"));
+  REQUIRE_MESSAGE(full.code == 0, full.out);
+  REQUIRE(run_job(plus(env.args("c"), {"--stop-after-epochs", "1"})).code == 0);
+  // What the trainer wrote before it recorded max_grad_norm and the run's settings.
+  const std::string path = env.root + "/c/manifest.json";
+  sl::serialize::Json m = sl::dist::read_sharded_manifest(env.root + "/c");
+  auto member = [](sl::serialize::Json& j, const std::string& key) -> sl::serialize::Json& {
+    for (auto& [k, v] : j.members()) {
+      if (k == key) return v;
+    }
+    FAIL("no member " << key);
+    return j;
+  };
+  sl::serialize::Json& extra = member(m, "extra");
+  std::erase_if(extra.members(), [](const auto& kv) { return kv.first == "run_settings"; });
+  std::erase_if(member(extra, "config").members(),
+                [](const auto& kv) { return kv.first == "max_grad_norm"; });
+  std::ofstream(path) << m.dump();
+  env.copy("c", "old");
+  JobResult r = run_job(plus(env.args("c"), {"--resume", "1"}));
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK_MESSAGE(r.out.find("resume: --max-grad-norm 0 is not checked: the checkpoint (an older "
+                           "trainer's) does not record it") != std::string::npos,
+                r.out);
+  CHECK(state_digest_of(r.out) == state_digest_of(full.out));
+  // Its optimizer's param groups still hold its lr, so a changed --lr is refused all the same.
+  r = run_job(plus(env.args("old"), {"--resume", "1", "--lr", "0.02"}));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.out.find("--lr 0.01 there, 0.02 in this run") != std::string::npos, r.out);
+}
