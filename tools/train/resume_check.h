@@ -37,8 +37,8 @@ namespace sl::train {
 /// --epochs 3 -> 5 (...)"; "--max-grad-norm 0 is not checked: ..." for an older checkpoint).
 std::vector<std::string> check_resume_config(const std::string& job, const std::string& dir,
                                              const serialize::Json& saved,
-                                             const serialize::Json& run,
-                                             const FlagDocs* documented, bool epochs_may_change);
+                                             const serialize::Json& run, const FlagDocs* documented,
+                                             bool epochs_may_change);
 
 /// Compares the optimizer's param_groups as the checkpoint restored them (`loaded`) with those
 /// the run built from its flags (`built`), except the scheduled "lr": initial_lr is --lr,
@@ -49,7 +49,6 @@ void check_resume_hyperparameters(const std::string& job, const std::string& dir
 /// The flags of `run` (an object of flag name -> value text) whose value differs from `saved`'s
 /// (null for older checkpoints: nothing then), as lines "changed since the checkpoint:
 /// --accumulate 1 -> 2".
-std::vector<std::string> changed_settings(const serialize::Json* saved,
-                                          const serialize::Json& run);
+std::vector<std::string> changed_settings(const serialize::Json* saved, const serialize::Json& run);
 
 }  // namespace sl::train

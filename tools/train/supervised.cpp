@@ -421,16 +421,16 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   const serialize::Json config =
       run_config(model_config, batch, opt.seed, opt.epochs, max_grad_norm);
   // Flags that may change between a run and its resumption, each announced when it does.
-  const serialize::Json run_settings = serialize::Json::object(
-      {{"accumulate", std::to_string(accumulate)},
-       {"precision", precision.name},
-       {"device", opt.device},
-       {"dp-replicas", std::to_string(dp_replicas)},
-       {"sync-batchnorm", std::to_string(sync_batchnorm)},
-       {"reduce-dtype", reduce_dtype_flag},
-       {"tf32", std::to_string(tf32)},
-       {"log-every", std::to_string(log_every)},
-       {"checkpoint-every", std::to_string(checkpoint_every)}});
+  const serialize::Json run_settings =
+      serialize::Json::object({{"accumulate", std::to_string(accumulate)},
+                               {"precision", precision.name},
+                               {"device", opt.device},
+                               {"dp-replicas", std::to_string(dp_replicas)},
+                               {"sync-batchnorm", std::to_string(sync_batchnorm)},
+                               {"reduce-dtype", reduce_dtype_flag},
+                               {"tf32", std::to_string(tf32)},
+                               {"log-every", std::to_string(log_every)},
+                               {"checkpoint-every", std::to_string(checkpoint_every)}});
   char momentum_text[48] = "";
   if (optimizer_name == "sgd")
     std::snprintf(momentum_text, sizeof momentum_text, " momentum %g", momentum);
@@ -459,8 +459,8 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
     // Only a schedule that ignores the run's length stays the same schedule under other epochs.
     const bool epochs_may_change =
         lr_schedule == "constant" || lr_schedule == "exp" || lr_schedule.rfind("step:", 0) == 0;
-    std::vector<std::string> changes = check_resume_config(name, ckpt_dir, *saved, config,
-                                                           opt.documented, epochs_may_change);
+    std::vector<std::string> changes =
+        check_resume_config(name, ckpt_dir, *saved, config, opt.documented, epochs_may_change);
     if (manifest.at("strategy").as_string() != strategy->name() ||
         manifest.at("world_size").as_int() != world) {
       changes.push_back("changed since the checkpoint: --strategy " +
@@ -666,7 +666,8 @@ const FlagDocs& loop_flags() {
        "mantissa bits)"},
       {"checkpoint-dir", "(checkpoints/<job>)", "sharded checkpoints go here"},
       {"checkpoint-every", "0", "N > 0: also save every N steps (0: at epoch ends only)"},
-      {"resume", "0", "1: continue from the checkpoint, at any world size and strategy"},
+      {"resume", "0",
+       "1: continue from the checkpoint with the run's flags, at any world size and strategy"},
       {"log-every", "100", "print the loss every N steps (0: never)"},
       {"stop-after-epochs", "-1", "stop after this epoch as if interrupted (-1: never)"},
       {"stop-after-steps", "-1", "stop after this step as if interrupted (-1: never)"},

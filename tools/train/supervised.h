@@ -75,6 +75,15 @@
 // On resume, the run continues exactly where the checkpoint's epoch ended: bit for bit on CPU
 // with the same world size and mode (the final "state digest" lines then agree), and with the
 // same data order at any other world size or mode.
+// A resume must be given the flags that shaped the run (Note [Resume configuration] in
+// resume_check.h): a changed --lr, --weight-decay, --max-grad-norm, --batch-size, --seed,
+// --epochs, --optimizer, --momentum, --lr-schedule, --lr-gamma, --warmup-steps, bf16-true's
+// --precision or job flag of the model or data is refused (ValueError naming each flag, the
+// checkpoint's value and the run's), never overridden by the checkpoint's optimizer groups.
+// --epochs may change under --lr-schedule constant, exp and step:... (the longer run's lrs).
+// --strategy and the ranks, --accumulate, the autocast --precision, --device, --dp-replicas,
+// --sync-batchnorm, --reduce-dtype, --tf32, --log-every and --checkpoint-every may change; the
+// run prints "resume: changed since the checkpoint: --accumulate 1 -> 2" for each that did.
 #pragma once
 
 #include <cstdint>
