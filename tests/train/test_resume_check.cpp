@@ -115,9 +115,9 @@ TEST_CASE("resume: the flags that may change continue the run and say so") {
     env.copy("c", "moved");
     JobResult r = run_job(plus(plus(env.args("moved"), {"--resume", "1"}), c.flags));
     REQUIRE_MESSAGE(r.code == 0, r.out);
-    CHECK_MESSAGE(r.out.find("resume: changed since the checkpoint: " + c.line + "\n") !=
-                      std::string::npos,
-                  r.out);
+    CHECK_MESSAGE(
+        r.out.find("resume: changed since the checkpoint: " + c.line + "\n") != std::string::npos,
+        r.out);
     CHECK(r.out.find("epoch 3/3") != std::string::npos);
     if (c.same_state) CHECK(state_digest_of(r.out) == state_digest_of(full.out));
   }
