@@ -150,6 +150,78 @@ void adam_typed(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
   });
 }
 
+// ---- RMSprop ---------------------------------------------------------------------------------
+
+template <class T, class G>
+void rmsprop_typed(const Tensor& param, const Tensor& grad, const Tensor& square_avg,
+                   const Tensor& grad_avg, const Tensor& buf, const RmspropHyper& h) {
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  T* p = param.data_ptr<T>();
+  G* g = grad.data_ptr<G>();
+  T* sq = square_avg.data_ptr<T>();
+  T* ga = h.centered ? grad_avg.data_ptr<T>() : nullptr;
+  T* mb = h.momentum > 0.0 ? buf.data_ptr<T>() : nullptr;
+  const C alpha = static_cast<C>(h.alpha), one_minus_alpha = static_cast<C>(1.0 - h.alpha);
+  const C wd = static_cast<C>(h.weight_decay), mom = static_cast<C>(h.momentum);
+  const C eps = static_cast<C>(h.eps), neg_lr = static_cast<C>(-h.lr);
+  for_chunks(param.numel(), [&](int64_t s, int64_t n) {
+    ChunkView<T, C> P(p + s, n, true), SQ(sq + s, n, true);
+    C g_local[kChunk], avg_local[kChunk];
+    Arr<C> Gr(g_local, n), Avg(avg_local, n);
+    for (int64_t i = 0; i < n; ++i) g_local[i] = static_cast<C>(g[s + i]);
+    if (h.maximize) Gr = -Gr;
+    if (h.weight_decay != 0.0) Gr = Gr + P.arr() * wd;  // grad.add(param, alpha=weight_decay)
+    // square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
+    SQ.arr() = SQ.arr() * alpha + (Gr * one_minus_alpha) * Gr;
+    if (ga) {
+      ChunkView<T, C> GA(ga + s, n, true);
+      GA.arr() = GA.arr() * alpha + Gr * one_minus_alpha;  // grad_avg.mul_(alpha).add_(grad, ..)
+      // square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_().add_(eps): (-1 * ga) * ga is
+      // -(ga * ga) exactly
+      Avg = (SQ.arr() - GA.arr() * GA.arr()).sqrt() + eps;
+      GA.store();
+    } else {
+      Avg = SQ.arr().sqrt() + eps;  // square_avg.sqrt().add_(eps)
+    }
+    if (mb) {
+      ChunkView<T, C> B(mb + s, n, true);
+      B.arr() = B.arr() * mom + Gr / Avg;    // buf.mul_(momentum).addcdiv_(grad, avg)
+      P.arr() = P.arr() + B.arr() * neg_lr;  // param.add_(buf, alpha=-lr)
+      B.store();
+    } else {
+      P.arr() = P.arr() + (Gr * neg_lr) / Avg;  // param.addcdiv_(grad, avg, value=-lr)
+    }
+    P.store();
+    SQ.store();
+  });
+}
+
+// ---- Adagrad ---------------------------------------------------------------------------------
+
+template <class T, class G>
+void adagrad_typed(const Tensor& param, const Tensor& grad, const Tensor& sum, int64_t step,
+                   const AdagradHyper& h) {
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  T* p = param.data_ptr<T>();
+  G* g = grad.data_ptr<G>();
+  T* sm = sum.data_ptr<T>();
+  const C wd = static_cast<C>(h.weight_decay), eps = static_cast<C>(h.eps);
+  const C neg_clr = static_cast<C>(-adagrad_clr(h, step));
+  for_chunks(param.numel(), [&](int64_t s, int64_t n) {
+    ChunkView<T, C> P(p + s, n, true), S(sm + s, n, true);
+    C g_local[kChunk], std_local[kChunk];
+    Arr<C> Gr(g_local, n), Std(std_local, n);
+    for (int64_t i = 0; i < n; ++i) g_local[i] = static_cast<C>(g[s + i]);
+    if (h.maximize) Gr = -Gr;
+    if (h.weight_decay != 0.0) Gr = Gr + P.arr() * wd;  // grad.add(param, alpha=weight_decay)
+    S.arr() = S.arr() + Gr * Gr;                        // state_sum.addcmul_(grad, grad, value=1)
+    Std = S.arr().sqrt() + eps;                         // state_sum.sqrt().add_(eps)
+    P.arr() = P.arr() + (Gr * neg_clr) / Std;           // param.addcdiv_(grad, std, value=-clr)
+    P.store();
+    S.store();
+  });
+}
+
 // ---- LAMB (Note [LAMB over flat spans]) -----------------------------------------------------
 
 /// Blocks of this many elements are summed independently, then combined in order.
@@ -268,6 +340,22 @@ void adam_step_cpu(const Tensor& param, const Tensor& grad, const Tensor& exp_av
   });
 }
 
+void rmsprop_step_cpu(const Tensor& param, const Tensor& grad, const Tensor& square_avg,
+                      const Tensor& grad_avg, const Tensor& buf, const RmspropHyper& h) {
+  visit_param_grad(param.dtype(), grad.dtype(), [&](auto pt, auto gt) {
+    rmsprop_typed<typename decltype(pt)::type, typename decltype(gt)::type>(param, grad, square_avg,
+                                                                            grad_avg, buf, h);
+  });
+}
+
+void adagrad_step_cpu(const Tensor& param, const Tensor& grad, const Tensor& sum, int64_t step,
+                      const AdagradHyper& h) {
+  visit_param_grad(param.dtype(), grad.dtype(), [&](auto pt, auto gt) {
+    adagrad_typed<typename decltype(pt)::type, typename decltype(gt)::type>(param, grad, sum, step,
+                                                                            h);
+  });
+}
+
 void lamb_moments_cpu(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                       const Tensor& exp_avg_sq, const Tensor& update,
                       const std::vector<int64_t>& bounds, const std::vector<int64_t>& rows,
@@ -355,6 +443,8 @@ double norm_partial_cpu(const Tensor& x, double p) {
 
 SL_REGISTER_KERNEL(sgd_step_kernel, DeviceKind::cpu, &sgd_step_cpu);
 SL_REGISTER_KERNEL(adam_step_kernel, DeviceKind::cpu, &adam_step_cpu);
+SL_REGISTER_KERNEL(rmsprop_step_kernel, DeviceKind::cpu, &rmsprop_step_cpu);
+SL_REGISTER_KERNEL(adagrad_step_kernel, DeviceKind::cpu, &adagrad_step_cpu);
 SL_REGISTER_KERNEL(lamb_moments_kernel, DeviceKind::cpu, &lamb_moments_cpu);
 SL_REGISTER_KERNEL(lamb_apply_kernel, DeviceKind::cpu, &lamb_apply_cpu);
 SL_REGISTER_KERNEL(unscale_check_kernel, DeviceKind::cpu, &unscale_check_cpu);

@@ -22,6 +22,17 @@ struct AdamArgs {
   double step_size, bias_correction2_sqrt, decay;
 };
 
+/// The scalars of one RMSprop step (RmspropHyper).
+struct RmspropArgs {
+  double lr, alpha, eps, weight_decay, momentum;
+  bool centered, maximize;
+};
+/// The scalars of one Adagrad step (AdagradHyper; clr = adagrad_clr at the step).
+struct AdagradArgs {
+  double clr, eps, weight_decay;
+  bool maximize;
+};
+
 /// The scalars of one LAMB step (LambHyper and LambStepScalars).
 struct LambArgs {
   double beta1, beta2, eps, weight_decay, bias_correction1, bias_correction2;
@@ -34,6 +45,12 @@ void launch_sgd_step(DType pt, DType gt, void* param, const void* grad, void* mo
 void launch_adam_step(DType pt, DType gt, void* param, const void* grad, void* exp_avg,
                       void* exp_avg_sq, void* max_exp_avg_sq, int64_t n, const AdamArgs& a,
                       cudaStream_t s);
+/// grad_avg is null unless centered, momentum null unless momentum > 0.
+void launch_rmsprop_step(DType pt, DType gt, void* param, const void* grad, void* square_avg,
+                         void* grad_avg, void* momentum, int64_t n, const RmspropArgs& a,
+                         cudaStream_t s);
+void launch_adagrad_step(DType pt, DType gt, void* param, const void* grad, void* sum, int64_t n,
+                         const AdagradArgs& a, cudaStream_t s);
 /// LAMB phase 1's element-wise part (Note [LAMB over flat spans]): moments and update u (of
 /// param's dtype) over n elements; the sums of squares come from launch_norm_partial.
 void launch_lamb_moments(DType pt, DType gt, const void* param, const void* grad, void* exp_avg,

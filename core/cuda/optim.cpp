@@ -41,6 +41,24 @@ void adam_step_cuda(const Tensor& param, const Tensor& grad, const Tensor& exp_a
                    compute_stream(param.device()));
 }
 
+void rmsprop_step_cuda(const Tensor& param, const Tensor& grad, const Tensor& square_avg,
+                       const Tensor& grad_avg, const Tensor& momentum_buf, const RmspropHyper& h) {
+  RmspropArgs a{h.lr, h.alpha, h.eps, h.weight_decay, h.momentum, h.centered, h.maximize};
+  DeviceGuard g(param.device());
+  launch_rmsprop_step(param.dtype(), grad.dtype(), param.data_ptr(), grad.data_ptr(),
+                      square_avg.data_ptr(), h.centered ? ptr_or_null(grad_avg) : nullptr,
+                      h.momentum > 0.0 ? ptr_or_null(momentum_buf) : nullptr, param.numel(), a,
+                      compute_stream(param.device()));
+}
+
+void adagrad_step_cuda(const Tensor& param, const Tensor& grad, const Tensor& sum, int64_t step,
+                       const AdagradHyper& h) {
+  AdagradArgs a{adagrad_clr(h, step), h.eps, h.weight_decay, h.maximize};
+  DeviceGuard g(param.device());
+  launch_adagrad_step(param.dtype(), grad.dtype(), param.data_ptr(), grad.data_ptr(),
+                      sum.data_ptr(), param.numel(), a, compute_stream(param.device()));
+}
+
 /// The address of element `offset` of a flat tensor's data.
 void* at(const Tensor& t, int64_t offset) {
   return static_cast<char*>(t.data_ptr()) + static_cast<size_t>(offset) * t.element_size();
@@ -103,6 +121,8 @@ double norm_partial_cuda(const Tensor& x, double p) {
 
 SL_REGISTER_KERNEL(sgd_step_kernel, DeviceKind::cuda, &sgd_step_cuda);
 SL_REGISTER_KERNEL(adam_step_kernel, DeviceKind::cuda, &adam_step_cuda);
+SL_REGISTER_KERNEL(rmsprop_step_kernel, DeviceKind::cuda, &rmsprop_step_cuda);
+SL_REGISTER_KERNEL(adagrad_step_kernel, DeviceKind::cuda, &adagrad_step_cuda);
 SL_REGISTER_KERNEL(lamb_moments_kernel, DeviceKind::cuda, &lamb_moments_cuda);
 SL_REGISTER_KERNEL(lamb_apply_kernel, DeviceKind::cuda, &lamb_apply_cuda);
 SL_REGISTER_KERNEL(unscale_check_kernel, DeviceKind::cuda, &unscale_check_cuda);

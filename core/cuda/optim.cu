@@ -100,6 +100,57 @@ __global__ void adam_kernel(T* p, const G* g, T* m, T* v, T* vmax, int64_t n, Ad
 }
 
 template <class T, class G>
+__global__ void rmsprop_kernel(T* p, const G* g, T* sq, T* ga, T* mb, int64_t n, RmspropArgs a) {
+  using C = opt_c<T>;
+  const C alpha = static_cast<C>(a.alpha), oma = static_cast<C>(1.0 - a.alpha);
+  const C wd = static_cast<C>(a.weight_decay), mom = static_cast<C>(a.momentum);
+  const C eps = static_cast<C>(a.eps), neg_lr = static_cast<C>(-a.lr);
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    C pv = static_cast<C>(to_comp(p[i]));
+    C gv = static_cast<C>(to_comp(g[i]));
+    if (a.maximize) gv = -gv;
+    if (a.weight_decay != 0.0) gv = add(gv, mul(pv, wd));
+    const C sv = add(mul(static_cast<C>(to_comp(sq[i])), alpha), mul(mul(gv, oma), gv));
+    C avg;
+    if (ga) {
+      const C gav = add(mul(static_cast<C>(to_comp(ga[i])), alpha), mul(gv, oma));
+      ga[i] = convert<T>(gav);
+      avg = add(sqrt_rn(add(sv, -mul(gav, gav))), eps);
+    } else {
+      avg = add(sqrt_rn(sv), eps);
+    }
+    if (mb) {
+      const C bv = add(mul(static_cast<C>(to_comp(mb[i])), mom), div(gv, avg));
+      mb[i] = convert<T>(bv);
+      pv = add(pv, mul(bv, neg_lr));
+    } else {
+      pv = add(pv, div(mul(gv, neg_lr), avg));
+    }
+    p[i] = convert<T>(pv);
+    sq[i] = convert<T>(sv);
+  }
+}
+
+template <class T, class G>
+__global__ void adagrad_kernel(T* p, const G* g, T* sm, int64_t n, AdagradArgs a) {
+  using C = opt_c<T>;
+  const C wd = static_cast<C>(a.weight_decay), eps = static_cast<C>(a.eps);
+  const C neg_clr = static_cast<C>(-a.clr);
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    const C pv = static_cast<C>(to_comp(p[i]));
+    C gv = static_cast<C>(to_comp(g[i]));
+    if (a.maximize) gv = -gv;
+    if (a.weight_decay != 0.0) gv = add(gv, mul(pv, wd));
+    const C sv = add(static_cast<C>(to_comp(sm[i])), mul(gv, gv));
+    const C den = add(sqrt_rn(sv), eps);
+    p[i] = convert<T>(add(pv, div(mul(gv, neg_clr), den)));
+    sm[i] = convert<T>(sv);
+  }
+}
+
+template <class T, class G>
 __global__ void lamb_moments_kernel(const T* p, const G* g, T* m, T* v, T* u, int64_t n,
                                     LambArgs a) {
   using C = opt_c<T>;
@@ -216,6 +267,32 @@ void launch_adam_step(DType pt, DType gt, void* param, const void* grad, void* e
     adam_kernel<T, G><<<grid_for(n), kBlockThreads, 0, s>>>(
         static_cast<T*>(param), static_cast<const G*>(grad), static_cast<T*>(exp_avg),
         static_cast<T*>(exp_avg_sq), static_cast<T*>(max_exp_avg_sq), n, a);
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+void launch_rmsprop_step(DType pt, DType gt, void* param, const void* grad, void* square_avg,
+                         void* grad_avg, void* momentum, int64_t n, const RmspropArgs& a,
+                         cudaStream_t s) {
+  if (n <= 0) return;
+  visit_param_grad(pt, gt, [&](auto ptag, auto gtag) {
+    using T = typename decltype(ptag)::type;
+    using G = typename decltype(gtag)::type;
+    rmsprop_kernel<T, G><<<grid_for(n), kBlockThreads, 0, s>>>(
+        static_cast<T*>(param), static_cast<const G*>(grad), static_cast<T*>(square_avg),
+        static_cast<T*>(grad_avg), static_cast<T*>(momentum), n, a);
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+void launch_adagrad_step(DType pt, DType gt, void* param, const void* grad, void* sum, int64_t n,
+                         const AdagradArgs& a, cudaStream_t s) {
+  if (n <= 0) return;
+  visit_param_grad(pt, gt, [&](auto ptag, auto gtag) {
+    using T = typename decltype(ptag)::type;
+    using G = typename decltype(gtag)::type;
+    adagrad_kernel<T, G><<<grid_for(n), kBlockThreads, 0, s>>>(
+        static_cast<T*>(param), static_cast<const G*>(grad), static_cast<T*>(sum), n, a);
     CUDA_CHECK_LAUNCH();
   });
 }

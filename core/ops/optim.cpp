@@ -14,6 +14,11 @@ SL_DEFINE_KERNEL(adam_step_kernel,
                  void(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                       const Tensor& exp_avg_sq, const Tensor& max_exp_avg_sq, int64_t step,
                       const AdamHyper& h));
+SL_DEFINE_KERNEL(rmsprop_step_kernel,
+                 void(const Tensor& param, const Tensor& grad, const Tensor& square_avg,
+                      const Tensor& grad_avg, const Tensor& momentum_buf, const RmspropHyper& h));
+SL_DEFINE_KERNEL(adagrad_step_kernel, void(const Tensor& param, const Tensor& grad,
+                                           const Tensor& sum, int64_t step, const AdagradHyper& h));
 SL_DEFINE_KERNEL(lamb_moments_kernel,
                  void(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                       const Tensor& exp_avg_sq, const Tensor& update,
@@ -127,6 +132,23 @@ void check_lamb_hyper(const LambHyper& h, const char* op) {
   check_moment_hyper(op, h.lr, h.eps, h.weight_decay, h.beta1, h.beta2);
 }
 
+void check_rmsprop_hyper(const RmspropHyper& h, const char* op) {
+  // PyTorch's order and messages
+  check_finite_nonneg(op, "learning rate", h.lr);
+  check_finite_nonneg(op, "epsilon value", h.eps);
+  check_finite_nonneg(op, "momentum value", h.momentum);
+  check_finite_nonneg(op, "weight_decay value", h.weight_decay);
+  check_finite_nonneg(op, "alpha value", h.alpha);
+}
+
+void check_adagrad_hyper(const AdagradHyper& h, const char* op) {
+  check_finite_nonneg(op, "learning rate", h.lr);
+  check_finite_nonneg(op, "lr_decay value", h.lr_decay);
+  check_finite_nonneg(op, "weight_decay value", h.weight_decay);
+  check_finite_nonneg(op, "initial_accumulator_value value", h.initial_accumulator_value);
+  check_finite_nonneg(op, "epsilon value", h.eps);
+}
+
 void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& momentum_buf,
               const SgdHyper& h, bool init_momentum) {
   const char* op = "sgd_step";
@@ -157,6 +179,38 @@ void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
   exp_avg.bump_version();
   exp_avg_sq.bump_version();
   if (h.amsgrad) max_exp_avg_sq.bump_version();
+}
+
+void rmsprop_step(const Tensor& param, const Tensor& grad, const Tensor& square_avg,
+                  const Tensor& grad_avg, const Tensor& momentum_buf, const RmspropHyper& h) {
+  const char* op = "rmsprop_step";
+  check_param_grad(op, param, grad);
+  check_rmsprop_hyper(h, op);
+  const bool momentum = h.momentum > 0.0;
+  check_state(op, "square_avg", param, square_avg);
+  if (h.centered) check_state(op, "grad_avg", param, grad_avg);
+  if (momentum) check_state(op, "momentum_buf", param, momentum_buf);
+  if (param.numel() == 0) return;
+  rmsprop_step_kernel(param.device().kind, flat(param), flat(grad), flat(square_avg),
+                      h.centered ? flat(grad_avg) : Tensor(),
+                      momentum ? flat(momentum_buf) : Tensor(), h);
+  param.bump_version();
+  square_avg.bump_version();
+  if (h.centered) grad_avg.bump_version();
+  if (momentum) momentum_buf.bump_version();
+}
+
+void adagrad_step(const Tensor& param, const Tensor& grad, const Tensor& sum, int64_t step,
+                  const AdagradHyper& h) {
+  const char* op = "adagrad_step";
+  check_param_grad(op, param, grad);
+  check_adagrad_hyper(h, op);
+  SL_CHECK(step >= 1, op, ": step must be >= 1 (the step number after incrementing), got ", step);
+  check_state(op, "sum", param, sum);
+  if (param.numel() == 0) return;
+  adagrad_step_kernel(param.device().kind, flat(param), flat(grad), flat(sum), step, h);
+  param.bump_version();
+  sum.bump_version();
 }
 
 void lamb_moments(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,

@@ -6,12 +6,12 @@
 // and its state buffers. They may be whole parameters flattened, or views into one flat buffer
 // (a ZeRO shard), because the update of element i depends only on element i of each operand and
 // on the scalars in the hyperparameter struct. The element update follows the order of
-// operations of PyTorch 1.13's single-tensor implementations (torch/optim/{sgd,adam,adamw}.py,
-// foreach=False), each operation rounded to the compute type as PyTorch's separate in-place ops
-// round, so results agree with PyTorch to f32 rounding (the only freedom left is whether a
-// backend contracts a*b+c into one fused multiply-add). The scalars derived from the
-// hyperparameters (bias corrections, step size) are computed once in double by
-// adam_step_scalars / sgd_step_scalars, shared by all backends.
+// operations of PyTorch 1.13's single-tensor implementations
+// (torch/optim/{sgd,adam,adamw,rmsprop,adagrad}.py, foreach=False), each operation rounded to the
+// compute type as PyTorch's separate in-place ops round, so results agree with PyTorch to f32
+// rounding (the only freedom left is whether a backend contracts a*b+c into one fused
+// multiply-add). The scalars derived from the hyperparameters (bias corrections, step size) are
+// computed once in double by adam_step_scalars / sgd_step_scalars, shared by all backends.
 //
 // Dtypes: param is f32, f64, f16 or bf16; state buffers have param's dtype; grad has param's
 // dtype, or is f16/bf16 when param is f32 (an fp32 master copy of a low-precision parameter
@@ -63,6 +63,34 @@ inline AdamStepScalars adam_step_scalars(const AdamHyper& h, int64_t step) {
   double bc1 = 1.0 - std::pow(h.beta1, s);
   double bc2 = 1.0 - std::pow(h.beta2, s);
   return {h.lr / bc1, std::sqrt(bc2), 1.0 - h.lr * h.weight_decay};
+}
+
+/// Hyperparameters of torch.optim.RMSprop (one parameter group).
+struct RmspropHyper {
+  double lr = 1e-2;
+  double alpha = 0.99;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+  double momentum = 0.0;
+  /// Divides by the root of the variance (square_avg - grad_avg^2) instead of square_avg.
+  bool centered = false;
+  bool maximize = false;
+};
+
+/// Hyperparameters of torch.optim.Adagrad (one parameter group).
+struct AdagradHyper {
+  double lr = 1e-2;
+  double lr_decay = 0.0;
+  double weight_decay = 0.0;
+  /// The value `sum` starts from (the optimizer fills it; the kernel only reads `sum`).
+  double initial_accumulator_value = 0.0;
+  double eps = 1e-10;
+  bool maximize = false;
+};
+/// Adagrad's decayed learning rate at `step` (>= 1, after incrementing), in double as PyTorch's
+/// Python float: lr / (1 + (step - 1) * lr_decay).
+inline double adagrad_clr(const AdagradHyper& h, int64_t step) {
+  return h.lr / (1.0 + static_cast<double>(step - 1) * h.lr_decay);
 }
 
 /// Hyperparameters of LAMB (optim/lamb.h, Note [LAMB]) for one parameter group.
@@ -119,6 +147,16 @@ SL_DECLARE_KERNEL(adam_step_kernel,
                   void(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                        const Tensor& exp_avg_sq, const Tensor& max_exp_avg_sq, int64_t step,
                        const AdamHyper& h));
+/// One RMSprop step: square_avg always, grad_avg only when h.centered and momentum_buf only when
+/// h.momentum > 0 (each undefined otherwise); buffers start as zeros (the caller's job).
+SL_DECLARE_KERNEL(rmsprop_step_kernel,
+                  void(const Tensor& param, const Tensor& grad, const Tensor& square_avg,
+                       const Tensor& grad_avg, const Tensor& momentum_buf, const RmspropHyper& h));
+/// One Adagrad step; `step` is the step number after incrementing (1 on the first step), which
+/// sets the decayed learning rate (adagrad_clr).
+SL_DECLARE_KERNEL(adagrad_step_kernel,
+                  void(const Tensor& param, const Tensor& grad, const Tensor& sum, int64_t step,
+                       const AdagradHyper& h));
 /// LAMB phase 1 (Note [LAMB over flat spans]): bounds has rows.size() + 1 entries, from 0 to
 /// param.numel(), non-decreasing; `step` >= 1 is the step number after incrementing.
 SL_DECLARE_KERNEL(lamb_moments_kernel,
@@ -153,6 +191,14 @@ void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& momentum_bu
 void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                const Tensor& exp_avg_sq, const Tensor& max_exp_avg_sq, int64_t step,
                const AdamHyper& h);
+/// Checks as sgd_step does (grad_avg when h.centered, momentum_buf when h.momentum > 0, as
+/// state buffers) and runs rmsprop_step_kernel; throws naming "rmsprop_step".
+void rmsprop_step(const Tensor& param, const Tensor& grad, const Tensor& square_avg,
+                  const Tensor& grad_avg, const Tensor& momentum_buf, const RmspropHyper& h);
+/// Checks as sgd_step does and runs adagrad_step_kernel; step >= 1. Throws naming
+/// "adagrad_step".
+void adagrad_step(const Tensor& param, const Tensor& grad, const Tensor& sum, int64_t step,
+                  const AdagradHyper& h);
 /// LAMB phase 1 over a span of segments (Note [LAMB over flat spans]): checks param / grad /
 /// exp_avg / exp_avg_sq / update as adam_step checks its operands (update as a state buffer),
 /// the hyperparameters, step >= 1, the segments (bounds from 0 to param.numel(), one more than
@@ -175,6 +221,8 @@ double norm_partial(const Tensor& x, double p);
 void check_sgd_hyper(const SgdHyper& h, const char* op);
 void check_adam_hyper(const AdamHyper& h, const char* op);
 void check_lamb_hyper(const LambHyper& h, const char* op);
+void check_rmsprop_hyper(const RmspropHyper& h, const char* op);
+void check_adagrad_hyper(const AdagradHyper& h, const char* op);
 
 }  // namespace ops
 }  // namespace sl

@@ -1,6 +1,7 @@
-// The optim-fused family on CUDA: SGD / Adam / AdamW steps give the CPU's bits (both backends
-// round every statement of the update once, without FMA contraction: Note [Optimizer kernels
-// over flat spans]), unscale/inf checks, norms, and GradScaler end to end with an injected inf.
+// The optim-fused family on CUDA: SGD / Adam / AdamW / RMSprop / Adagrad steps give the CPU's bits
+// (both backends round every statement of the update once, without FMA contraction: Note [Optimizer
+// kernels over flat spans]), unscale/inf checks, norms, and GradScaler end to end with an injected
+// inf.
 #include <cmath>
 
 #include "core/ops/optim.h"
@@ -67,6 +68,58 @@ TEST_CASE("cuda parity: fused SGD and Adam/AdamW steps are bit-identical to the 
       SL_CHECK_CLOSE(mg.cpu(), mc, 0, 0);
       SL_CHECK_CLOSE(vg.cpu(), vc, 0, 0);
       if (ah.amsgrad) SL_CHECK_CLOSE(xg.cpu(), xc, 0, 0);
+    }
+  }
+}
+
+TEST_CASE("cuda parity: fused RMSprop and Adagrad steps are bit-identical to the CPU" *
+          sl::testing::needs_gpu()) {
+  SL_REQUIRE_CUDA("optimizer kernels");
+  manual_seed(23);
+  for (PG pg : kPairs) {
+    CAPTURE(pg.p);
+    CAPTURE(pg.g);
+    const int64_t n = 1037;
+    Tensor p0 = randn({n}).to(pg.p), g0 = randn({n}).to(pg.g);
+    for (int variant = 0; variant < 4; ++variant) {
+      CAPTURE(variant);
+      RmspropHyper rh;
+      rh.lr = 1e-2;
+      rh.alpha = variant == 3 ? 0.9 : 0.99;
+      rh.eps = variant == 3 ? 1e-3 : 1e-8;
+      rh.momentum = variant == 1 || variant == 2 ? 0.9 : 0.0;
+      rh.centered = variant >= 2;
+      rh.weight_decay = variant == 3 ? 1e-2 : 0.0;
+      rh.maximize = variant == 3;
+      Tensor pc = p0.clone(), pgpu = p0.to(kGPU);
+      Tensor sc = zeros({n}, {.dtype = pg.p}), ac = zeros({n}, {.dtype = pg.p});
+      Tensor bc = zeros({n}, {.dtype = pg.p});
+      Tensor sg = sc.to(kGPU), ag = ac.to(kGPU), bg = bc.to(kGPU);
+      for (int step = 0; step < 3; ++step) {
+        ops::rmsprop_step(pc, g0, sc, rh.centered ? ac : Tensor(), rh.momentum > 0 ? bc : Tensor(),
+                          rh);
+        ops::rmsprop_step(pgpu, g0.to(kGPU), sg, rh.centered ? ag : Tensor(),
+                          rh.momentum > 0 ? bg : Tensor(), rh);
+      }
+      SL_CHECK_CLOSE(pgpu.cpu(), pc, 0, 0);
+      SL_CHECK_CLOSE(sg.cpu(), sc, 0, 0);
+      SL_CHECK_CLOSE(ag.cpu(), ac, 0, 0);
+      SL_CHECK_CLOSE(bg.cpu(), bc, 0, 0);
+
+      AdagradHyper dh;
+      dh.lr = 0.05;
+      dh.lr_decay = variant == 1 ? 0.3 : 0.0;
+      dh.weight_decay = variant == 2 ? 1e-2 : 0.0;
+      dh.eps = variant == 3 ? 1e-3 : 1e-10;
+      dh.maximize = variant == 3;
+      Tensor qc = p0.clone(), qg = p0.to(kGPU);
+      Tensor uc = full({n}, variant == 2 ? 0.1 : 0.0, {.dtype = pg.p}), ug = uc.to(kGPU);
+      for (int64_t step = 1; step <= 3; ++step) {
+        ops::adagrad_step(qc, g0, uc, step, dh);
+        ops::adagrad_step(qg, g0.to(kGPU), ug, step, dh);
+      }
+      SL_CHECK_CLOSE(qg.cpu(), qc, 0, 0);
+      SL_CHECK_CLOSE(ug.cpu(), uc, 0, 0);
     }
   }
 }
