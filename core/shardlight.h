@@ -63,6 +63,7 @@
 #include "nn/serialize/module_safetensors.h"
 #include "nn/serialize/safetensors.h"
 #include "nn/serialize/state_dict.h"
+#include "optim/adagrad.h"
 #include "optim/adam.h"
 #include "optim/clip_grad.h"
 #include "optim/functional.h"
@@ -70,6 +71,7 @@
 #include "optim/lamb.h"
 #include "optim/lr_scheduler.h"
 #include "optim/optimizer.h"
+#include "optim/rmsprop.h"
 #include "optim/sgd.h"
 
 #include "core/amp.h"

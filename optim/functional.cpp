@@ -74,6 +74,33 @@ void adam_update(const Tensor& param, const Tensor& grad, ParamState& st, const 
   });
 }
 
+void rmsprop_update(const Tensor& param, const Tensor& grad, ParamState& st, const RmspropHyper& h,
+                    bool master_weights) {
+  with_target(param, grad, st, master_weights, "rmsprop_step",
+              [&](const Tensor& p, const Tensor& g) {
+                if (!st.square_avg.defined()) st.square_avg = zeros_for(p);
+                if (h.centered && !st.grad_avg.defined()) st.grad_avg = zeros_for(p);
+                if (h.momentum > 0.0 && !st.momentum_buffer.defined()) {
+                  st.momentum_buffer = zeros_for(p);
+                }
+                ops::rmsprop_step(p, g, st.square_avg, st.grad_avg, st.momentum_buffer, h);
+                ++st.step;
+              });
+}
+
+void adagrad_update(const Tensor& param, const Tensor& grad, ParamState& st, const AdagradHyper& h,
+                    bool master_weights) {
+  with_target(param, grad, st, master_weights, "adagrad_step",
+              [&](const Tensor& p, const Tensor& g) {
+                if (!st.sum.defined()) {
+                  st.sum = ops::empty(p.sizes(), p.dtype(), p.device());
+                  ops::fill_(st.sum, h.initial_accumulator_value);
+                }
+                ops::adagrad_step(p, g, st.sum, st.step + 1, h);
+                ++st.step;
+              });
+}
+
 void lamb_update(const Tensor& param, const Tensor& grad, ParamState& st, const LambHyper& h,
                  bool master_weights) {
   with_target(param, grad, st, master_weights, "lamb_step", [&](const Tensor& p, const Tensor& g) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
 
 #include "core/ops/optim.h"
 #include "core/tensor.h"
@@ -12,7 +13,8 @@ namespace sl::optim {
 
 /// PyTorch's optimizer.state[p]. Which tensors are defined depends on the optimizer: SGD with
 /// momentum has momentum_buffer (from its first step), Adam/AdamW have exp_avg, exp_avg_sq and
-/// with amsgrad max_exp_avg_sq. `master` is the fp32 copy of an f16/bf16 parameter when
+/// with amsgrad max_exp_avg_sq; RMSprop square_avg, with momentum momentum_buffer and centered
+/// grad_avg; Adagrad sum. `master` is the fp32 copy of an f16/bf16 parameter when
 /// master weights are on. All state tensors are contiguous and have the shape of the updated
 /// tensor (the parameter, or the master copy).
 struct ParamState {
@@ -21,9 +23,30 @@ struct ParamState {
   Tensor exp_avg;
   Tensor exp_avg_sq;
   Tensor max_exp_avg_sq;
+  Tensor square_avg;
+  Tensor grad_avg;
+  Tensor sum;
   Tensor master;
+
+  /// PyTorch's keys of the state tensors, in the order of tensor(k) (the fixed order of
+  /// state_dict and of sharded checkpoints): momentum_buffer first, master last.
+  static constexpr const char* kKeys[] = {
+      "momentum_buffer", "exp_avg",  "exp_avg_sq", "max_exp_avg_sq",
+      "square_avg",      "grad_avg", "sum",        "master"};
+  static constexpr size_t kNumTensors = std::size(kKeys);
+  Tensor& tensor(size_t k) {
+    Tensor* fields[] = {&momentum_buffer, &exp_avg,  &exp_avg_sq, &max_exp_avg_sq,
+                        &square_avg,      &grad_avg, &sum,        &master};
+    static_assert(std::size(fields) == kNumTensors);
+    return *fields[k];
+  }
+  const Tensor& tensor(size_t k) const { return const_cast<ParamState*>(this)->tensor(k); }
   bool empty() const {
-    return step == 0 && !momentum_buffer.defined() && !exp_avg.defined() && !master.defined();
+    if (step != 0) return false;
+    for (size_t k = 0; k < kNumTensors; ++k) {
+      if (tensor(k).defined()) return false;
+    }
+    return true;
   }
 };
 
@@ -38,6 +61,15 @@ void sgd_update(const Tensor& param, const Tensor& grad, ParamState& st, const S
 /// max_exp_avg_sq with amsgrad) as zeros on the first step; otherwise as sgd_update.
 void adam_update(const Tensor& param, const Tensor& grad, ParamState& st, const AdamHyper& h,
                  bool master_weights = false);
+
+/// One RMSprop step, creating square_avg (and grad_avg when centered, momentum_buffer when
+/// momentum > 0) as zeros when missing; otherwise as sgd_update. Throws as ops::rmsprop_step.
+void rmsprop_update(const Tensor& param, const Tensor& grad, ParamState& st, const RmspropHyper& h,
+                    bool master_weights = false);
+/// One Adagrad step, creating sum filled with h.initial_accumulator_value when missing (PyTorch
+/// creates it in the constructor: the same values); otherwise as sgd_update.
+void adagrad_update(const Tensor& param, const Tensor& grad, ParamState& st, const AdagradHyper& h,
+                    bool master_weights = false);
 
 /// One LAMB step of a whole parameter (Note [LAMB] in optim/lamb.h: the trust ratio over all
 /// of `param`), creating exp_avg/exp_avg_sq as zeros on the first step; otherwise as

@@ -13,13 +13,11 @@ using serialize::Section;
 
 namespace {
 
-/// (key, member) pairs of the state tensors, in a fixed order.
-constexpr const char* kStateKeys[] = {"momentum_buffer", "exp_avg", "exp_avg_sq", "max_exp_avg_sq",
-                                      "master"};
+/// The state tensors' keys, in a fixed order.
+constexpr const auto& kStateKeys = ParamState::kKeys;
 
 Tensor& state_tensor(ParamState& s, size_t k) {
-  Tensor* fields[] = {&s.momentum_buffer, &s.exp_avg, &s.exp_avg_sq, &s.max_exp_avg_sq, &s.master};
-  return *fields[k];
+  return s.tensor(k);
 }
 
 }  // namespace

@@ -8,7 +8,8 @@
 // Note [Optimizer state_dict]
 // state_dict() returns a Section (nn/serialize/state_dict.h):
 //   tensors: "state.<i>.<key>" for each defined state tensor of parameter i, with PyTorch's keys
-//            (momentum_buffer, exp_avg, exp_avg_sq, max_exp_avg_sq) plus "master";
+//            (momentum_buffer, exp_avg, exp_avg_sq, max_exp_avg_sq, square_avg, grad_avg, sum:
+//            ParamState::kKeys) plus "master";
 //   meta:    {"optimizer": "AdamW", "param_groups": [{<hyperparameters>, "params": [0, 1]}],
 //             "state": {"<i>": {"step": n}}}
 // load_state_dict checks the optimizer type, the group sizes and every tensor's shape against
@@ -39,7 +40,7 @@ class Optimizer {
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
 
-  /// "SGD", "Adam", "AdamW".
+  /// "SGD", "Adam", "AdamW", "Lamb", "RMSprop", "Adagrad".
   virtual const char* name() const = 0;
   /// One update of every parameter that has a gradient (parameters whose grad() is undefined
   /// are skipped, as in PyTorch). Runs under no-grad. Throws ShapeError when a gradient's shape
@@ -71,7 +72,8 @@ class Optimizer {
   virtual bool master_weights(size_t group) const = 0;
   /// How many element-wise state tensors a step keeps for each parameter of a group, each of
   /// the parameter's size (in float32 beside a master copy, else in the parameter's dtype): SGD 1
-  /// with momentum, else 0; Adam/AdamW 2, 3 with amsgrad; Lamb 2. Memory estimates use it.
+  /// with momentum, else 0; Adam/AdamW 2, 3 with amsgrad; Lamb 2; RMSprop 1, plus 1 each for
+  /// centered and momentum; Adagrad 1. Memory estimates use it.
   virtual int state_tensors(size_t group) const = 0;
 
   /// State of parameter `index` of `group` (empty before its first step).

@@ -8,7 +8,8 @@ Writes three small safetensors files, read by tests/optim/test_optim_parity.cpp:
 optimizers.safetensors
     For each case <c>: "<c>/init/<k>" the initial parameters, and for steps s = 1..5
     "<c>/grad/<s>/<k>" the gradient fed to step s, "<c>/param/<s>/<k>" the parameters after it
-    and "<c>/state/<s>/<k>/<name>" the optimizer state after it (PyTorch's state keys). The
+    and "<c>/state/<s>/<k>/<name>" the optimizer state after it (PyTorch's state keys; SGD, Adam,
+    AdamW, RMSprop and Adagrad). The
     metadata key "cases" holds a JSON list of {"name", "optimizer", "dtype", "groups": [{"params":
     [k...], <hyperparameters>}]}; hyperparameter names are PyTorch's.
 schedulers.safetensors
@@ -69,7 +70,36 @@ def optimizer_cases():
                   groups=[dict(params=[0, 1], lr=0.01, weight_decay=0.1, amsgrad=True)]))
     c.append(dict(name="sgd_f64", optimizer="SGD", dtype="float64",
                   groups=[dict(params=[0, 1], lr=0.1, momentum=0.9, weight_decay=0.05, nesterov=True)]))
-    return c
+    # Appended after the older cases, which draw from the same generator first: their tensors stay
+    # bit-identical. Large eps values (1e-3, 0.1) make eps's place in the denominator visible.
+    more = []
+    add = lambda name, opt, **kw: more.append(dict(name=name, optimizer=opt, dtype="float32",
+                                                   groups=[dict(params=[0, 1], **kw)]))
+    add("rmsprop_default", "RMSprop", lr=0.01)
+    add("rmsprop_momentum", "RMSprop", lr=0.02, momentum=0.5)
+    add("rmsprop_centered", "RMSprop", lr=0.01, alpha=0.9, centered=True, eps=0.1)
+    add("rmsprop_centered_momentum", "RMSprop", lr=0.01, momentum=0.9, centered=True)
+    add("rmsprop_weight_decay", "RMSprop", lr=0.01, alpha=0.8, weight_decay=0.1, eps=1e-3)
+    add("rmsprop_maximize", "RMSprop", lr=0.01, maximize=True, momentum=0.3, weight_decay=0.02)
+    more.append(dict(name="rmsprop_groups", optimizer="RMSprop", dtype="float32",
+                     groups=[dict(params=[0], lr=0.01, centered=True, weight_decay=0.05),
+                             dict(params=[1], lr=0.03, momentum=0.9)]))
+    add("adagrad_default", "Adagrad", lr=0.01)
+    add("adagrad_lr_decay", "Adagrad", lr=0.1, lr_decay=0.5)
+    add("adagrad_initial_accumulator", "Adagrad", lr=0.1, initial_accumulator_value=0.5, eps=1e-3)
+    add("adagrad_weight_decay", "Adagrad", lr=0.05, weight_decay=0.1, eps=0.1)
+    add("adagrad_maximize", "Adagrad", lr=0.05, maximize=True, lr_decay=0.1)
+    more.append(dict(name="adagrad_groups", optimizer="Adagrad", dtype="float32",
+                     groups=[dict(params=[0], lr=0.1, lr_decay=0.2, initial_accumulator_value=0.1),
+                             dict(params=[1], lr=0.03, weight_decay=0.05,
+                                  initial_accumulator_value=0.1)]))
+    more.append(dict(name="rmsprop_f64", optimizer="RMSprop", dtype="float64",
+                     groups=[dict(params=[0, 1], lr=0.01, momentum=0.9, centered=True,
+                                  weight_decay=0.05, eps=1e-4)]))
+    more.append(dict(name="adagrad_f64", optimizer="Adagrad", dtype="float64",
+                     groups=[dict(params=[0, 1], lr=0.1, lr_decay=0.3, weight_decay=0.05,
+                                  initial_accumulator_value=0.2)]))
+    return c + more
 
 
 def gen_optimizers(tensors, meta_cases):
@@ -84,7 +114,14 @@ def gen_optimizers(tensors, meta_cases):
         for g in case["groups"]:
             hyper = {key: (tuple(v) if key == "betas" else v) for key, v in g.items() if key != "params"}
             groups.append(dict(params=[params[k] for k in g["params"]], **hyper))
-        opt = getattr(torch.optim, case["optimizer"])(groups, foreach=False)
+        kw = {}
+        if case["optimizer"] == "Adagrad":
+            # PyTorch 1.13's Adagrad fills every sum from the constructor's initial_accumulator_value,
+            # not the group's: pass it there, the same for all groups
+            inits = {g.get("initial_accumulator_value", 0.0) for g in case["groups"]}
+            assert len(inits) == 1, case["name"]
+            kw["initial_accumulator_value"] = inits.pop()
+        opt = getattr(torch.optim, case["optimizer"])(groups, foreach=False, **kw)
         for s in range(1, STEPS + 1):
             for k, p in enumerate(params):
                 grad = (torch.randn(p.shape, generator=gen, dtype=torch.float64) * GRAD_SCALES[s - 1]).to(dtype)

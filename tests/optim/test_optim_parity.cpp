@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <set>
 
 #include "support/testing.h"
 
@@ -83,6 +84,34 @@ std::unique_ptr<Optimizer> make_optimizer(const Json& c, const TensorList& param
     }
     return std::make_unique<Adam>(gs);
   }
+  if (kind == "RMSprop") {
+    std::vector<ParamGroup<RMSpropOptions>> gs;
+    for (const Json& g : groups.items()) {
+      gs.push_back(
+          {pick(params, g.at("params")), RMSpropOptions{.lr = get(g, "lr", 1e-2),
+                                                        .alpha = get(g, "alpha", 0.99),
+                                                        .eps = get(g, "eps", 1e-8),
+                                                        .weight_decay = get(g, "weight_decay", 0),
+                                                        .momentum = get(g, "momentum", 0),
+                                                        .centered = get_bool(g, "centered"),
+                                                        .maximize = get_bool(g, "maximize")}});
+    }
+    return std::make_unique<RMSprop>(gs);
+  }
+  if (kind == "Adagrad") {
+    std::vector<ParamGroup<AdagradOptions>> gs;
+    for (const Json& g : groups.items()) {
+      gs.push_back(
+          {pick(params, g.at("params")),
+           AdagradOptions{.lr = get(g, "lr", 1e-2),
+                          .lr_decay = get(g, "lr_decay", 0),
+                          .weight_decay = get(g, "weight_decay", 0),
+                          .initial_accumulator_value = get(g, "initial_accumulator_value", 0),
+                          .eps = get(g, "eps", 1e-10),
+                          .maximize = get_bool(g, "maximize")}});
+    }
+    return std::make_unique<Adagrad>(gs);
+  }
   REQUIRE(kind == "AdamW");
   std::vector<ParamGroup<AdamWOptions>> gs;
   for (const Json& g : groups.items()) {
@@ -117,10 +146,12 @@ double max_abs(const Tensor& t) {
 // 1e-6 times the tensor's largest element rather than 1e-6. f64: rtol 1e-12, same reasoning.
 TEST_CASE("optimizers match PyTorch 1.13 over 5 steps: parameters and state") {
   Fixture f = load_fixture("optimizers.safetensors");
-  REQUIRE(f.cases.size() >= 24);
+  REQUIRE(f.cases.size() >= 39);
+  std::set<std::string> kinds;
   for (const Json& c : f.cases.items()) {
     const std::string name = c.at("name").as_string();
     CAPTURE(name);
+    kinds.insert(c.at("optimizer").as_string());
     const bool f64 = c.at("dtype").as_string() == "float64";
     const double rtol = f64 ? 1e-12 : 1e-5, atol = f64 ? 1e-14 : 1e-6;
     TensorList params;
@@ -148,7 +179,10 @@ TEST_CASE("optimizers match PyTorch 1.13 over 5 steps: parameters and state") {
             {"momentum_buffer", &st.momentum_buffer},
             {"exp_avg", &st.exp_avg},
             {"exp_avg_sq", &st.exp_avg_sq},
-            {"max_exp_avg_sq", &st.max_exp_avg_sq}};
+            {"max_exp_avg_sq", &st.max_exp_avg_sq},
+            {"square_avg", &st.square_avg},
+            {"grad_avg", &st.grad_avg},
+            {"sum", &st.sum}};
         for (const auto& [key, t] : fields) {
           CAPTURE(key);
           const Tensor* ref = f.tensors.find(sp + key);
@@ -160,6 +194,7 @@ TEST_CASE("optimizers match PyTorch 1.13 over 5 steps: parameters and state") {
       }
     }
   }
+  CHECK(kinds == std::set<std::string>{"Adagrad", "Adam", "AdamW", "RMSprop", "SGD"});
 }
 
 namespace {

@@ -1,0 +1,84 @@
+#include "optim/adagrad.h"
+
+#include "autograd/grad_mode.h"
+
+namespace sl::optim {
+
+using serialize::Json;
+
+Adagrad::Adagrad(const TensorList& params, AdagradOptions options) {
+  add_param_group({params, options});
+}
+
+Adagrad::Adagrad(const std::vector<ParamGroup<AdagradOptions>>& groups) {
+  for (const auto& g : groups) add_param_group(g);
+}
+
+void Adagrad::add_param_group(const ParamGroup<AdagradOptions>& group) {
+  ops::check_adagrad_hyper(group.options.hyper(), name());
+  options_.push_back(group.options);
+  try {
+    add_params(group.params);
+  } catch (...) {
+    options_.pop_back();
+    throw;
+  }
+}
+
+AdagradOptions& Adagrad::options(size_t group) {
+  SL_CHECK_INDEX(group < options_.size(), name(), ": group ", group, " out of range (",
+                 options_.size(), " groups)");
+  return options_[group];
+}
+
+const AdagradOptions& Adagrad::options(size_t group) const {
+  SL_CHECK_INDEX(group < options_.size(), name(), ": group ", group, " out of range (",
+                 options_.size(), " groups)");
+  return options_[group];
+}
+
+void Adagrad::set_momentum(size_t group, double m) {
+  options(group);  // range check
+  detail::throw_error<ValueError>(name(), ": has no momentum to set (got ", m,
+                                  "); turn off the scheduler's cycle_momentum");
+}
+
+void Adagrad::step() {
+  NoGradGuard no_grad;
+  for (const AdagradOptions& o : options_) ops::check_adagrad_hyper(o.hyper(), name());
+  for_each_with_grad("Adagrad.step",
+                     [&](size_t g, size_t, const Tensor& p, const Tensor& grad, ParamState& st) {
+                       adagrad_update(p, grad, st, options_[g].hyper(), options_[g].master_weights);
+                     });
+}
+
+Json Adagrad::group_to_json(size_t group) const {
+  const AdagradOptions& o = options(group);
+  return Json::object({{"lr", o.lr},
+                       {"lr_decay", o.lr_decay},
+                       {"weight_decay", o.weight_decay},
+                       {"initial_accumulator_value", o.initial_accumulator_value},
+                       {"eps", o.eps},
+                       {"maximize", o.maximize},
+                       {"master_weights", o.master_weights}});
+}
+
+void Adagrad::load_groups_from_json(const Json& groups) {
+  std::vector<AdagradOptions> parsed;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const Json& j = groups[g];
+    AdagradOptions o;
+    o.lr = j.at("lr").as_double();
+    o.lr_decay = j.at("lr_decay").as_double();
+    o.weight_decay = j.at("weight_decay").as_double();
+    o.initial_accumulator_value = j.at("initial_accumulator_value").as_double();
+    o.eps = j.at("eps").as_double();
+    o.maximize = j.at("maximize").as_bool();
+    if (const Json* mw = j.find("master_weights")) o.master_weights = mw->as_bool();
+    ops::check_adagrad_hyper(o.hyper(), "Adagrad.load_state_dict");
+    parsed.push_back(o);
+  }
+  options_ = std::move(parsed);
+}
+
+}  // namespace sl::optim

@@ -1,0 +1,61 @@
+// Adagrad (Duchi et al. 2011), matching torch.optim.Adagrad (PyTorch 1.13, foreach=False, dense
+// gradients) to f32 rounding: sum += g^2, then param -= clr * g / (sqrt(sum) + eps) with
+// clr = lr / (1 + (step - 1) * lr_decay).
+#pragma once
+
+#include "optim/optimizer.h"
+
+namespace sl::optim {
+
+/// Note: each group's sum starts from that group's initial_accumulator_value. PyTorch 1.13 fills
+/// every sum from the constructor's argument and ignores a group's own value; the two agree when
+/// the groups share one value (its fixture cases do).
+struct AdagradOptions {
+  double lr = 1e-2;
+  double lr_decay = 0.0;
+  double weight_decay = 0.0;
+  double initial_accumulator_value = 0.0;
+  double eps = 1e-10;
+  bool maximize = false;
+  /// Keep an fp32 master copy of f16/bf16 parameters (and an fp32 sum) and update that.
+  bool master_weights = false;
+  /// The kernel hyperparameters.
+  AdagradHyper hyper() const {
+    return {lr, lr_decay, weight_decay, initial_accumulator_value, eps, maximize};
+  }
+};
+
+class Adagrad : public Optimizer {
+ public:
+  /// One group. Throws ValueError for invalid hyperparameters (negative or non-finite lr,
+  /// lr_decay, weight_decay, initial_accumulator_value or eps), naming the option and its value,
+  /// as PyTorch's constructor.
+  explicit Adagrad(const TensorList& params, AdagradOptions options = {});
+  explicit Adagrad(const std::vector<ParamGroup<AdagradOptions>>& groups);
+  const char* name() const override { return "Adagrad"; }
+  /// Adds a group; throws as the constructor.
+  void add_param_group(const ParamGroup<AdagradOptions>& group);
+  /// One step of every parameter with a gradient; state `sum`, created at the first step filled
+  /// with initial_accumulator_value (PyTorch fills it in the constructor; the values are the
+  /// same). Throws ValueError for hyperparameters made invalid since.
+  void step() override;
+  AdagradOptions& options(size_t group);
+  const AdagradOptions& options(size_t group) const;
+  double lr(size_t group) const override { return options(group).lr; }
+  void set_lr(size_t group, double lr) override { options(group).lr = lr; }
+  /// Adagrad has no momentum: 0, and set_momentum throws ValueError (as PyTorch's OneCycleLR
+  /// refuses cycle_momentum for it).
+  double momentum(size_t) const override { return 0.0; }
+  void set_momentum(size_t group, double m) override;
+  bool master_weights(size_t group) const override { return options(group).master_weights; }
+  int state_tensors(size_t) const override { return 1; }
+
+ protected:
+  serialize::Json group_to_json(size_t group) const override;
+  void load_groups_from_json(const serialize::Json& groups) override;
+
+ private:
+  std::vector<AdagradOptions> options_;
+};
+
+}  // namespace sl::optim

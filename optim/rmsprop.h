@@ -1,0 +1,61 @@
+// RMSprop (Hinton's lecture 6e; centered as Graves 2013), matching torch.optim.RMSprop
+// (PyTorch 1.13, foreach=False) to f32 rounding: square_avg = alpha * square_avg + (1 - alpha)
+// g^2, then param -= lr * g / (sqrt(square_avg [- grad_avg^2 when centered]) + eps), through a
+// momentum buffer when momentum > 0.
+#pragma once
+
+#include "optim/optimizer.h"
+
+namespace sl::optim {
+
+struct RMSpropOptions {
+  double lr = 1e-2;
+  double alpha = 0.99;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+  double momentum = 0.0;
+  bool centered = false;
+  bool maximize = false;
+  /// Keep an fp32 master copy of f16/bf16 parameters (and fp32 state) and update that.
+  bool master_weights = false;
+  /// The kernel hyperparameters.
+  RmspropHyper hyper() const {
+    return {lr, alpha, eps, weight_decay, momentum, centered, maximize};
+  }
+};
+
+class RMSprop : public Optimizer {
+ public:
+  /// One group. Throws ValueError for invalid hyperparameters (negative or non-finite lr, eps,
+  /// momentum, weight_decay or alpha), naming the option and its value, as PyTorch's constructor.
+  explicit RMSprop(const TensorList& params, RMSpropOptions options = {});
+  explicit RMSprop(const std::vector<ParamGroup<RMSpropOptions>>& groups);
+  const char* name() const override { return "RMSprop"; }
+  /// Adds a group; throws as the constructor.
+  void add_param_group(const ParamGroup<RMSpropOptions>& group);
+  /// One step of every parameter with a gradient; state square_avg, momentum_buffer (momentum >
+  /// 0), grad_avg (centered), all starting at zero. Throws ValueError for hyperparameters made
+  /// invalid since.
+  void step() override;
+  RMSpropOptions& options(size_t group);
+  const RMSpropOptions& options(size_t group) const;
+  double lr(size_t group) const override { return options(group).lr; }
+  void set_lr(size_t group, double lr) override { options(group).lr = lr; }
+  double momentum(size_t group) const override { return options(group).momentum; }
+  void set_momentum(size_t group, double m) override { options(group).momentum = m; }
+  bool master_weights(size_t group) const override { return options(group).master_weights; }
+  /// square_avg, plus grad_avg when centered and momentum_buffer when momentum > 0.
+  int state_tensors(size_t group) const override {
+    const RMSpropOptions& o = options(group);
+    return 1 + (o.centered ? 1 : 0) + (o.momentum > 0.0 ? 1 : 0);
+  }
+
+ protected:
+  serialize::Json group_to_json(size_t group) const override;
+  void load_groups_from_json(const serialize::Json& groups) override;
+
+ private:
+  std::vector<RMSpropOptions> options_;
+};
+
+}  // namespace sl::optim
