@@ -103,7 +103,7 @@ MemoryReport estimate_memory(StrategyKind kind, const nn::Module& model,
     m.grad_bytes = m.param_bytes;  // the flat gradient buffers
     return m;
   }
-  update_rule_of(opt);  // zero1/zero2 shard SGD, Adam, AdamW and Lamb only
+  update_rule_of(opt);  // zero1/zero2 shard the optimizers ShardedOptimizer supports only
   // Note [Flat buffer layout] 5: state, masters and (zero2) gradients in shard layout
   const ShardStatePlan plan = plan_shard_state(L, opt, index);
   const int n_state = plan.state_tensors;

@@ -33,8 +33,8 @@ namespace {
 constexpr const char* kFormat = "shardlight.sharded";
 constexpr int64_t kVersion = 1;
 constexpr const char* kManifest = "manifest.json";
-constexpr const char* kStateNames[] = {"momentum_buffer", "exp_avg", "exp_avg_sq", "max_exp_avg_sq",
-                                       "master"};
+/// The optimizer state's keys, in ParamState::tensor / ShardState::tensor order.
+constexpr const auto& kStateNames = optim::ParamState::kKeys;
 
 std::string rank_dir_name(int r) {
   char buf[32];
@@ -316,12 +316,10 @@ void save_sharded_checkpoint(const std::string& dir, Strategy& s, const Json& ex
       } else {
         auto [g, i] = src.opt_index[static_cast<size_t>(pc.param)];
         const optim::ParamState& ps = s.optimizer().state(g, i);
-        const Tensor* ts[] = {&ps.momentum_buffer, &ps.exp_avg, &ps.exp_avg_sq, &ps.max_exp_avg_sq,
-                              &ps.master};
         for (size_t k = 0; k < std::size(kStateNames); ++k) {
-          if (!ts[k]->defined()) continue;
+          if (!ps.tensor(k).defined()) continue;
           optim.tensors.insert(std::string(kStateNames[k]) + "/" + piece_key(name, pc.param_begin),
-                               ops::narrow(flat_view(*ts[k]), 0, pc.param_begin, pc.numel()));
+                               ops::narrow(flat_view(ps.tensor(k)), 0, pc.param_begin, pc.numel()));
         }
       }
     }
@@ -486,17 +484,15 @@ Json load_sharded_checkpoint(const std::string& dir, Strategy& s) {
     for (const Piece& pc : src.layout->pieces_of_rank(s.rank())) {
       const std::string& pname = named[static_cast<size_t>(pc.param)].first;
       ShardState& ss = so.state()[static_cast<size_t>(pc.group)];
-      Tensor* slots[] = {&ss.momentum_buffer, &ss.exp_avg, &ss.exp_avg_sq, &ss.max_exp_avg_sq,
-                         &ss.master};
       for (size_t k = 0; k < std::size(kStateNames); ++k) {
         std::string key = std::string(kStateNames[k]) + "/" + pname;
         if (!has_state(kStateNames[k], pname)) continue;
-        if (!slots[k]->defined()) {
-          *slots[k] = zeros({src.layout->groups()[static_cast<size_t>(pc.group)].shard_numel},
-                            {.dtype = saved_dtype(idx, key), .device = so.state_device()});
+        if (!ss.tensor(k).defined()) {
+          ss.tensor(k) = zeros({src.layout->groups()[static_cast<size_t>(pc.group)].shard_numel},
+                               {.dtype = saved_dtype(idx, key), .device = so.state_device()});
         }
-        fill_range(ops::narrow(*slots[k], 0, pc.shard_offset, pc.numel()), idx, key, pc.param_begin,
-                   pc.param_end);
+        fill_range(ops::narrow(ss.tensor(k), 0, pc.shard_offset, pc.numel()), idx, key,
+                   pc.param_begin, pc.param_end);
       }
     }
     so.set_step_count(step);
@@ -572,11 +568,9 @@ serialize::StateDict full_optimizer_state(Strategy& s) {
     for (size_t i = 0; i < named.size(); ++i) {
       auto [g, j] = src.opt_index[i];
       const optim::ParamState& ps = s.optimizer().state(g, j);
-      const Tensor* ts[] = {&ps.momentum_buffer, &ps.exp_avg, &ps.exp_avg_sq, &ps.max_exp_avg_sq,
-                            &ps.master};
       for (size_t k = 0; k < std::size(kStateNames); ++k) {
-        if (ts[k]->defined())
-          out[std::string(kStateNames[k]) + "/" + named[i].first] = ts[k]->clone();
+        if (ps.tensor(k).defined())
+          out[std::string(kStateNames[k]) + "/" + named[i].first] = ps.tensor(k).clone();
       }
       out["step/" + named[i].first] = scalar_tensor(ps.step, {.dtype = DType::i64});
     }
@@ -589,13 +583,11 @@ serialize::StateDict full_optimizer_state(Strategy& s) {
     if (k == 0 && !src.sharded->momentum_initialized()) continue;
     for (size_t g = 0; g < L.groups().size(); ++g) {
       ShardState& ss = src.sharded->state()[g];
-      const Tensor* slots[] = {&ss.momentum_buffer, &ss.exp_avg, &ss.exp_avg_sq, &ss.max_exp_avg_sq,
-                               &ss.master};
-      if (!slots[k]->defined()) continue;
+      if (!ss.tensor(k).defined()) continue;
       // offloaded state lives on the host; the group's collectives take tensors of its device
-      Tensor shard = slots[k]->device().kind == pg.device_kind()
-                         ? *slots[k]
-                         : ops::to_device(*slots[k], named[0].second.device());
+      Tensor shard = ss.tensor(k).device().kind == pg.device_kind()
+                         ? ss.tensor(k)
+                         : ops::to_device(ss.tensor(k), named[0].second.device());
       Tensor all = ops::empty({shard.numel() * n}, shard.dtype(), shard.device());
       pg.allgather(all, shard)->wait();
       for (int p : L.groups()[g].params) {

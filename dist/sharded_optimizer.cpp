@@ -6,8 +6,10 @@
 #include "core/ops/copy.h"
 #include "core/ops/optim.h"
 #include "core/ops/view.h"
+#include "optim/adagrad.h"
 #include "optim/adam.h"
 #include "optim/lamb.h"
+#include "optim/rmsprop.h"
 #include "optim/sgd.h"
 
 namespace sl::dist {
@@ -25,19 +27,41 @@ UpdateRule update_rule_of(const optim::Optimizer& opt) {
   if (dynamic_cast<const optim::AdamW*>(&opt)) return UpdateRule::adamw;
   if (dynamic_cast<const optim::Adam*>(&opt)) return UpdateRule::adam;
   if (dynamic_cast<const optim::Lamb*>(&opt)) return UpdateRule::lamb;
-  detail::throw_error<ValueError>("zero: optimizer ", opt.name(),
-                                  " is not supported (SGD, Adam, AdamW and Lamb are)");
+  if (dynamic_cast<const optim::RMSprop*>(&opt)) return UpdateRule::rmsprop;
+  if (dynamic_cast<const optim::Adagrad*>(&opt)) return UpdateRule::adagrad;
+  detail::throw_error<ValueError>(
+      "zero: optimizer ", opt.name(),
+      " is not supported (SGD, Adam, AdamW, Lamb, RMSprop and Adagrad are)");
+}
+
+Tensor& ShardState::tensor(size_t k) {
+  Tensor* fields[] = {&momentum_buffer, &exp_avg,  &exp_avg_sq, &max_exp_avg_sq,
+                      &square_avg,      &grad_avg, &sum,        &master};
+  static_assert(std::size(fields) == optim::ParamState::kNumTensors);
+  return *fields[k];
 }
 
 std::vector<std::pair<std::string, Tensor>> ShardState::named() const {
   std::vector<std::pair<std::string, Tensor>> out;
-  if (momentum_buffer.defined()) out.emplace_back("momentum_buffer", momentum_buffer);
-  if (exp_avg.defined()) out.emplace_back("exp_avg", exp_avg);
-  if (exp_avg_sq.defined()) out.emplace_back("exp_avg_sq", exp_avg_sq);
-  if (max_exp_avg_sq.defined()) out.emplace_back("max_exp_avg_sq", max_exp_avg_sq);
-  if (master.defined()) out.emplace_back("master", master);
+  for (size_t k = 0; k < optim::ParamState::kNumTensors; ++k) {
+    if (tensor(k).defined()) out.emplace_back(optim::ParamState::kKeys[k], tensor(k));
+  }
   return out;
 }
+
+namespace {
+
+/// RMSprop's optional buffers over all groups: (any centered, any with momentum).
+std::pair<bool, bool> rmsprop_needs(const optim::RMSprop& opt) {
+  bool centered = false, momentum = false;
+  for (size_t g = 0; g < opt.num_param_groups(); ++g) {
+    centered = centered || opt.options(g).centered;
+    momentum = momentum || opt.options(g).momentum > 0.0;
+  }
+  return {centered, momentum};
+}
+
+}  // namespace
 
 ShardStatePlan plan_shard_state(const FlatLayout& L, const optim::Optimizer& opt,
                                 const std::vector<std::pair<size_t, size_t>>& opt_index) {
@@ -46,6 +70,11 @@ ShardStatePlan plan_shard_state(const FlatLayout& L, const optim::Optimizer& opt
   ShardStatePlan plan;
   for (size_t g = 0; g < opt.num_param_groups(); ++g) {
     plan.state_tensors = std::max(plan.state_tensors, opt.state_tensors(g));
+  }
+  if (const auto* rms = dynamic_cast<const optim::RMSprop*>(&opt)) {
+    // one buffer kind per group's option: a centered group and another with momentum need 3
+    auto [centered, momentum] = rmsprop_needs(*rms);
+    plan.state_tensors = 1 + (centered ? 1 : 0) + (momentum ? 1 : 0);
   }
   plan.master.assign(L.groups().size(), false);
   for (size_t i = 0; i < L.params().size(); ++i) {
@@ -106,13 +135,42 @@ ShardedOptimizer::ShardedOptimizer(const FlatBuffers& flat, int rank, optim::Opt
     if (offload_) host_grads_[g] = zeros_1d(n, dt, true);
     if (rule_ == UpdateRule::sgd) {
       if (n_state > 0) s.momentum_buffer = zeros_1d(n, state_dt);
+    } else if (rule_ == UpdateRule::rmsprop) {
+      s.square_avg = zeros_1d(n, state_dt);  // the others: ensure_rmsprop_buffers below
+    } else if (rule_ == UpdateRule::adagrad) {
+      s.sum = zeros_1d(n, state_dt);  // filled with each run's initial value below
     } else {
       s.exp_avg = zeros_1d(n, state_dt);
       s.exp_avg_sq = zeros_1d(n, state_dt);
       if (n_state > 2) s.max_exp_avg_sq = zeros_1d(n, state_dt);
     }
   }
+  if (rule_ == UpdateRule::rmsprop) ensure_rmsprop_buffers();
+  if (rule_ == UpdateRule::adagrad) {
+    auto& adagrad = static_cast<optim::Adagrad&>(opt_);
+    for (const Run& r : runs_) {
+      ops::fill_(slice(state_[static_cast<size_t>(r.group)].sum, r.shard_offset, r.numel),
+                 adagrad.options(r.opt_group).initial_accumulator_value);
+    }
+  }
   refresh_master();
+}
+
+DType ShardedOptimizer::state_dtype(size_t g) const {
+  return state_[g].master.defined() ? DType::f32 : flat_.layout().groups()[g].dtype;
+}
+
+void ShardedOptimizer::ensure_rmsprop_buffers() {
+  // a group may ask for one after construction (a scheduler cycling momentum, a loaded state)
+  auto [centered, momentum] = rmsprop_needs(static_cast<const optim::RMSprop&>(opt_));
+  for (size_t g = 0; g < state_.size(); ++g) {
+    const int64_t n = flat_.layout().groups()[g].shard_numel;
+    if (centered && !state_[g].grad_avg.defined()) state_[g].grad_avg = zeros_1d(n, state_dtype(g));
+    if (momentum && !state_[g].momentum_buffer.defined()) {
+      state_[g].momentum_buffer = zeros_1d(n, state_dtype(g));
+    }
+  }
+  momentum_initialized_ = momentum_initialized_ || momentum;  // zeros are RMSprop's start
 }
 
 bool ShardedOptimizer::uses_master(int group) const {
@@ -206,6 +264,7 @@ void ShardedOptimizer::step(const std::vector<Tensor>& grad_shards_in) {
     lamb_step(grad_shards);
     return;
   }
+  if (rule_ == UpdateRule::rmsprop) ensure_rmsprop_buffers();
   bool init_momentum = false;
   if (rule_ == UpdateRule::sgd) {
     bool need = false;
@@ -232,6 +291,15 @@ void ShardedOptimizer::step(const std::vector<Tensor>& grad_shards_in) {
       SgdHyper h = static_cast<optim::SGD&>(opt_).options(r.opt_group).hyper();
       Tensor buf = h.momentum != 0.0 ? slice(s.momentum_buffer, r.shard_offset, r.numel) : Tensor();
       ops::sgd_step(param, grad, buf, h, init_momentum);
+    } else if (rule_ == UpdateRule::rmsprop) {
+      RmspropHyper h = static_cast<optim::RMSprop&>(opt_).options(r.opt_group).hyper();
+      ops::rmsprop_step(
+          param, grad, slice(s.square_avg, r.shard_offset, r.numel),
+          h.centered ? slice(s.grad_avg, r.shard_offset, r.numel) : Tensor(),
+          h.momentum > 0.0 ? slice(s.momentum_buffer, r.shard_offset, r.numel) : Tensor(), h);
+    } else if (rule_ == UpdateRule::adagrad) {
+      AdagradHyper h = static_cast<optim::Adagrad&>(opt_).options(r.opt_group).hyper();
+      ops::adagrad_step(param, grad, slice(s.sum, r.shard_offset, r.numel), step_, h);
     } else {
       AdamHyper h = rule_ == UpdateRule::adam ? static_cast<optim::Adam&>(opt_).hyper(r.opt_group)
                                               : static_cast<optim::AdamW&>(opt_).hyper(r.opt_group);
@@ -276,7 +344,8 @@ void ShardedOptimizer::lamb_step(const std::vector<Tensor>& grad_shards) {
 int64_t ShardedOptimizer::state_bytes() const {
   int64_t b = 0;
   for (const ShardState& s : state_) {
-    b += tensor_bytes({s.momentum_buffer, s.exp_avg, s.exp_avg_sq, s.max_exp_avg_sq});
+    b += tensor_bytes({s.momentum_buffer, s.exp_avg, s.exp_avg_sq, s.max_exp_avg_sq, s.square_avg,
+                       s.grad_avg, s.sum});
   }
   return b;
 }

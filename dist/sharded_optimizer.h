@@ -1,10 +1,10 @@
 // ShardedOptimizer: the ZeRO optimizer update of one rank's shard of the flat buffers.
 //
-// The user's optimizer (SGD, Adam, AdamW or Lamb) supplies the parameter groups and, at every step,
-// their hyperparameters (so learning-rate schedulers and OneCycle's momentum work unchanged);
-// the state lives here, in buffers of the shard layout (Note [Flat buffer layout]): one
-// buffer per state kind per dtype group, each 1/N of the group. The update runs the fused
-// kernels of core/ops/optim.h (Note [Optimizer kernels over flat spans]) over runs of
+// The user's optimizer (SGD, Adam, AdamW, Lamb, RMSprop or Adagrad) supplies the parameter groups
+// and, at every step, their hyperparameters (so learning-rate schedulers and OneCycle's momentum
+// work unchanged); the state lives here, in buffers of the shard layout (Note [Flat buffer
+// layout]): one buffer per state kind per dtype group, each 1/N of the group. The update runs the
+// fused kernels of core/ops/optim.h (Note [Optimizer kernels over flat spans]) over runs of
 // consecutive owned pieces that share a parameter group, so it is the same element-wise math
 // as the unsharded optimizer. For f16/bf16 parameters whose group asks for master weights, an
 // fp32 master shard (and fp32 state) is updated and rounded into the parameter buffer.
@@ -43,16 +43,18 @@
 namespace sl::dist {
 
 /// Which update rule the optimizer applies.
-enum class UpdateRule : uint8_t { sgd, adam, adamw, lamb };
+enum class UpdateRule : uint8_t { sgd, adam, adamw, lamb, rmsprop, adagrad };
 
-/// The rule `opt` applies. Throws ValueError for an optimizer zero cannot shard (SGD, Adam, AdamW
-/// and Lamb are supported).
+/// The rule `opt` applies. Throws ValueError for an optimizer zero cannot shard (SGD, Adam, AdamW,
+/// Lamb, RMSprop and Adagrad are supported).
 UpdateRule update_rule_of(const optim::Optimizer& opt);
 
 /// What zero keeps per dtype group of a flat layout (Note [Flat buffer layout] 5): one set of
-/// state buffers per group, as many as the most any optimizer group keeps, and an fp32 master
-/// (with fp32 state) for a low-precision group when any of its parameters' optimizer groups asks
-/// for master weights. The one rule ShardedOptimizer allocates by and estimate_memory counts by.
+/// state buffers per group, as many as the most any optimizer group keeps (RMSprop: square_avg,
+/// plus grad_avg if any group is centered and momentum_buffer if any has momentum), and an fp32
+/// master (with fp32 state) for a low-precision group when any of its parameters' optimizer groups
+/// asks for master weights. The one rule ShardedOptimizer allocates by and estimate_memory counts
+/// by.
 struct ShardStatePlan {
   int state_tensors = 0;     ///< state buffers per dtype group
   std::vector<bool> master;  ///< per dtype group: keeps an fp32 master shard
@@ -66,11 +68,17 @@ ShardStatePlan plan_shard_state(const FlatLayout& L, const optim::Optimizer& opt
 /// One rank's optimizer state for one dtype group, in the group's shard layout; undefined
 /// tensors are not used by the optimizer's configuration.
 struct ShardState {
-  Tensor momentum_buffer;  ///< SGD with momentum
+  Tensor momentum_buffer;  ///< SGD or RMSprop with momentum
   Tensor exp_avg;          ///< Adam/AdamW/Lamb
   Tensor exp_avg_sq;
   Tensor max_exp_avg_sq;  ///< amsgrad
+  Tensor square_avg;      ///< RMSprop
+  Tensor grad_avg;        ///< centered RMSprop
+  Tensor sum;             ///< Adagrad
   Tensor master;          ///< fp32 master weights of an f16/bf16 group
+  /// The tensor of key optim::ParamState::kKeys[k] (the same order as ParamState::tensor).
+  Tensor& tensor(size_t k);
+  const Tensor& tensor(size_t k) const { return const_cast<ShardState*>(this)->tensor(k); }
   /// The defined state tensors with PyTorch's names ("momentum_buffer", "exp_avg", ...,
   /// "master").
   std::vector<std::pair<std::string, Tensor>> named() const;
@@ -83,7 +91,7 @@ class ShardedOptimizer {
 
   /// `opt_index[i]` is (group, index) of flat parameter i in `opt`. `all_reduce_sum` is needed
   /// by Lamb only (the per-parameter norms), and may be empty when the group has one rank.
-  /// Throws ValueError for an optimizer other than SGD, Adam, AdamW or Lamb, or for Lamb over
+  /// Throws ValueError for an optimizer zero does not support (update_rule_of), or for Lamb over
   /// several ranks without all_reduce_sum.
   /// `state_device`: where the state lives and the update runs (default: the flat buffers'
   /// device; another one offloads, Note [Optimizer offload]).
@@ -98,7 +106,8 @@ class ShardedOptimizer {
   /// Steps taken so far (PyTorch's per-parameter "step", equal for all parameters here).
   int64_t step_count() const { return step_; }
   void set_step_count(int64_t s) { step_ = s; }
-  /// Whether the SGD momentum buffers hold values (false before the first step with momentum).
+  /// Whether the momentum buffers hold values: SGD's from its first step with momentum, RMSprop's
+  /// (zeros to start with) from when they are allocated.
   bool momentum_initialized() const { return momentum_initialized_; }
   void set_momentum_initialized(bool b) { momentum_initialized_ = b; }
   std::vector<ShardState>& state() { return state_; }
@@ -148,6 +157,10 @@ class ShardedOptimizer {
   /// Zeros on the state device; `pinned`: in page-locked memory when offloaded to the host and
   /// the parameters' backend has it.
   Tensor zeros_1d(int64_t n, DType dt, bool pinned = false) const;
+  /// The dtype of group g's state: f32 beside a master, else the group's.
+  DType state_dtype(size_t g) const;
+  /// RMSprop: allocates (zeros) the grad_avg / momentum buffers some group needs and lacks.
+  void ensure_rmsprop_buffers();
   /// LAMB's two phases with the all-reduce of the norms between them.
   void lamb_step(const std::vector<Tensor>& grad_shards);
 

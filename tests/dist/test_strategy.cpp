@@ -27,6 +27,8 @@ const TrainConfig kConfigs[] = {
     {.opt = OptKind::adamw, .accum = 3, .clip = 0.3},
     {.opt = OptKind::lamb},
     {.opt = OptKind::lamb, .accum = 2, .clip = 0.4},
+    {.opt = OptKind::rmsprop},
+    {.opt = OptKind::adagrad, .accum = 2, .clip = 0.4},
 };
 
 }  // namespace

@@ -64,6 +64,11 @@ std::unique_ptr<optim::Optimizer> make_opt(const std::string& which, MixedNet& n
         {a, {.lr = 1e-3, .master_weights = true}},
         {b, {.lr = 1e-3, .amsgrad = true, .master_weights = true}}});
   }
+  if (which == "rmsprop") {  // centered in one group, momentum in the other: zero keeps both
+    return std::make_unique<optim::RMSprop>(std::vector<optim::ParamGroup<optim::RMSpropOptions>>{
+        {a, {.lr = 1e-3, .centered = true, .master_weights = true}},
+        {b, {.lr = 1e-3, .momentum = 0.9}}});
+  }
   if (which == "sgd") {  // momentum in one group only: zero keeps it for the whole shard
     return std::make_unique<optim::SGD>(std::vector<optim::ParamGroup<optim::SGDOptions>>{
         {a, {.lr = 0.1, .momentum = 0.9}}, {b, {.lr = 0.1}}});
@@ -79,7 +84,7 @@ TEST_CASE("accounting: estimate_memory gives the bytes each strategy holds after
   const int n = pg->size();
   for (DType low : {DType::f32, DType::bf16}) {
     const std::string dt = dtype_name(low);
-    for (const std::string which : {"adamw", "sgd", "lamb"}) {
+    for (const std::string which : {"adamw", "sgd", "lamb", "rmsprop"}) {
       for (const std::string kind : {"ddp", "zero1", "zero2"}) {
         // small buckets: several per group, each padded to a multiple of n
         StrategyOptions so{.group = pg, .bucket_cap_bytes = 4096, .first_bucket_cap_bytes = 1024};

@@ -44,6 +44,8 @@ TEST_CASE("ddp equals the one-process reference; zero1 and zero2 equal ddp") {
       {.opt = OptKind::adam, .accum = 2, .clip = 0.3},
       {.opt = OptKind::adamw, .clip = 0.3},
       {.opt = OptKind::adamw, .accum = 2},
+      {.opt = OptKind::rmsprop, .clip = 0.3},
+      {.opt = OptKind::adagrad, .accum = 2},
   };
   for (const TrainConfig& c : configs) {
     CAPTURE(c.str());

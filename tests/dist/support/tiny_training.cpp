@@ -29,6 +29,10 @@ const char* opt_name(OptKind k) {
       return "adamw";
     case OptKind::lamb:
       return "lamb";
+    case OptKind::rmsprop:
+      return "rmsprop";
+    case OptKind::adagrad:
+      return "adagrad";
   }
   return "?";
 }
@@ -57,6 +61,15 @@ std::unique_ptr<optim::Optimizer> make_optimizer(OptKind k, nn::Module& m) {
       return std::make_unique<optim::Lamb>(std::vector<optim::ParamGroup<optim::LambOptions>>{
           {decay, {.lr = 0.02, .weight_decay = 0.05}},
           {no_decay, {.lr = 0.02, .weight_decay = 0}}});
+    case OptKind::rmsprop:  // every buffer (a group without one: test_accounting_ranks.cpp)
+      return std::make_unique<optim::RMSprop>(std::vector<optim::ParamGroup<optim::RMSpropOptions>>{
+          {decay, {.lr = 0.01, .weight_decay = 0.01, .momentum = 0.9, .centered = true}},
+          {no_decay, {.lr = 0.01, .alpha = 0.9, .momentum = 0.5, .centered = true}}});
+    case OptKind::adagrad:  // a different initial sum per group
+      return std::make_unique<optim::Adagrad>(std::vector<optim::ParamGroup<optim::AdagradOptions>>{
+          {decay,
+           {.lr = 0.05, .lr_decay = 0.01, .weight_decay = 0.01, .initial_accumulator_value = 0.1}},
+          {no_decay, {.lr = 0.05}}});
   }
   return nullptr;
 }

@@ -24,7 +24,7 @@ struct TinyNet : nn::Module {
 /// Built after manual_seed(seed), so every process gets the same initial values.
 std::shared_ptr<TinyNet> make_tiny_net(uint64_t seed = 0);
 
-enum class OptKind { sgd, adam, adamw, lamb };
+enum class OptKind { sgd, adam, adamw, lamb, rmsprop, adagrad };
 const char* opt_name(OptKind k);
 
 struct TrainConfig {
