@@ -34,7 +34,8 @@ Tensor unary_input(UnaryOp op, const Shape& shape) {
 
 bool unary_accepts(UnaryOp op, DType dt) {
   if (unary_op_needs_float(op) && !is_floating(dt)) return false;
-  if (op == UnaryOp::neg && dt == DType::b8) return false;
+  // neg and the ops PyTorch refuses on bool (Note [Bool inputs]) throw on both devices
+  if (dt == DType::b8 && (op == UnaryOp::neg || unary_op_refuses_bool(op))) return false;
   return true;
 }
 
@@ -127,7 +128,7 @@ std::pair<Tensor, Tensor> binary_inputs(BinaryOp op, const Shape& sa, const Shap
 bool binary_accepts(BinaryOp op, DType dt) {
   bool needs_float = op == BinaryOp::div || op == BinaryOp::atan2 || op >= BinaryOp::relu_backward;
   if (needs_float && !is_floating(dt)) return false;
-  if (dt == DType::b8 && (op == BinaryOp::sub || op == BinaryOp::fmod ||
+  if (dt == DType::b8 && (op == BinaryOp::sub || op == BinaryOp::fmod || op == BinaryOp::pow ||
                           op == BinaryOp::remainder || op == BinaryOp::atan2)) {
     return false;
   }
@@ -240,6 +241,12 @@ TEST_CASE("cuda: elementwise errors name the op" * sl::testing::needs_gpu()) {
   SL_CHECK_THROWS(ops::binary(BinaryOp::sub, ones({2}, {.dtype = DType::b8, .device = kGPU}),
                               ones({2}, {.dtype = DType::b8, .device = kGPU})),
                   DTypeError, "sub");
+  // Note [Bool inputs]: the ops PyTorch refuses on bool refuse on the GPU too
+  const Tensor b = ones({2}, {.dtype = DType::b8, .device = kGPU});
+  SL_CHECK_THROWS(ops::unary(UnaryOp::abs, b), DTypeError, "abs: not supported for bool tensors");
+  SL_CHECK_THROWS(ops::binary(BinaryOp::pow, b, b), DTypeError,
+                  "pow: not supported for bool tensors");
+  CHECK(ops::unary(UnaryOp::square, b).dtype() == DType::i64);
   SL_CHECK_THROWS(ones({2}).to(kGPU) + ones({3}).to(kGPU), ShapeError,
                   "add: shapes [2] and [3] do not broadcast");
   SL_CHECK_THROWS(ones({2}).to(kGPU) + ones({2}), DeviceError,
