@@ -14,38 +14,19 @@ Adagrad::Adagrad(const std::vector<ParamGroup<AdagradOptions>>& groups) {
   for (const auto& g : groups) add_param_group(g);
 }
 
-void Adagrad::add_param_group(const ParamGroup<AdagradOptions>& group) {
-  ops::check_adagrad_hyper(group.options.hyper(), name());
-  options_.push_back(group.options);
-  try {
-    add_params(group.params);
-  } catch (...) {
-    options_.pop_back();
-    throw;
-  }
-}
-
-AdagradOptions& Adagrad::options(size_t group) {
-  SL_CHECK_INDEX(group < options_.size(), name(), ": group ", group, " out of range (",
-                 options_.size(), " groups)");
-  return options_[group];
-}
-
-const AdagradOptions& Adagrad::options(size_t group) const {
-  SL_CHECK_INDEX(group < options_.size(), name(), ": group ", group, " out of range (",
-                 options_.size(), " groups)");
-  return options_[group];
-}
-
 void Adagrad::set_momentum(size_t group, double m) {
   options(group);  // range check
   detail::throw_error<ValueError>(name(), ": has no momentum to set (got ", m,
                                   "); turn off the scheduler's cycle_momentum");
 }
 
+void Adagrad::check_options(const AdagradOptions& o, const char* op) const {
+  ops::check_adagrad_hyper(o.hyper(), op);
+}
+
 void Adagrad::step() {
   NoGradGuard no_grad;
-  for (const AdagradOptions& o : options_) ops::check_adagrad_hyper(o.hyper(), name());
+  check_all_options();
   for_each_with_grad("Adagrad.step",
                      [&](size_t g, size_t, const Tensor& p, const Tensor& grad, ParamState& st) {
                        adagrad_update(p, grad, st, options_[g].hyper(), options_[g].master_weights);

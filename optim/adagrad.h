@@ -25,7 +25,7 @@ struct AdagradOptions {
   }
 };
 
-class Adagrad : public Optimizer {
+class Adagrad : public GroupedOptimizer<AdagradOptions> {
  public:
   /// One group. Throws ValueError for invalid hyperparameters (negative or non-finite lr,
   /// lr_decay, weight_decay, initial_accumulator_value or eps), naming the option and its value,
@@ -33,29 +33,20 @@ class Adagrad : public Optimizer {
   explicit Adagrad(const TensorList& params, AdagradOptions options = {});
   explicit Adagrad(const std::vector<ParamGroup<AdagradOptions>>& groups);
   const char* name() const override { return "Adagrad"; }
-  /// Adds a group; throws as the constructor.
-  void add_param_group(const ParamGroup<AdagradOptions>& group);
   /// One step of every parameter with a gradient; state `sum`, created at the first step filled
   /// with initial_accumulator_value (PyTorch fills it in the constructor; the values are the
   /// same). Throws ValueError for hyperparameters made invalid since.
   void step() override;
-  AdagradOptions& options(size_t group);
-  const AdagradOptions& options(size_t group) const;
-  double lr(size_t group) const override { return options(group).lr; }
-  void set_lr(size_t group, double lr) override { options(group).lr = lr; }
   /// Adagrad has no momentum: 0, and set_momentum throws ValueError (as PyTorch's OneCycleLR
   /// refuses cycle_momentum for it).
   double momentum(size_t) const override { return 0.0; }
   void set_momentum(size_t group, double m) override;
-  bool master_weights(size_t group) const override { return options(group).master_weights; }
   int state_tensors(size_t) const override { return 1; }
 
  protected:
+  void check_options(const AdagradOptions& o, const char* op) const override;
   serialize::Json group_to_json(size_t group) const override;
   void load_groups_from_json(const serialize::Json& groups) override;
-
- private:
-  std::vector<AdagradOptions> options_;
 };
 
 }  // namespace sl::optim

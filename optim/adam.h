@@ -33,28 +33,26 @@ struct AdamWOptions {
 
 /// The shared implementation; use Adam or AdamW.
 template <class Options, bool kDecoupled>
-class AdamBase : public Optimizer {
+class AdamBase : public GroupedOptimizer<Options> {
  public:
-  void add_param_group(const ParamGroup<Options>& group);
   void step() override;
-  Options& options(size_t group);
-  const Options& options(size_t group) const;
   /// The kernel hyperparameters of a group.
-  AdamHyper hyper(size_t group) const;
-  double lr(size_t group) const override { return options(group).lr; }
-  void set_lr(size_t group, double lr) override { options(group).lr = lr; }
-  double momentum(size_t group) const override { return options(group).beta1; }
-  void set_momentum(size_t group, double m) override { options(group).beta1 = m; }
-  bool master_weights(size_t group) const override { return options(group).master_weights; }
-  int state_tensors(size_t group) const override { return options(group).amsgrad ? 3 : 2; }
+  AdamHyper hyper(size_t group) const { return hyper_of(this->options(group)); }
+  double momentum(size_t group) const override { return this->options(group).beta1; }
+  void set_momentum(size_t group, double m) override { this->options(group).beta1 = m; }
+  int state_tensors(size_t group) const override { return this->options(group).amsgrad ? 3 : 2; }
 
  protected:
   AdamBase() = default;
+  void check_options(const Options& o, const char* op) const override;
   serialize::Json group_to_json(size_t group) const override;
   void load_groups_from_json(const serialize::Json& groups) override;
 
  private:
-  std::vector<Options> options_;
+  static AdamHyper hyper_of(const Options& o) {
+    return AdamHyper{o.lr,           o.beta1,   o.beta2,    o.eps,
+                     o.weight_decay, o.amsgrad, o.maximize, kDecoupled};
+  }
 };
 
 class Adam : public AdamBase<AdamOptions, false> {

@@ -14,32 +14,13 @@ Lamb::Lamb(const std::vector<ParamGroup<LambOptions>>& groups) {
   for (const auto& g : groups) add_param_group(g);
 }
 
-void Lamb::add_param_group(const ParamGroup<LambOptions>& group) {
-  ops::check_lamb_hyper(group.options.hyper(), name());
-  options_.push_back(group.options);
-  try {
-    add_params(group.params);
-  } catch (...) {
-    options_.pop_back();
-    throw;
-  }
-}
-
-LambOptions& Lamb::options(size_t group) {
-  SL_CHECK_INDEX(group < options_.size(), name(), ": group ", group, " out of range (",
-                 options_.size(), " groups)");
-  return options_[group];
-}
-
-const LambOptions& Lamb::options(size_t group) const {
-  SL_CHECK_INDEX(group < options_.size(), name(), ": group ", group, " out of range (",
-                 options_.size(), " groups)");
-  return options_[group];
+void Lamb::check_options(const LambOptions& o, const char* op) const {
+  ops::check_lamb_hyper(o.hyper(), op);
 }
 
 void Lamb::step() {
   NoGradGuard no_grad;
-  for (const LambOptions& o : options_) ops::check_lamb_hyper(o.hyper(), name());
+  check_all_options();
   for_each_with_grad("Lamb.step",
                      [&](size_t g, size_t, const Tensor& p, const Tensor& grad, ParamState& st) {
                        lamb_update(p, grad, st, options_[g].hyper(), options_[g].master_weights);

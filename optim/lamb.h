@@ -46,33 +46,24 @@ struct LambOptions {
   LambHyper hyper() const { return {lr, beta1, beta2, eps, weight_decay, bias_correction}; }
 };
 
-class Lamb : public Optimizer {
+class Lamb : public GroupedOptimizer<LambOptions> {
  public:
   /// One group. Throws ValueError for invalid hyperparameters (negative or non-finite lr, eps or
   /// weight_decay, betas outside [0, 1)), naming the option and its value.
   explicit Lamb(const TensorList& params, LambOptions options = {});
   explicit Lamb(const std::vector<ParamGroup<LambOptions>>& groups);
   const char* name() const override { return "Lamb"; }
-  /// Adds a group; throws as the constructor.
-  void add_param_group(const ParamGroup<LambOptions>& group);
   /// One LAMB step of every parameter with a gradient (Note [LAMB]); state exp_avg, exp_avg_sq
   /// (and master) as Adam's. Throws ValueError for hyperparameters made invalid since.
   void step() override;
-  LambOptions& options(size_t group);
-  const LambOptions& options(size_t group) const;
-  double lr(size_t group) const override { return options(group).lr; }
-  void set_lr(size_t group, double lr) override { options(group).lr = lr; }
   double momentum(size_t group) const override { return options(group).beta1; }
   void set_momentum(size_t group, double m) override { options(group).beta1 = m; }
-  bool master_weights(size_t group) const override { return options(group).master_weights; }
   int state_tensors(size_t) const override { return 2; }
 
  protected:
+  void check_options(const LambOptions& o, const char* op) const override;
   serialize::Json group_to_json(size_t group) const override;
   void load_groups_from_json(const serialize::Json& groups) override;
-
- private:
-  std::vector<LambOptions> options_;
 };
 
 }  // namespace sl::optim

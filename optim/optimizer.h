@@ -125,6 +125,57 @@ void Optimizer::for_each_with_grad(const char* op, const F& f) {
   }
 }
 
+/// An optimizer whose groups each hold one Options struct (with `lr` and `master_weights`): the
+/// members that only read or append the groups' options, written once for SGD, Adam/AdamW, Lamb,
+/// RMSprop and Adagrad. A derived class supplies check_options.
+template <class Options>
+class GroupedOptimizer : public Optimizer {
+ public:
+  /// Adds a group: its hyperparameters are checked first (ValueError from check_options, naming
+  /// the option and its value), then its parameters (add_params' errors); on a throw the
+  /// optimizer is unchanged.
+  void add_param_group(const ParamGroup<Options>& group) {
+    check_options(group.options, name());
+    options_.push_back(group.options);
+    try {
+      add_params(group.params);
+    } catch (...) {
+      options_.pop_back();
+      throw;
+    }
+  }
+  /// A group's options (schedulers and users may change them between steps); IndexError for a
+  /// group out of range.
+  Options& options(size_t group) {
+    check_group(group);
+    return options_[group];
+  }
+  const Options& options(size_t group) const {
+    check_group(group);
+    return options_[group];
+  }
+  double lr(size_t group) const override { return options(group).lr; }
+  void set_lr(size_t group, double lr) override { options(group).lr = lr; }
+  bool master_weights(size_t group) const override { return options(group).master_weights; }
+
+ protected:
+  GroupedOptimizer() = default;
+  /// Throws ValueError for hyperparameters the optimizer cannot step with, naming `op`.
+  virtual void check_options(const Options& o, const char* op) const = 0;
+  /// check_options on every group: a step's first act, since options may have changed.
+  void check_all_options() const {
+    for (const Options& o : options_) check_options(o, name());
+  }
+
+  std::vector<Options> options_;
+
+ private:
+  void check_group(size_t group) const {
+    SL_CHECK_INDEX(group < options_.size(), name(), ": group ", group, " out of range (",
+                   options_.size(), " groups)");
+  }
+};
+
 /// Splits named parameters into (decay, no_decay) for weight-decay parameter groups: a
 /// parameter goes to no_decay when it has fewer than 2 dims (biases, norm weights) or its name
 /// contains one of `no_decay_substrings` (e.g. "bias", "LayerNorm.weight" as in BERT).

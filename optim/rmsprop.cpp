@@ -14,32 +14,13 @@ RMSprop::RMSprop(const std::vector<ParamGroup<RMSpropOptions>>& groups) {
   for (const auto& g : groups) add_param_group(g);
 }
 
-void RMSprop::add_param_group(const ParamGroup<RMSpropOptions>& group) {
-  ops::check_rmsprop_hyper(group.options.hyper(), name());
-  options_.push_back(group.options);
-  try {
-    add_params(group.params);
-  } catch (...) {
-    options_.pop_back();
-    throw;
-  }
-}
-
-RMSpropOptions& RMSprop::options(size_t group) {
-  SL_CHECK_INDEX(group < options_.size(), name(), ": group ", group, " out of range (",
-                 options_.size(), " groups)");
-  return options_[group];
-}
-
-const RMSpropOptions& RMSprop::options(size_t group) const {
-  SL_CHECK_INDEX(group < options_.size(), name(), ": group ", group, " out of range (",
-                 options_.size(), " groups)");
-  return options_[group];
+void RMSprop::check_options(const RMSpropOptions& o, const char* op) const {
+  ops::check_rmsprop_hyper(o.hyper(), op);
 }
 
 void RMSprop::step() {
   NoGradGuard no_grad;
-  for (const RMSpropOptions& o : options_) ops::check_rmsprop_hyper(o.hyper(), name());
+  check_all_options();
   for_each_with_grad("RMSprop.step",
                      [&](size_t g, size_t, const Tensor& p, const Tensor& grad, ParamState& st) {
                        rmsprop_update(p, grad, st, options_[g].hyper(), options_[g].master_weights);

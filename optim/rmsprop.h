@@ -24,26 +24,19 @@ struct RMSpropOptions {
   }
 };
 
-class RMSprop : public Optimizer {
+class RMSprop : public GroupedOptimizer<RMSpropOptions> {
  public:
   /// One group. Throws ValueError for invalid hyperparameters (negative or non-finite lr, eps,
   /// momentum, weight_decay or alpha), naming the option and its value, as PyTorch's constructor.
   explicit RMSprop(const TensorList& params, RMSpropOptions options = {});
   explicit RMSprop(const std::vector<ParamGroup<RMSpropOptions>>& groups);
   const char* name() const override { return "RMSprop"; }
-  /// Adds a group; throws as the constructor.
-  void add_param_group(const ParamGroup<RMSpropOptions>& group);
   /// One step of every parameter with a gradient; state square_avg, momentum_buffer (momentum >
   /// 0), grad_avg (centered), all starting at zero. Throws ValueError for hyperparameters made
   /// invalid since.
   void step() override;
-  RMSpropOptions& options(size_t group);
-  const RMSpropOptions& options(size_t group) const;
-  double lr(size_t group) const override { return options(group).lr; }
-  void set_lr(size_t group, double lr) override { options(group).lr = lr; }
   double momentum(size_t group) const override { return options(group).momentum; }
   void set_momentum(size_t group, double m) override { options(group).momentum = m; }
-  bool master_weights(size_t group) const override { return options(group).master_weights; }
   /// square_avg, plus grad_avg when centered and momentum_buffer when momentum > 0.
   int state_tensors(size_t group) const override {
     const RMSpropOptions& o = options(group);
@@ -51,11 +44,9 @@ class RMSprop : public Optimizer {
   }
 
  protected:
+  void check_options(const RMSpropOptions& o, const char* op) const override;
   serialize::Json group_to_json(size_t group) const override;
   void load_groups_from_json(const serialize::Json& groups) override;
-
- private:
-  std::vector<RMSpropOptions> options_;
 };
 
 }  // namespace sl::optim

@@ -14,27 +14,13 @@ SGD::SGD(const std::vector<ParamGroup<SGDOptions>>& groups) {
   for (const auto& g : groups) add_param_group(g);
 }
 
-void SGD::add_param_group(const ParamGroup<SGDOptions>& group) {
-  ops::check_sgd_hyper(group.options.hyper(), "SGD");
-  add_params(group.params);
-  options_.push_back(group.options);
-}
-
-SGDOptions& SGD::options(size_t group) {
-  SL_CHECK_INDEX(group < options_.size(), "SGD: group ", group, " out of range (", options_.size(),
-                 " groups)");
-  return options_[group];
-}
-
-const SGDOptions& SGD::options(size_t group) const {
-  SL_CHECK_INDEX(group < options_.size(), "SGD: group ", group, " out of range (", options_.size(),
-                 " groups)");
-  return options_[group];
+void SGD::check_options(const SGDOptions& o, const char* op) const {
+  ops::check_sgd_hyper(o.hyper(), op);
 }
 
 void SGD::step() {
   NoGradGuard no_grad;
-  for (size_t g = 0; g < options_.size(); ++g) ops::check_sgd_hyper(options_[g].hyper(), "SGD");
+  check_all_options();
   for_each_with_grad("SGD.step",
                      [&](size_t g, size_t, const Tensor& p, const Tensor& grad, ParamState& st) {
                        sgd_update(p, grad, st, options_[g].hyper(), options_[g].master_weights);

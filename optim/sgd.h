@@ -18,31 +18,23 @@ struct SGDOptions {
   SgdHyper hyper() const { return {lr, momentum, dampening, weight_decay, nesterov, maximize}; }
 };
 
-class SGD : public Optimizer {
+class SGD : public GroupedOptimizer<SGDOptions> {
  public:
   /// One group. Throws ValueError for invalid hyperparameters (negative lr, nesterov without
   /// momentum or with dampening, ...), as PyTorch's constructor does.
   explicit SGD(const TensorList& params, SGDOptions options = {});
   explicit SGD(const std::vector<ParamGroup<SGDOptions>>& groups);
-  void add_param_group(const ParamGroup<SGDOptions>& group);
 
   const char* name() const override { return "SGD"; }
   void step() override;
-  SGDOptions& options(size_t group);
-  const SGDOptions& options(size_t group) const;
-  double lr(size_t group) const override { return options(group).lr; }
-  void set_lr(size_t group, double lr) override { options(group).lr = lr; }
   double momentum(size_t group) const override { return options(group).momentum; }
   void set_momentum(size_t group, double m) override { options(group).momentum = m; }
-  bool master_weights(size_t group) const override { return options(group).master_weights; }
   int state_tensors(size_t group) const override { return options(group).momentum != 0.0 ? 1 : 0; }
 
  protected:
+  void check_options(const SGDOptions& o, const char* op) const override;
   serialize::Json group_to_json(size_t group) const override;
   void load_groups_from_json(const serialize::Json& groups) override;
-
- private:
-  std::vector<SGDOptions> options_;
 };
 
 }  // namespace sl::optim
