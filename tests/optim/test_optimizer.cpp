@@ -119,7 +119,9 @@ TEST_CASE("master weights: bf16 parameters follow an fp32 run exactly in their m
   CHECK(bits_equal(o16b.state(0, 0).master, o16.state(0, 0).master));
 }
 
-TEST_CASE("optimizer state_dict round trip continues bit for bit (SGD, Adam, AdamW)") {
+TEST_CASE(
+    "optimizer state_dict round trip continues bit for bit (SGD, Adam, AdamW, RMSprop, "
+    "Adagrad)") {
   auto run = [](auto make_opt) {
     TensorList ref = make_params(), p = make_params();
     auto ref_opt = make_opt(ref);
@@ -154,6 +156,18 @@ TEST_CASE("optimizer state_dict round trip continues bit for bit (SGD, Adam, Ada
   run([](TensorList& ps) {
     return std::make_unique<AdamW>(std::vector<ParamGroup<AdamWOptions>>{
         {{ps[0]}, {.lr = 0.01}}, {{ps[1]}, {.lr = 0.02, .weight_decay = 0}}});
+  });
+  run([](TensorList& ps) {
+    return std::make_unique<RMSprop>(ps,
+                                     RMSpropOptions{.lr = 0.01, .momentum = 0.9, .centered = true});
+  });
+  run([](TensorList& ps) {
+    return std::make_unique<RMSprop>(std::vector<ParamGroup<RMSpropOptions>>{
+        {{ps[0]}, {.lr = 0.01, .weight_decay = 0.1}}, {{ps[1]}, {.lr = 0.02, .momentum = 0.5}}});
+  });
+  run([](TensorList& ps) {
+    return std::make_unique<Adagrad>(
+        ps, AdagradOptions{.lr = 0.1, .lr_decay = 0.2, .initial_accumulator_value = 0.1});
   });
 }
 

@@ -198,44 +198,7 @@ TEST_CASE("RMSprop/Adagrad state: which tensors, lazily, with PyTorch's keys") {
   CHECK(bits_equal(ada.state(0, 0).sum, (g * g + 0.3f).detach()));
 }
 
-TEST_CASE("RMSprop and Adagrad state_dict round trip continues bit for bit") {
-  auto run = [](auto make_opt) {
-    TensorList ref = make_params(), p = make_params();
-    auto ref_opt = make_opt(ref);
-    for (int s = 1; s <= 5; ++s) {
-      set_seeded_grads(ref, s);
-      ref_opt->step();
-    }
-    auto opt = make_opt(p);
-    for (int s = 1; s <= 3; ++s) {
-      set_seeded_grads(p, s);
-      opt->step();
-    }
-    Section saved = through_file(opt->state_dict());
-    TensorList q = {p[0].detach().clone().requires_grad_(true),
-                    p[1].detach().clone().requires_grad_(true)};
-    auto resumed = make_opt(q);
-    resumed->load_state_dict(saved);
-    for (int s = 4; s <= 5; ++s) {
-      set_seeded_grads(q, s);
-      resumed->step();
-    }
-    CHECK(bits_equal(q[0], ref[0]));
-    CHECK(bits_equal(q[1], ref[1]));
-    CHECK(resumed->find_state(q[1])->step == 5);
-  };
-  run([](TensorList& ps) {
-    return std::make_unique<RMSprop>(ps,
-                                     RMSpropOptions{.lr = 0.01, .momentum = 0.9, .centered = true});
-  });
-  run([](TensorList& ps) {
-    return std::make_unique<RMSprop>(std::vector<ParamGroup<RMSpropOptions>>{
-        {{ps[0]}, {.lr = 0.01, .weight_decay = 0.1}}, {{ps[1]}, {.lr = 0.02, .momentum = 0.5}}});
-  });
-  run([](TensorList& ps) {
-    return std::make_unique<Adagrad>(
-        ps, AdagradOptions{.lr = 0.1, .lr_decay = 0.2, .initial_accumulator_value = 0.1});
-  });
+TEST_CASE("Adagrad and RMSprop state_dict: hyperparameters restored, another optimizer's refused") {
   // hyperparameters are restored from the state (as PyTorch): a fresh default optimizer
   // continues with the saved ones
   TensorList p = make_params();
