@@ -2,11 +2,12 @@
 // state_dict / load_state_dict (also for schedulers), and error paths.
 #include <cstring>
 
-#include "support/testing.h"
+#include "optim_testing.h"
 
 using namespace sl;
 using sl::testing::bits_equal;
 using sl::testing::set_seeded_grads;
+using sl::testing::through_file;
 using namespace sl::optim;
 using serialize::Json;
 using serialize::Section;
@@ -17,14 +18,6 @@ TensorList make_params(DType dt = DType::f32) {
   Generator g(1);
   return {randn({3, 4}, {.dtype = dt}, &g).requires_grad_(true),
           randn({4}, {.dtype = dt}, &g).requires_grad_(true)};
-}
-
-/// A Section through an in-memory safetensors file and JSON text, as a checkpoint stores it.
-Section through_file(const Section& s) {
-  Section out;
-  out.tensors = serialize::deserialize_safetensors(serialize::serialize_safetensors(s.tensors));
-  out.meta = Json::parse(s.meta.dump());
-  return out;
 }
 
 }  // namespace

@@ -4,11 +4,12 @@
 #include <cmath>
 #include <vector>
 
-#include "support/testing.h"
+#include "optim_testing.h"
 
 using namespace sl;
 using sl::testing::bits_equal;
 using sl::testing::set_seeded_grads;
+using sl::testing::through_file;
 using namespace sl::optim;
 using serialize::Json;
 using serialize::Section;
@@ -19,13 +20,6 @@ TensorList make_params(DType dt = DType::f32) {
   Generator g(1);
   return {randn({3, 4}, {.dtype = dt}, &g).requires_grad_(true),
           randn({5}, {.dtype = dt}, &g).requires_grad_(true)};
-}
-
-Section through_file(const Section& s) {
-  Section out;
-  out.tensors = serialize::deserialize_safetensors(serialize::serialize_safetensors(s.tensors));
-  out.meta = Json::parse(s.meta.dump());
-  return out;
 }
 
 /// torch.optim.RMSprop's single-tensor step (PyTorch 1.13) written out one operation per
