@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <string_view>
 
 #include "autograd/grad_mode.h"
 #include "core/creation.h"
@@ -69,6 +70,16 @@ Source source_of(Strategy& s) {
   }
   src.opt_index = optimizer_index(s.optimizer(), s.named_params());
   return src;
+}
+
+/// Whether sharded state tensor `name` belongs to parameter `param`: zero keeps one buffer per
+/// dtype group for every state tensor any optimizer group keeps, but a parameter has only its
+/// own group's (as in single mode and PyTorch: no momentum_buffer where momentum is 0). Masters
+/// are decided per dtype group (Note [Flat buffer layout] 5).
+bool param_keeps(const Source& src, const optim::Optimizer& opt, int param, std::string_view name) {
+  if (name == "master") return true;
+  const size_t group = src.opt_index[static_cast<size_t>(param)].first;
+  return (opt.state_keys(group) & optim::state_keys_of({name})).any();
 }
 
 Tensor flat_view(const Tensor& t) {
@@ -310,6 +321,7 @@ void save_sharded_checkpoint(const std::string& dir, Strategy& s, const Json& ex
         const ShardState& ss = src.sharded->state()[static_cast<size_t>(pc.group)];
         for (const auto& [sname, t] : ss.named()) {
           if (sname == "momentum_buffer" && !src.sharded->momentum_initialized()) continue;
+          if (!param_keeps(src, s.optimizer(), pc.param, sname)) continue;
           optim.tensors.insert(sname + "/" + piece_key(name, pc.param_begin),
                                ops::narrow(t, 0, pc.shard_offset, pc.numel()));
         }
@@ -591,6 +603,7 @@ serialize::StateDict full_optimizer_state(Strategy& s) {
       Tensor all = ops::empty({shard.numel() * n}, shard.dtype(), shard.device());
       pg.allgather(all, shard)->wait();
       for (int p : L.groups()[g].params) {
+        if (!param_keeps(src, s.optimizer(), p, kStateNames[k])) continue;
         const Tensor& param = named[static_cast<size_t>(p)].second;
         Tensor full_t = zeros(param.sizes(), {.dtype = shard.dtype(), .device = shard.device()});
         Tensor flat = ops::view(full_t, {full_t.numel()});

@@ -51,14 +51,15 @@ std::vector<std::pair<std::string, Tensor>> ShardState::named() const {
 
 namespace {
 
-/// RMSprop's optional buffers over all groups: (any centered, any with momentum).
-std::pair<bool, bool> rmsprop_needs(const optim::RMSprop& opt) {
-  bool centered = false, momentum = false;
-  for (size_t g = 0; g < opt.num_param_groups(); ++g) {
-    centered = centered || opt.options(g).centered;
-    momentum = momentum || opt.options(g).momentum > 0.0;
-  }
-  return {centered, momentum};
+bool has_momentum(const optim::StateKeys& keys) {
+  return (keys & optim::state_keys_of({"momentum_buffer"})).any();
+}
+
+/// The state tensors any optimizer group keeps.
+optim::StateKeys union_state_keys(const optim::Optimizer& opt) {
+  optim::StateKeys keys;
+  for (size_t g = 0; g < opt.num_param_groups(); ++g) keys |= opt.state_keys(g);
+  return keys;
 }
 
 }  // namespace
@@ -68,14 +69,9 @@ ShardStatePlan plan_shard_state(const FlatLayout& L, const optim::Optimizer& opt
   SL_CHECK(opt_index.size() == L.params().size(), "zero: ", opt_index.size(),
            " optimizer indices for ", L.params().size(), " parameters");
   ShardStatePlan plan;
-  for (size_t g = 0; g < opt.num_param_groups(); ++g) {
-    plan.state_tensors = std::max(plan.state_tensors, opt.state_tensors(g));
-  }
-  if (const auto* rms = dynamic_cast<const optim::RMSprop*>(&opt)) {
-    // one buffer kind per group's option: a centered group and another with momentum need 3
-    auto [centered, momentum] = rmsprop_needs(*rms);
-    plan.state_tensors = 1 + (centered ? 1 : 0) + (momentum ? 1 : 0);
-  }
+  // a centered RMSprop group and another with momentum need 3 buffers, though each keeps 2
+  plan.state_keys = union_state_keys(opt);
+  plan.state_tensors = static_cast<int>(plan.state_keys.count());
   plan.master.assign(L.groups().size(), false);
   for (size_t i = 0; i < L.params().size(); ++i) {
     if (optim::is_low_precision(L.params()[i].dtype) && opt.master_weights(opt_index[i].first)) {
@@ -117,7 +113,6 @@ ShardedOptimizer::ShardedOptimizer(const FlatBuffers& flat, int rank, optim::Opt
     runs_.push_back(Run{
         pc.group, og, pc.flat_offset, pc.shard_offset, pc.numel(), {0, pc.numel()}, {pc.param}});
   }
-  const int n_state = plan.state_tensors;
   const std::vector<bool>& master = plan.master;
   state_.resize(L.groups().size());
   if (offload_) {
@@ -133,19 +128,13 @@ ShardedOptimizer::ShardedOptimizer(const FlatBuffers& flat, int rank, optim::Opt
     if (master[g]) s.master = zeros_1d(n, DType::f32);
     if (offload_) host_params_[g] = zeros_1d(n, dt, true);
     if (offload_) host_grads_[g] = zeros_1d(n, dt, true);
-    if (rule_ == UpdateRule::sgd) {
-      if (n_state > 0) s.momentum_buffer = zeros_1d(n, state_dt);
-    } else if (rule_ == UpdateRule::rmsprop) {
-      s.square_avg = zeros_1d(n, state_dt);  // the others: ensure_rmsprop_buffers below
-    } else if (rule_ == UpdateRule::adagrad) {
-      s.sum = zeros_1d(n, state_dt);  // filled with each run's initial value below
-    } else {
-      s.exp_avg = zeros_1d(n, state_dt);
-      s.exp_avg_sq = zeros_1d(n, state_dt);
-      if (n_state > 2) s.max_exp_avg_sq = zeros_1d(n, state_dt);
+    // Adagrad's sum is filled with each run's initial value below
+    for (size_t k = 0; k < plan.state_keys.size(); ++k) {
+      if (plan.state_keys[k]) s.tensor(k) = zeros_1d(n, state_dt);
     }
   }
-  if (rule_ == UpdateRule::rmsprop) ensure_rmsprop_buffers();
+  // zeros are RMSprop's start, while SGD's first step copies the gradient into its buffer
+  if (rule_ == UpdateRule::rmsprop) momentum_initialized_ = has_momentum(plan.state_keys);
   if (rule_ == UpdateRule::adagrad) {
     auto& adagrad = static_cast<optim::Adagrad&>(opt_);
     for (const Run& r : runs_) {
@@ -160,17 +149,16 @@ DType ShardedOptimizer::state_dtype(size_t g) const {
   return state_[g].master.defined() ? DType::f32 : flat_.layout().groups()[g].dtype;
 }
 
-void ShardedOptimizer::ensure_rmsprop_buffers() {
-  // a group may ask for one after construction (a scheduler cycling momentum, a loaded state)
-  auto [centered, momentum] = rmsprop_needs(static_cast<const optim::RMSprop&>(opt_));
+void ShardedOptimizer::ensure_state_buffers() {
+  const optim::StateKeys keys = union_state_keys(opt_);
   for (size_t g = 0; g < state_.size(); ++g) {
     const int64_t n = flat_.layout().groups()[g].shard_numel;
-    if (centered && !state_[g].grad_avg.defined()) state_[g].grad_avg = zeros_1d(n, state_dtype(g));
-    if (momentum && !state_[g].momentum_buffer.defined()) {
-      state_[g].momentum_buffer = zeros_1d(n, state_dtype(g));
+    for (size_t k = 0; k < keys.size(); ++k) {
+      if (keys[k] && !state_[g].tensor(k).defined())
+        state_[g].tensor(k) = zeros_1d(n, state_dtype(g));
     }
   }
-  momentum_initialized_ = momentum_initialized_ || momentum;  // zeros are RMSprop's start
+  if (rule_ == UpdateRule::rmsprop && has_momentum(keys)) momentum_initialized_ = true;
 }
 
 bool ShardedOptimizer::uses_master(int group) const {
@@ -264,24 +252,11 @@ void ShardedOptimizer::step(const std::vector<Tensor>& grad_shards_in) {
     lamb_step(grad_shards);
     return;
   }
-  if (rule_ == UpdateRule::rmsprop) ensure_rmsprop_buffers();
+  ensure_state_buffers();
   bool init_momentum = false;
-  if (rule_ == UpdateRule::sgd) {
-    bool need = false;
-    for (size_t g = 0; g < opt_.num_param_groups(); ++g) {
-      need = need || static_cast<optim::SGD&>(opt_).options(g).momentum != 0.0;
-    }
-    if (need && !momentum_initialized_) {
-      init_momentum = true;
-      momentum_initialized_ = true;
-      for (size_t g = 0; g < state_.size(); ++g) {
-        if (!state_[g].momentum_buffer.defined()) {
-          state_[g].momentum_buffer =
-              zeros_1d(grad_shards[g].numel(),
-                       state_[g].master.defined() ? DType::f32 : grad_shards[g].dtype());
-        }
-      }
-    }
+  if (rule_ == UpdateRule::sgd && has_momentum(union_state_keys(opt_)) && !momentum_initialized_) {
+    init_momentum = true;  // PyTorch's first step with momentum copies the gradient
+    momentum_initialized_ = true;
   }
   for (const Run& r : runs_) {
     const ShardState& s = state_[static_cast<size_t>(r.group)];

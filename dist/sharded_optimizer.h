@@ -49,14 +49,16 @@ enum class UpdateRule : uint8_t { sgd, adam, adamw, lamb, rmsprop, adagrad };
 /// Lamb, RMSprop and Adagrad are supported).
 UpdateRule update_rule_of(const optim::Optimizer& opt);
 
-/// What zero keeps per dtype group of a flat layout (Note [Flat buffer layout] 5): one set of
-/// state buffers per group, as many as the most any optimizer group keeps (RMSprop: square_avg,
-/// plus grad_avg if any group is centered and momentum_buffer if any has momentum), and an fp32
+/// What zero keeps per dtype group of a flat layout (Note [Flat buffer layout] 5): one buffer per
+/// dtype group for each state tensor any optimizer group keeps (the union of
+/// Optimizer::state_keys: RMSprop square_avg, plus grad_avg if any group is centered and
+/// momentum_buffer if any has momentum), and an fp32
 /// master (with fp32 state) for a low-precision group when any of its parameters' optimizer groups
 /// asks for master weights. The one rule ShardedOptimizer allocates by and estimate_memory counts
 /// by.
 struct ShardStatePlan {
-  int state_tensors = 0;     ///< state buffers per dtype group
+  optim::StateKeys state_keys;  ///< the union of the optimizer groups' state_keys
+  int state_tensors = 0;        ///< state buffers per dtype group (state_keys' size)
   std::vector<bool> master;  ///< per dtype group: keeps an fp32 master shard
 };
 
@@ -159,8 +161,9 @@ class ShardedOptimizer {
   Tensor zeros_1d(int64_t n, DType dt, bool pinned = false) const;
   /// The dtype of group g's state: f32 beside a master, else the group's.
   DType state_dtype(size_t g) const;
-  /// RMSprop: allocates (zeros) the grad_avg / momentum buffers some group needs and lacks.
-  void ensure_rmsprop_buffers();
+  /// Allocates (zeros) the state buffers some optimizer group needs and lacks: a scheduler may
+  /// give a group momentum, a loaded state_dict amsgrad or centered, after construction.
+  void ensure_state_buffers();
   /// LAMB's two phases with the all-reduce of the norms between them.
   void lamb_step(const std::vector<Tensor>& grad_shards);
 

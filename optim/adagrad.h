@@ -41,7 +41,7 @@ class Adagrad : public GroupedOptimizer<AdagradOptions> {
   /// refuses cycle_momentum for it).
   double momentum(size_t) const override { return 0.0; }
   void set_momentum(size_t group, double m) override;
-  int state_tensors(size_t) const override { return 1; }
+  StateKeys state_keys(size_t) const override { return state_keys_of({"sum"}); }
 
  protected:
   void check_options(const AdagradOptions& o, const char* op) const override;

@@ -40,7 +40,10 @@ class AdamBase : public GroupedOptimizer<Options> {
   AdamHyper hyper(size_t group) const { return hyper_of(this->options(group)); }
   double momentum(size_t group) const override { return this->options(group).beta1; }
   void set_momentum(size_t group, double m) override { this->options(group).beta1 = m; }
-  int state_tensors(size_t group) const override { return this->options(group).amsgrad ? 3 : 2; }
+  StateKeys state_keys(size_t group) const override {
+    return this->options(group).amsgrad ? state_keys_of({"exp_avg", "exp_avg_sq", "max_exp_avg_sq"})
+                                        : state_keys_of({"exp_avg", "exp_avg_sq"});
+  }
 
  protected:
   AdamBase() = default;

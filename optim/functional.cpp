@@ -45,6 +45,18 @@ Tensor zeros_for(const Tensor& target) {
 
 }  // namespace
 
+StateKeys state_keys_of(std::initializer_list<std::string_view> names) {
+  StateKeys keys;
+  for (std::string_view name : names) {
+    size_t k = 0;
+    while (k < ParamState::kNumTensors && ParamState::kKeys[k] != name) ++k;
+    SL_CHECK(k < ParamState::kNumTensors, "state_keys_of: no optimizer state is named '", name,
+             "'");
+    keys.set(k);
+  }
+  return keys;
+}
+
 void sgd_update(const Tensor& param, const Tensor& grad, ParamState& st, const SgdHyper& h,
                 bool master_weights) {
   with_target(param, grad, st, master_weights, "sgd_step", [&](const Tensor& p, const Tensor& g) {

@@ -3,8 +3,11 @@
 // sharded (ZeRO) optimizer calls them on the shard it owns, with its own ParamState per shard.
 #pragma once
 
+#include <bitset>
 #include <cstdint>
+#include <initializer_list>
 #include <iterator>
+#include <string_view>
 
 #include "core/ops/optim.h"
 #include "core/tensor.h"
@@ -49,6 +52,11 @@ struct ParamState {
     return true;
   }
 };
+
+/// A set of ParamState tensors, bit k standing for tensor(k) / kKeys[k].
+using StateKeys = std::bitset<ParamState::kNumTensors>;
+/// The set of the named keys (each one of ParamState::kKeys; another name throws ValueError).
+StateKeys state_keys_of(std::initializer_list<std::string_view> names);
 
 /// One SGD step of `param` from `grad` (same numel; grad any layout, converted if needed) as
 /// torch.optim.SGD does it, creating st.momentum_buffer on the first step when momentum != 0 and

@@ -58,7 +58,7 @@ class Lamb : public GroupedOptimizer<LambOptions> {
   void step() override;
   double momentum(size_t group) const override { return options(group).beta1; }
   void set_momentum(size_t group, double m) override { options(group).beta1 = m; }
-  int state_tensors(size_t) const override { return 2; }
+  StateKeys state_keys(size_t) const override { return state_keys_of({"exp_avg", "exp_avg_sq"}); }
 
  protected:
   void check_options(const LambOptions& o, const char* op) const override;

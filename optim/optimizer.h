@@ -70,11 +70,17 @@ class Optimizer {
 
   /// Whether a group keeps fp32 master copies of its low-precision parameters.
   virtual bool master_weights(size_t group) const = 0;
-  /// How many element-wise state tensors a step keeps for each parameter of a group, each of
-  /// the parameter's size (in float32 beside a master copy, else in the parameter's dtype): SGD 1
-  /// with momentum, else 0; Adam/AdamW 2, 3 with amsgrad; Lamb 2; RMSprop 1, plus 1 each for
-  /// centered and momentum; Adagrad 1. Memory estimates use it.
-  virtual int state_tensors(size_t group) const = 0;
+  /// Which state tensors (ParamState::kKeys; never "master", which master_weights decides) a
+  /// step keeps for each parameter of a group: SGD momentum_buffer with momentum, else none;
+  /// Adam/AdamW exp_avg and exp_avg_sq, plus max_exp_avg_sq with amsgrad; Lamb exp_avg and
+  /// exp_avg_sq; RMSprop square_avg, plus grad_avg when centered and momentum_buffer with
+  /// momentum; Adagrad sum. Sharded modes keep one buffer per dtype group for the union over
+  /// optimizer groups and checkpoint each parameter's own keys only, as unsharded modes do.
+  virtual StateKeys state_keys(size_t group) const = 0;
+  /// How many element-wise state tensors a step keeps for each parameter of a group (the size
+  /// of state_keys), each of the parameter's size (in float32 beside a master copy, else in the
+  /// parameter's dtype). Memory estimates use it.
+  int state_tensors(size_t group) const { return static_cast<int>(state_keys(group).count()); }
 
   /// State of parameter `index` of `group` (empty before its first step).
   ParamState& state(size_t group, size_t index);

@@ -38,9 +38,11 @@ class RMSprop : public GroupedOptimizer<RMSpropOptions> {
   double momentum(size_t group) const override { return options(group).momentum; }
   void set_momentum(size_t group, double m) override { options(group).momentum = m; }
   /// square_avg, plus grad_avg when centered and momentum_buffer when momentum > 0.
-  int state_tensors(size_t group) const override {
+  StateKeys state_keys(size_t group) const override {
     const RMSpropOptions& o = options(group);
-    return 1 + (o.centered ? 1 : 0) + (o.momentum > 0.0 ? 1 : 0);
+    return state_keys_of({"square_avg"}) |
+           (o.centered ? state_keys_of({"grad_avg"}) : StateKeys()) |
+           (o.momentum > 0.0 ? state_keys_of({"momentum_buffer"}) : StateKeys());
   }
 
  protected:

@@ -29,7 +29,9 @@ class SGD : public GroupedOptimizer<SGDOptions> {
   void step() override;
   double momentum(size_t group) const override { return options(group).momentum; }
   void set_momentum(size_t group, double m) override { options(group).momentum = m; }
-  int state_tensors(size_t group) const override { return options(group).momentum != 0.0 ? 1 : 0; }
+  StateKeys state_keys(size_t group) const override {
+    return options(group).momentum != 0.0 ? state_keys_of({"momentum_buffer"}) : StateKeys();
+  }
 
  protected:
   void check_options(const SGDOptions& o, const char* op) const override;

@@ -29,6 +29,9 @@ const TrainConfig kConfigs[] = {
     {.opt = OptKind::lamb, .accum = 2, .clip = 0.4},
     {.opt = OptKind::rmsprop},
     {.opt = OptKind::adagrad, .accum = 2, .clip = 0.4},
+    {.opt = OptKind::sgd_mixed},
+    {.opt = OptKind::adam_mixed, .clip = 0.5},
+    {.opt = OptKind::rmsprop_mixed},
 };
 
 }  // namespace

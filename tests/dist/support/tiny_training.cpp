@@ -33,6 +33,12 @@ const char* opt_name(OptKind k) {
       return "rmsprop";
     case OptKind::adagrad:
       return "adagrad";
+    case OptKind::sgd_mixed:
+      return "sgd_mixed";
+    case OptKind::adam_mixed:
+      return "adam_mixed";
+    case OptKind::rmsprop_mixed:
+      return "rmsprop_mixed";
   }
   return "?";
 }
@@ -70,6 +76,15 @@ std::unique_ptr<optim::Optimizer> make_optimizer(OptKind k, nn::Module& m) {
           {decay,
            {.lr = 0.05, .lr_decay = 0.01, .weight_decay = 0.01, .initial_accumulator_value = 0.1}},
           {no_decay, {.lr = 0.05}}});
+    case OptKind::sgd_mixed:
+      return std::make_unique<optim::SGD>(std::vector<optim::ParamGroup<optim::SGDOptions>>{
+          {decay, {.lr = 0.1, .momentum = 0.9, .weight_decay = 0.01}}, {no_decay, {.lr = 0.1}}});
+    case OptKind::adam_mixed:
+      return std::make_unique<optim::Adam>(std::vector<optim::ParamGroup<optim::AdamOptions>>{
+          {decay, {.lr = 0.02, .weight_decay = 0.01}}, {no_decay, {.lr = 0.02, .amsgrad = true}}});
+    case OptKind::rmsprop_mixed:
+      return std::make_unique<optim::RMSprop>(std::vector<optim::ParamGroup<optim::RMSpropOptions>>{
+          {decay, {.lr = 0.01, .centered = true}}, {no_decay, {.lr = 0.01, .momentum = 0.5}}});
   }
   return nullptr;
 }

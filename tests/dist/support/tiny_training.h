@@ -24,7 +24,19 @@ struct TinyNet : nn::Module {
 /// Built after manual_seed(seed), so every process gets the same initial values.
 std::shared_ptr<TinyNet> make_tiny_net(uint64_t seed = 0);
 
-enum class OptKind { sgd, adam, adamw, lamb, rmsprop, adagrad };
+/// The *_mixed kinds give the two groups different state tensors (momentum in one SGD group only;
+/// amsgrad in one Adam group; one RMSprop group centered, the other with momentum).
+enum class OptKind {
+  sgd,
+  adam,
+  adamw,
+  lamb,
+  rmsprop,
+  adagrad,
+  sgd_mixed,
+  adam_mixed,
+  rmsprop_mixed
+};
 const char* opt_name(OptKind k);
 
 struct TrainConfig {
