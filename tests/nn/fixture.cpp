@@ -26,11 +26,32 @@ struct Cursor {
     ws();
     return i < s.size() && s[i] == c;
   }
+  /// A JSON string; the escapes safetensors' writer emits (\n, \", \\, \t, \/, \uXXXX below
+  /// 0x80) are decoded.
   std::string str() {
     expect('"');
     std::string out;
-    while (s[i] != '"') out += s[i++];
-    ++i;
+    while (i < s.size() && s[i] != '"') {
+      char ch = s[i++];
+      if (ch != '\\') {
+        out += ch;
+        continue;
+      }
+      char e = s.at(i++);
+      if (e == 'n') {
+        out += '\n';
+      } else if (e == 't') {
+        out += '\t';
+      } else if (e == 'u') {
+        int code = std::stoi(s.substr(i, 4), nullptr, 16);
+        if (code >= 0x80) throw IOError("fixture: non-ASCII \\u escape in the header");
+        out += static_cast<char>(code);
+        i += 4;
+      } else {
+        out += e;  // \" \\ \/
+      }
+    }
+    expect('"');
     return out;
   }
   int64_t num() {
@@ -51,15 +72,18 @@ struct Cursor {
     expect(']');
     return v;
   }
-  void skip_value() {  // __metadata__: an object of strings
+  /// __metadata__: an object of strings.
+  std::map<std::string, std::string> string_map() {
+    std::map<std::string, std::string> out;
     expect('{');
     while (!peek('}')) {
-      str();
+      std::string k = str();
       expect(':');
-      str();
+      out[k] = str();
       if (peek(',')) ++i;
     }
     expect('}');
+    return out;
   }
 };
 
@@ -92,7 +116,7 @@ Fixture::Fixture(const std::string& family, const std::string& dir) : family_(fa
     std::string key = c.str();
     c.expect(':');
     if (key == "__metadata__") {
-      c.skip_value();
+      metadata_ = c.string_map();
     } else {
       c.expect('{');
       std::string dtype;
@@ -120,6 +144,12 @@ Tensor Fixture::get(const std::string& key) const {
   const Tensor* t = tensors_.find(key);
   SL_CHECK_IO(t != nullptr, "fixture ", family_, ": no tensor '", key, "'");
   return *t;
+}
+
+std::string Fixture::meta(const std::string& key) const {
+  auto it = metadata_.find(key);
+  SL_CHECK_IO(it != metadata_.end(), "fixture ", family_, ": no metadata string '", key, "'");
+  return it->second;
 }
 
 void Fixture::load_params(nn::Module& m, const std::string& test_case) const {

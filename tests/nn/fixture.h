@@ -2,6 +2,7 @@
 // key layout in its docstring).
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "nn/module.h"
@@ -17,6 +18,9 @@ class Fixture {
   bool has(const std::string& key) const { return tensors_.contains(key); }
   /// The tensor under key; fails the test (throws) when absent.
   Tensor get(const std::string& key) const;
+  /// The string under key in the file's __metadata__ (state dict key lists, reprs); fails the
+  /// test (throws) when absent.
+  std::string meta(const std::string& key) const;
   /// Loads "<case>.param.*" into m by name, strictly: every name must match PyTorch's.
   void load_params(nn::Module& m, const std::string& test_case) const;
   /// Input i of a case, marked requires_grad when floating.
@@ -29,6 +33,7 @@ class Fixture {
  private:
   std::string family_;
   nn::StateDict tensors_;
+  std::map<std::string, std::string> metadata_;
 };
 
 /// gradcheck over fn's inputs and every parameter of m (m must be float64). The analytic pass
