@@ -17,10 +17,20 @@ is stored under a prefix "<case>." with these keys (all float32 unless noted):
     <case>.gin.<i>             gradient of input i (floating inputs only)
     <case>.gparam.<name>       gradient of parameter <name>
     <case>.after.<name>        a buffer's value after forward (BatchNorm running statistics)
+    <case>.<other>             a constant of the case that is not a forward input (the
+                               transformer cases' attention masks: tgt_mask, memory_mask, ...)
+
+Strings go to the file's __metadata__ (a string -> string map), for the cases that record them:
+
+    <case>.state_dict_keys     the module's state dict keys in PyTorch's order, one per line
+    <case>.repr                the module's repr, as print() shows it
 
 The layer configuration of each case is written out in both this script and the C++ test, next
 to the case name. Inputs are drawn from torch.manual_seed(<fixed seed per case>), so rerunning
-reproduces the files bit for bit on the same PyTorch build.
+reproduces the files bit for bit on the same PyTorch build and CPU (not across CPUs: a rerun on
+another machine moved transformer.safetensors' two TransformerEncoderLayer cases by float32 ulps,
+up to 1e-6, so when the decoder cases were added that file kept the committed bits of those two
+cases and took only the new cases from the rerun).
 """
 import argparse
 import os
@@ -36,13 +46,23 @@ torch.set_num_threads(1)
 class Writer:
     def __init__(self):
         self.tensors = {}
+        self.meta = {}
 
     def put(self, key, t):
         assert key not in self.tensors, key
         self.tensors[key] = t.detach().contiguous().clone()
 
+    def put_meta(self, key, text):
+        assert key not in self.meta, key
+        self.meta[key] = text
+
+    def put_module_strings(self, name, m):
+        """The key order and repr of m, so the C++ test compares them with PyTorch's own."""
+        self.put_meta(f"{name}.state_dict_keys", "\n".join(m.state_dict().keys()))
+        self.put_meta(f"{name}.repr", repr(m))
+
     def save(self, path):
-        save_file(self.tensors, path)
+        save_file(self.tensors, path, metadata=self.meta or None)
         print(f"wrote {path}: {len(self.tensors)} tensors, {os.path.getsize(path)} bytes")
 
 
@@ -263,6 +283,87 @@ def gen_transformer(w):
         kpm = torch.tensor([[False, False, False, False, True], [False] * 5])
         name = "transformer_pre_ln" if norm_first else "transformer_post_ln"
         run_case(w, name, lambda x, mask: m(x, src_key_padding_mask=mask), [x, kpm], m)
+
+    # TransformerDecoderLayer: post-LN (relu, sequence-first) with all four masks (a float causal
+    # tgt_mask, a bool memory_mask, bool key padding masks), pre-LN (gelu, batch_first) with a
+    # bool causal tgt_mask and key padding masks, and an unbatched post-LN case. No query has all
+    # its keys masked (that row would be NaN). dropout=0, so training mode is deterministic.
+    T, S = 4, 5
+    tgt_kpm = torch.tensor([[False, False, False, True], [False] * T])
+    mem_kpm = torch.tensor([[False] * S, [False, False, False, True, True]])
+    causal_float = nn.Transformer.generate_square_subsequent_mask(T)
+    w.put("square_subsequent_mask_4", causal_float)
+    causal_bool = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    mem_mask = torch.zeros(T, S, dtype=torch.bool)
+    mem_mask[0, 1] = mem_mask[2, 0] = mem_mask[3, 2] = True
+
+    # The attention masks are constants of each case (a float mask passed as an input would be
+    # differentiated); each case stores the ones it uses under <case>.tgt_mask / .memory_mask /
+    # .src_mask. Inputs: 0 tgt (or src), 1 memory (or tgt), then the key padding masks.
+    def dec_fn(m, name, tm, mm):
+        if tm is not None:
+            w.put(f"{name}.tgt_mask", tm)
+        if mm is not None:
+            w.put(f"{name}.memory_mask", mm)
+        return lambda t, mem, tk, mk: m(t, mem, tgt_mask=tm, memory_mask=mm,
+                                        tgt_key_padding_mask=tk, memory_key_padding_mask=mk)
+
+    seeded(62)
+    m = nn.TransformerDecoderLayer(8, 2, dim_feedforward=16, dropout=0.0, activation="relu")
+    run_case(w, "decoder_post_ln", dec_fn(m, "decoder_post_ln", causal_float, mem_mask),
+             [torch.randn(T, 2, 8), torch.randn(S, 2, 8), tgt_kpm, mem_kpm], m)
+    w.put_module_strings("decoder_post_ln", m)
+    seeded(63)
+    m = nn.TransformerDecoderLayer(8, 2, dim_feedforward=16, dropout=0.0, activation="gelu",
+                                   batch_first=True, norm_first=True)
+    run_case(w, "decoder_pre_ln", dec_fn(m, "decoder_pre_ln", causal_bool, None),
+             [torch.randn(2, T, 8), torch.randn(2, S + 1, 8), tgt_kpm,
+              torch.tensor([[False] * 5 + [True], [True] + [False] * 5])], m)
+    seeded(64)
+    m = nn.TransformerDecoderLayer(8, 4, dim_feedforward=12, dropout=0.0)
+    run_case(w, "decoder_unbatched", dec_fn(m, "decoder_unbatched", None, None),
+             [torch.randn(T, 8), torch.randn(S, 8), None, mem_kpm[1]], m)
+
+    # Perturbs every parameter (LayerNorm's ones and zeros too) so no two layers of a stack are
+    # equal: a layer loaded under another layer's name, or a final norm left out, shows.
+    def perturb(m):
+        with torch.no_grad():
+            for p in m.parameters():
+                p.add_(torch.randn_like(p) * 0.1)
+
+    # TransformerDecoder: 2 post-LN layers and a final LayerNorm, sequence-first.
+    seeded(65)
+    layer = nn.TransformerDecoderLayer(8, 2, dim_feedforward=16, dropout=0.0)
+    m = nn.TransformerDecoder(layer, 2, norm=nn.LayerNorm(8))
+    perturb(m)
+    run_case(w, "decoder_stack", dec_fn(m, "decoder_stack", causal_float, None),
+             [torch.randn(T, 2, 8), torch.randn(S, 2, 8), None, mem_kpm], m)
+    w.put_module_strings("decoder_stack", m)
+
+    # TransformerEncoder: 2 pre-LN layers and a final LayerNorm, batch_first.
+    seeded(66)
+    layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True,
+                                       norm_first=True)
+    m = nn.TransformerEncoder(layer, 2, norm=nn.LayerNorm(8))
+    perturb(m)
+    enc_mask = nn.Transformer.generate_square_subsequent_mask(T)
+    w.put("encoder_stack.src_mask", enc_mask)
+    run_case(w, "encoder_stack", lambda x, kpm: m(x, mask=enc_mask, src_key_padding_mask=kpm),
+             [torch.randn(2, T, 8), tgt_kpm], m)
+    w.put_module_strings("encoder_stack", m)
+
+    # nn.Transformer: 2 encoder layers, 1 decoder layer, batch_first, its own xavier reset.
+    seeded(67)
+    m = nn.Transformer(d_model=8, nhead=2, num_encoder_layers=2, num_decoder_layers=1,
+                       dim_feedforward=16, dropout=0.0, batch_first=True)
+    perturb(m)
+    src_kpm = torch.tensor([[False] * S, [False, False, True, True, True]])
+    w.put("transformer_model.tgt_mask", causal_float)
+    run_case(w, "transformer_model",
+             lambda src, tgt, sk, tk: m(src, tgt, tgt_mask=causal_float, src_key_padding_mask=sk,
+                                        tgt_key_padding_mask=tk, memory_key_padding_mask=sk),
+             [torch.randn(2, S, 8), torch.randn(2, T, 8), src_kpm, tgt_kpm], m)
+    w.put_module_strings("transformer_model", m)
 
 
 def gen_rnn(w):
