@@ -11,7 +11,8 @@
 //   Linear, Identity, Conv1d, Conv2d, BatchNorm1d, BatchNorm2d, LayerNorm, GroupNorm, MaxPool2d,
 //   AvgPool2d, AdaptiveAvgPool2d, Dropout, Embedding, ReLU, GELU, Tanh, Sigmoid, SiLU, Hardtanh,
 //   LeakyReLU, Softplus, ELU, SELU, Mish, Hardswish, Hardsigmoid, Flatten, Unflatten,
-//   MultiheadAttention, TransformerEncoderLayer, GRU, LSTM, Sequential, ModuleList,
+//   MultiheadAttention, TransformerEncoderLayer, TransformerDecoderLayer, TransformerEncoder,
+//   TransformerDecoder, Transformer, GRU, LSTM, Sequential, ModuleList,
 //   CheckpointWrapper; the losses' modules are in test_cuda_loss.cpp; every model of
 //   models::model_names() (a new model needs an input in zoo_input).
 //
@@ -526,6 +527,79 @@ TEST_CASE("cuda module parity: TransformerEncoderLayer with src mask and key pad
             },
             {rnd(batch_first ? Shape{B, L, E} : Shape{L, B, E}, dt), causal, kpm}, dt);
       }
+    }
+  }
+}
+
+TEST_CASE("cuda module parity: TransformerDecoderLayer with all four masks, and tgt_is_causal" *
+          sl::testing::needs_gpu()) {
+  SL_REQUIRE_CUDA("TransformerDecoderLayer module parity");
+  manual_seed(53);
+  using nn::TransformerDecoderLayer;
+  const int64_t E = 8, H = 2, B = 3, T = 4, S = 5;
+  Tensor tgt_kpm = zeros({B, T}, {.dtype = DType::b8});
+  tgt_kpm.select(0, 0).narrow(0, 3, 1).fill_(true);
+  Tensor mem_kpm = zeros({B, S}, {.dtype = DType::b8});
+  mem_kpm.select(0, 2).narrow(0, 3, 2).fill_(true);
+  Tensor mem_mask = zeros({T, S}, {.dtype = DType::b8});
+  mem_mask.select(0, 1).narrow(0, 0, 2).fill_(true);
+  Tensor causal = nn::Transformer::generate_square_subsequent_mask(T);  // float, -inf above
+  for (DType dt : kDtypes) {
+    for (bool batch_first : {false, true}) {
+      for (bool norm_first : {false, true}) {
+        CAPTURE(batch_first);
+        CAPTURE(norm_first);
+        const std::string act = norm_first ? "gelu" : "relu";
+        check_module<TransformerDecoderLayer>(
+            [&] {
+              return std::make_shared<TransformerDecoderLayer>(
+                  E, H,
+                  nn::TransformerDecoderLayerOptions{.dim_feedforward = 16,
+                                                     .dropout = 0.0,
+                                                     .activation = act,
+                                                     .batch_first = batch_first,
+                                                     .norm_first = norm_first});
+            },
+            [](TransformerDecoderLayer& m, const TensorList& t) {
+              return TensorList{m.forward(t[0], t[1], t[2], t[3], t[4], t[5]),
+                                m.forward(t[0], t[1], Tensor(), Tensor(), Tensor(), t[5], true)};
+            },
+            {rnd(batch_first ? Shape{B, T, E} : Shape{T, B, E}, dt),
+             rnd(batch_first ? Shape{B, S, E} : Shape{S, B, E}, dt), causal, mem_mask, tgt_kpm,
+             mem_kpm},
+            dt);
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda module parity: Transformer (2 + 2 layers, final norms) with masks" *
+          sl::testing::needs_gpu()) {
+  SL_REQUIRE_CUDA("Transformer module parity");
+  manual_seed(54);
+  using nn::Transformer;
+  const int64_t E = 8, H = 2, B = 2, T = 4, S = 5;
+  Tensor src_kpm = zeros({B, S}, {.dtype = DType::b8});
+  src_kpm.select(0, 1).narrow(0, 2, 3).fill_(true);
+  Tensor tgt_kpm = zeros({B, T}, {.dtype = DType::b8});
+  tgt_kpm.select(0, 0).narrow(0, 3, 1).fill_(true);
+  Tensor causal = Transformer::generate_square_subsequent_mask(T);
+  for (DType dt : kDtypes) {
+    for (bool batch_first : {false, true}) {
+      CAPTURE(batch_first);
+      check_module<Transformer>(
+          [&] {
+            return std::make_shared<Transformer>(
+                E, H, 2, 2,
+                nn::TransformerLayerOptions{
+                    .dim_feedforward = 16, .dropout = 0.0, .batch_first = batch_first});
+          },
+          [](Transformer& m, const TensorList& t) {
+            return TensorList{m.forward(t[0], t[1], Tensor(), t[2], Tensor(), t[3], t[4], t[3])};
+          },
+          {rnd(batch_first ? Shape{B, S, E} : Shape{S, B, E}, dt),
+           rnd(batch_first ? Shape{B, T, E} : Shape{T, B, E}, dt), causal, src_kpm, tgt_kpm},
+          dt);
     }
   }
 }
