@@ -55,13 +55,18 @@ nn::TransformerLayerOptions small_layer(bool batch_first = false, bool norm_firs
 TEST_CASE("TransformerDecoderLayer matches PyTorch: post-LN with all four masks, sequence-first") {
   Fixture fx("transformer");
   const std::string name = "decoder_post_ln";
-  nn::TransformerDecoderLayer m(8, 2, small_layer());
-  fx.load_params(m, name);
-  check_names_and_repr(fx, name, m);
-  Tensor tgt = fx.input(name, 0), mem = fx.input(name, 1);
-  Tensor out = m.forward(tgt, mem, fx.get(name + ".tgt_mask"), fx.get(name + ".memory_mask"),
-                         fx.get(name + ".in.2"), fx.get(name + ".in.3"));
-  fx.check_backward(name, {out}, {tgt, mem}, &m, kRtol, kAtol);
+  // PyTorch's tgt_mask is the float causal mask; tgt_is_causal must give the same results.
+  for (bool by_flag : {false, true}) {
+    CAPTURE(by_flag);
+    nn::TransformerDecoderLayer m(8, 2, small_layer());
+    fx.load_params(m, name);
+    check_names_and_repr(fx, name, m);
+    Tensor tgt = fx.input(name, 0), mem = fx.input(name, 1);
+    Tensor tgt_mask = by_flag ? Tensor() : fx.get(name + ".tgt_mask");
+    Tensor out = m.forward(tgt, mem, tgt_mask, fx.get(name + ".memory_mask"),
+                           fx.get(name + ".in.2"), fx.get(name + ".in.3"), by_flag);
+    fx.check_backward(name, {out}, {tgt, mem}, &m, kRtol, kAtol);
+  }
 }
 
 TEST_CASE("TransformerDecoderLayer matches PyTorch: pre-LN, gelu, batch_first; tgt_is_causal") {
@@ -94,14 +99,19 @@ TEST_CASE("TransformerDecoderLayer matches PyTorch: unbatched tgt and memory") {
 TEST_CASE("TransformerDecoder (2 layers + final norm) matches PyTorch; keys and repr as torch") {
   Fixture fx("transformer");
   const std::string name = "decoder_stack";
-  nn::TransformerDecoder m(nn::TransformerDecoderLayer(8, 2, small_layer()), 2,
-                           std::make_shared<nn::LayerNorm>(Shape{8}));
-  fx.load_params(m, name);  // strict: every name must be PyTorch's
-  check_names_and_repr(fx, name, m);
-  Tensor tgt = fx.input(name, 0), mem = fx.input(name, 1);
-  Tensor out = m.forward(tgt, mem, maybe(fx, name + ".tgt_mask"), maybe(fx, name + ".memory_mask"),
-                         Tensor(), fx.get(name + ".in.3"));
-  fx.check_backward(name, {out}, {tgt, mem}, &m, kRtol, kAtol);
+  // The float causal tgt_mask of PyTorch's case, or tgt_is_causal passed down the stack.
+  for (bool by_flag : {false, true}) {
+    CAPTURE(by_flag);
+    nn::TransformerDecoder m(nn::TransformerDecoderLayer(8, 2, small_layer()), 2,
+                             std::make_shared<nn::LayerNorm>(Shape{8}));
+    fx.load_params(m, name);  // strict: every name must be PyTorch's
+    check_names_and_repr(fx, name, m);
+    Tensor tgt = fx.input(name, 0), mem = fx.input(name, 1);
+    Tensor tgt_mask = by_flag ? Tensor() : fx.get(name + ".tgt_mask");
+    Tensor out = m.forward(tgt, mem, tgt_mask, maybe(fx, name + ".memory_mask"), Tensor(),
+                           fx.get(name + ".in.3"), by_flag);
+    fx.check_backward(name, {out}, {tgt, mem}, &m, kRtol, kAtol);
+  }
 }
 
 TEST_CASE("TransformerEncoder (2 pre-LN layers + final norm) matches PyTorch; keys and repr") {
