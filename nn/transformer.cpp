@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-#include "autograd/grad_mode.h"
 #include "autograd/ops/matmul.h"
 #include "core/creation.h"
 #include "nn/init.h"
@@ -37,8 +36,9 @@ Tensor feed_forward(const Tensor& x, const TransformerLayerOptions& o, Linear& l
   return block_dropout.forward(linear2.forward(dropout.forward(h)));
 }
 
-/// The clone of Note [Cloning transformer layers]: a layer built by make(options) on the
-/// prototype's device and dtype, then the prototype's state, requires_grad flags and modes.
+/// The clone of Note [Cloning transformer layers]: a layer built from the prototype's d_model,
+/// nhead and options, on its device and dtype, then given its state, requires_grad flags and
+/// training modes.
 template <class L>
 std::shared_ptr<L> clone_layer(const L& proto) {
   TransformerLayerOptions o = proto.options;
