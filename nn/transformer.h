@@ -1,12 +1,11 @@
 // The transformer family of torch.nn (PyTorch 1.13), with PyTorch's submodule names so a state
 // dict written by torch loads 1:1:
-//   TransformerEncoderLayer   self_attn, linear1, dropout, linear2, norm1, norm2, dropout1,
-//   dropout2 TransformerDecoderLayer   self_attn, multihead_attn, linear1, dropout, linear2,
-//   norm1..norm3,
-//                             dropout1..dropout3
-//   TransformerEncoder        layers.0 .. layers.{N-1}, norm (when given)
-//   TransformerDecoder        layers.0 .. layers.{N-1}, norm (when given)
-//   Transformer               encoder (with its LayerNorm "encoder.norm"), decoder ("decoder.norm")
+// - TransformerEncoderLayer: self_attn, linear1, dropout, linear2, norm1, norm2, dropout1,
+//   dropout2;
+// - TransformerDecoderLayer: self_attn, multihead_attn, linear1, dropout, linear2, norm1 to
+//   norm3, dropout1 to dropout3;
+// - TransformerEncoder and TransformerDecoder: layers.0 to layers.{N-1}, norm (when given);
+// - Transformer: encoder (with its LayerNorm "encoder.norm"), decoder ("decoder.norm").
 // Each layer is a residual block per sublayer, with LayerNorm after it (post-LN, as BERT and the
 // original paper) or before it (pre-LN, norm_first).
 #pragma once
