@@ -5,6 +5,10 @@
 #include "autograd/function.h"
 #include "core/amp.h"
 #include "core/ops/copy.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/reduce.h"
+#include "core/ops/shape.h"
+#include "core/ops/view.h"
 
 namespace sl {
 
@@ -24,6 +28,54 @@ Tensor conv2d_4d(const Tensor& x, const Tensor& w, const Tensor& bias, const Con
       auto r = ops::conv2d_backward(c.grad(), xv, wv, g, {c.needs(0), c.needs(1), c.needs(2)});
       return variable_list{r[0], r[1], r[2]};
     });
+  }
+  return out;
+}
+
+/// x zero-padded at the end of H and W by t.extra_h / t.extra_w (Note [Transposed convolution]).
+Tensor pad_extra(const Tensor& x, const ConvTranspose2dGeometry& t) {
+  if (t.extra_h == 0 && t.extra_w == 0) return x;
+  return ops::pad(x, {0, t.extra_w, 0, t.extra_h}, "constant", Scalar(0.0));
+}
+
+/// conv_transpose2d over 4-d tensors with a checked geometry (Note [Transposed convolution]):
+/// the forward is the backward-data pass of the convolution t.conv, whose input has y's shape.
+Tensor conv_transpose2d_4d(const Tensor& x, const Tensor& w, const Tensor& bias,
+                           const ConvTranspose2dGeometry& t) {
+  const Conv2dGeometry& g = t.conv;
+  const Shape ys{x.size(0), w.size(1) * g.groups, t.out_h, t.out_w};
+  const Tensor xp = pad_extra(x, t);
+  const Tensor y_shape = ops::empty(ys, x.dtype(), x.device());  // shape only: never read
+  Tensor out = ops::conv2d_backward(xp, y_shape, w, g, {true, false, false})[0];
+  if (bias.defined()) {
+    ops::binary_(BinaryOp::add, out, ops::view(bias, {1, bias.size(0), 1, 1}));
+  }
+  if (needs_grad(x, w, bias)) {
+    // grad input needs the weight, grad weight needs the (padded) input
+    SavedTensor sx = w.requires_grad() ? SavedTensor(xp) : SavedTensor();
+    SavedTensor sw(w);
+    const int64_t H = x.size(2), W = x.size(3);
+    record("ConvTranspose2dBackward", {x, w, bias}, {&out},
+           [sx, sw, t, H, W](const BackwardCtx& c) {
+             const Conv2dGeometry& g = t.conv;
+             Tensor wv = sw.unpack("ConvTranspose2dBackward");
+             Tensor gy = c.grad();
+             Tensor gx, gw, gb;
+             if (c.needs(0)) {
+               // the ordinary convolution of grad_y; its extra rows/columns belong to the padding
+               gx = ops::conv2d_forward(gy, wv, Tensor(), g);
+               if (t.extra_h != 0 || t.extra_w != 0) {
+                 gx = ops::contiguous(ops::narrow(ops::narrow(gx, 2, 0, H), 3, 0, W));
+               }
+             }
+             if (c.needs(1)) {
+               Tensor xv = sx.unpack("ConvTranspose2dBackward");
+               // backward-filter of that convolution: grad_y is its input, x its grad_out
+               gw = ops::conv2d_backward(xv, gy, wv, g, {false, true, false})[1];
+             }
+             if (c.needs(2)) gb = ops::reduce(ReduceOp::sum, gy, {0, 2, 3}, false);
+             return variable_list{gx, gw, gb};
+           });
   }
   return out;
 }
@@ -76,6 +128,62 @@ Tensor conv1d(const Tensor& input_in, const Tensor& weight_in, const Tensor& bia
   Tensor w = weight.unsqueeze(2);
   Conv2dGeometry g = ops::conv2d_geometry("conv1d", x, w, bias, s2, pad2, d2, groups);
   Tensor out = conv2d_4d(x, w, bias, g).squeeze(2);
+  return batched ? out : out.squeeze(0);
+}
+
+Tensor conv_transpose2d(const Tensor& input_in, const Tensor& weight_in, const Tensor& bias_in,
+                        ExpandingArray<2> stride, ExpandingArray<2> padding,
+                        ExpandingArray<2> output_padding, int64_t groups,
+                        ExpandingArray<2> dilation) {
+  ops::check_defined("conv_transpose2d", input_in);
+  // autocast `lower` policy, as conv2d (Note [Autocast] in core/amp.h)
+  const Tensor input = autocast(input_in, AmpPolicy::lower);
+  const Tensor weight = autocast(weight_in, AmpPolicy::lower);
+  const Tensor bias = autocast(bias_in, AmpPolicy::lower);
+  SL_CHECK_SHAPE(input.dim() == 3 || input.dim() == 4,
+                 "conv_transpose2d: expected a 3-d (unbatched) or 4-d input, got ",
+                 shape_str(input.sizes()));
+  const bool batched = input.dim() == 4;
+  Tensor x = batched ? input : input.unsqueeze(0);
+  const ConvTranspose2dGeometry t = ops::conv_transpose2d_geometry(
+      "conv_transpose2d", x, weight, bias, stride, padding, output_padding, dilation, groups);
+  Tensor out = conv_transpose2d_4d(x, weight, bias, t);
+  return batched ? out : out.squeeze(0);
+}
+
+Tensor conv_transpose1d(const Tensor& input_in, const Tensor& weight_in, const Tensor& bias_in,
+                        ExpandingArray<1> stride, ExpandingArray<1> padding,
+                        ExpandingArray<1> output_padding, int64_t groups,
+                        ExpandingArray<1> dilation) {
+  ops::check_defined("conv_transpose1d", input_in);
+  ops::check_defined("conv_transpose1d", weight_in, "weight");
+  // autocast `lower` policy, as conv1d (Note [Autocast] in core/amp.h)
+  const Tensor input = autocast(input_in, AmpPolicy::lower);
+  const Tensor weight = autocast(weight_in, AmpPolicy::lower);
+  const Tensor bias = autocast(bias_in, AmpPolicy::lower);
+  SL_CHECK_SHAPE(input.dim() == 2 || input.dim() == 3,
+                 "conv_transpose1d: expected a 2-d (unbatched) or 3-d input, got ",
+                 shape_str(input.sizes()));
+  SL_CHECK_SHAPE(weight.dim() == 3,
+                 "conv_transpose1d: expected a 3-d weight [in, out / groups, k], got ",
+                 shape_str(weight.sizes()));
+  const bool batched = input.dim() == 3;
+  Tensor x = (batched ? input : input.unsqueeze(0)).unsqueeze(2);  // [N, C, 1, L]
+  // checked here so that messages show the 3-d weight (conv_transpose2d_geometry checks the rest)
+  SL_CHECK_SHAPE(weight.size(2) > 0,
+                 "conv_transpose1d: kernel size must be positive, got weight of shape ",
+                 shape_str(weight.sizes()));
+  SL_CHECK_SHAPE(input.size(-2) == weight.size(0), "conv_transpose1d: input has ", input.size(-2),
+                 " channels but weight of shape ", shape_str(weight.sizes()),
+                 " ([in, out / groups, k]) expects ", weight.size(0));
+  // height 1: kernel 1, stride 1, no padding, output_padding 0, dilation 1
+  auto two = [](const ExpandingArray<1>& a, int64_t h, int64_t unset) {
+    return ExpandingArray<2>({h, a.set ? a[0] : unset});
+  };
+  const ConvTranspose2dGeometry t = ops::conv_transpose2d_geometry(
+      "conv_transpose1d", x, weight.unsqueeze(2), bias, two(stride, 1, 1), two(padding, 0, 0),
+      two(output_padding, 0, 0), two(dilation, 1, 1), groups);
+  Tensor out = conv_transpose2d_4d(x, weight.unsqueeze(2), bias, t).squeeze(2);
   return batched ? out : out.squeeze(0);
 }
 

@@ -8,6 +8,20 @@
 // is expressed (PyTorch puts the extra row/column at the end). Output sizes:
 //   Ho = (H + pad_h_begin + pad_h_end - dilation_h * (kh - 1) - 1) / stride_h + 1
 // Kernels may assume the geometry is valid (generic code checks it).
+//
+// Note [Transposed convolution]
+// conv_transpose2d(x, W) is the input-gradient of the ordinary convolution (stride, padding,
+// dilation, groups as given; weight W [C_in, C_out / groups, kh, kw] read as that convolution's
+// [O, C / groups, kh, kw]) whose input has the transposed output's size and whose output has x's
+// size. The forward is that convolution's backward-data pass, its input-gradient is that
+// convolution's forward, its weight-gradient that convolution's backward-filter pass with the
+// roles of input and grad_out taken by grad_y and x. output_padding adds rows at the end that
+// the ordinary convolution's output-size formula maps back to x's size under the floor when
+// output_padding < stride; when output_padding >= stride (allowed with dilation >
+// output_padding) the formula gives floor(output_padding / stride) more rows than x has, so x
+// is padded with that many zero rows (which contribute nothing) to keep every kernel call's
+// sizes exactly consistent with the formula. Lives in autograd/ops/conv.cpp (the op) and
+// core/ops/conv.cpp (conv_transpose2d_geometry).
 #pragma once
 
 #include <array>
@@ -76,6 +90,15 @@ SL_DECLARE_KERNEL(conv2d_backward_kernel,
                        const Tensor& grad_out, const Tensor& input, const Tensor& weight,
                        const Conv2dGeometry& g));
 
+/// Geometry of a transposed convolution (Note [Transposed convolution]): `conv` is the
+/// ordinary convolution whose input-gradient it is (its input has the transposed output's size
+/// out_h x out_w, its output x's size padded by `extra_h` / `extra_w` zero rows / columns).
+struct ConvTranspose2dGeometry {
+  Conv2dGeometry conv;
+  int64_t out_h = 0, out_w = 0;
+  int64_t extra_h = 0, extra_w = 0;
+};
+
 namespace ops {
 
 /// Validates a conv2d call and computes its geometry. input is [N, C, H, W] (4-d), weight
@@ -86,6 +109,21 @@ Conv2dGeometry conv2d_geometry(const char* op, const Tensor& input, const Tensor
                                const Tensor& bias, ExpandingArray<2> stride,
                                const ConvPadding<2>& padding, ExpandingArray<2> dilation,
                                int64_t groups);
+
+/// Validates a conv_transpose2d call and computes its geometry, as PyTorch 1.13 checks it.
+/// input [N, C_in, H, W] (4-d), weight [C_in, C_out / groups, kh, kw], bias [C_out] or
+/// undefined. Output sizes: H_out = (H - 1) * stride - 2 * padding + dilation * (kh - 1) +
+/// output_padding + 1. Throws ShapeError (ranks, C_in not weight.size(0), weight.size(0) not
+/// divisible by groups, bias shape, a kernel dim or an input spatial dim of size 0, an output
+/// size < 1), ValueError (non-positive stride/dilation/groups, negative padding/output_padding,
+/// output_padding not smaller than either stride or dilation), DTypeError, DeviceError. `op`
+/// names the caller in messages.
+ConvTranspose2dGeometry conv_transpose2d_geometry(const char* op, const Tensor& input,
+                                                  const Tensor& weight, const Tensor& bias,
+                                                  ExpandingArray<2> stride,
+                                                  ExpandingArray<2> padding,
+                                                  ExpandingArray<2> output_padding,
+                                                  ExpandingArray<2> dilation, int64_t groups);
 /// Forward over a 4-d input with a checked geometry; returns [N, O, Ho, Wo] in input's dtype.
 /// 16-bit floats are computed in float32.
 Tensor conv2d_forward(const Tensor& input, const Tensor& weight, const Tensor& bias,
