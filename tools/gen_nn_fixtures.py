@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Regenerates the PyTorch reference fixtures for Shardlight's nn parity tests.
 
-    /usr/bin/python3 tools/gen_nn_fixtures.py [--out tests/fixtures/nn]
+    /usr/bin/python3 tools/gen_nn_fixtures.py [--out tests/fixtures/nn] [--keep-existing] [family...]
 
 Needs PyTorch (Debian's python3-torch 1.13 is what the committed fixtures were made with) and
 the `safetensors` package. Each layer family gets one small file <family>.safetensors. Every case
@@ -27,10 +27,12 @@ Strings go to the file's __metadata__ (a string -> string map), for the cases th
 
 The layer configuration of each case is written out in both this script and the C++ test, next
 to the case name. Inputs are drawn from torch.manual_seed(<fixed seed per case>), so rerunning
-reproduces the files bit for bit on the same PyTorch build and CPU (not across CPUs: a rerun on
-another machine moved transformer.safetensors' two TransformerEncoderLayer cases by float32 ulps,
-up to 1e-6, so when the decoder cases were added that file kept the committed bits of those two
-cases and took only the new cases from the rerun).
+reproduces the files bit for bit on the same PyTorch build and machine. Computed values can
+differ in the last bits on another machine (the conv family's did by up to 2e-6: PyTorch's CPU
+convolution picks its kernels, and so its summation order, by the CPU's instruction set; the
+transformer family's two TransformerEncoderLayer cases by up to 1e-6), so adding cases to a
+family is done with --keep-existing: tensors already in the file are kept bit for bit and only
+new keys are taken from this run.
 """
 import argparse
 import os
@@ -61,7 +63,13 @@ class Writer:
         self.put_meta(f"{name}.state_dict_keys", "\n".join(m.state_dict().keys()))
         self.put_meta(f"{name}.repr", repr(m))
 
-    def save(self, path):
+    def save(self, path, keep_existing=False):
+        if keep_existing and os.path.exists(path):
+            from safetensors.torch import load_file
+            old = load_file(path)
+            kept = sum(1 for k in old if k in self.tensors)
+            self.tensors.update(old)
+            print(f"kept {kept} existing tensors of {path} as they were")
         save_file(self.tensors, path, metadata=self.meta or None)
         print(f"wrote {path}: {len(self.tensors)} tensors, {os.path.getsize(path)} bytes")
 
@@ -211,6 +219,39 @@ def gen_conv(w):
         seeded(20 + i)
         m = nn.Conv1d(**kw)
         run_case(w, name, m, [torch.randn(*shape)], m)
+    # Transposed convolutions (weight [in, out / groups, *k]). "op": output_padding; the
+    # dilated ones with output_padding >= stride take the padded-input path (Note [Transposed
+    # convolution] in core/ops/conv.h). None as dtype means float32.
+    cases_t = [
+        ("conv_transpose2d_s2_op1", nn.ConvTranspose2d,
+         dict(in_channels=3, out_channels=4, kernel_size=3, stride=2, padding=1,
+              output_padding=1), (2, 3, 5, 4), None),
+        ("conv_transpose2d_groups_dil", nn.ConvTranspose2d,
+         dict(in_channels=4, out_channels=6, kernel_size=(3, 2), stride=(1, 2), padding=(2, 0),
+              groups=2, dilation=2), (2, 4, 5, 6), None),
+        ("conv_transpose2d_dil_op_nobias", nn.ConvTranspose2d,
+         dict(in_channels=2, out_channels=3, kernel_size=3, stride=(1, 2), output_padding=(1, 2),
+              dilation=(2, 3), bias=False), (1, 2, 4, 5), None),
+        ("conv_transpose1d_s3_op2", nn.ConvTranspose1d,
+         dict(in_channels=3, out_channels=2, kernel_size=4, stride=3, padding=1,
+              output_padding=2), (2, 3, 6), None),
+        ("conv_transpose1d_unbatched_groups", nn.ConvTranspose1d,
+         dict(in_channels=4, out_channels=2, kernel_size=3, padding=1, groups=2, dilation=2),
+         (4, 7), None),
+        ("conv_transpose2d_f64", nn.ConvTranspose2d,
+         dict(in_channels=2, out_channels=4, kernel_size=(2, 3), stride=(2, 3), padding=(0, 1),
+              output_padding=(1, 2), groups=2), (2, 2, 3, 4), torch.float64),
+    ]
+    for i, (name, cls, kw, shape, dtype) in enumerate(cases_t):
+        seeded(40 + i)
+        m = cls(**kw, dtype=dtype)
+        run_case(w, name, m, [torch.randn(*shape, dtype=dtype)], m)
+    # forward(x, output_size): sizes 12 x 14 within [10, 12] x [13, 15] give output_padding
+    # (2, 1) (the module's own output_padding is ignored, as PyTorch does)
+    seeded(50)
+    m = nn.ConvTranspose2d(2, 3, 3, stride=3, padding=1)
+    run_case(w, "conv_transpose2d_output_size", lambda x: m(x, output_size=[12, 14]),
+             [torch.randn(1, 2, 4, 5)], m)
 
 
 def gen_pooling(w):
@@ -542,6 +583,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests",
                                                   "fixtures", "nn"))
+    ap.add_argument("--keep-existing", action="store_true",
+                    help="keep tensors already in the output files bit for bit")
     ap.add_argument("families", nargs="*", default=sorted(FAMILIES))
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -549,7 +592,7 @@ def main():
     for fam in args.families:
         w = Writer()
         FAMILIES[fam](w)
-        w.save(os.path.join(args.out, f"{fam}.safetensors"))
+        w.save(os.path.join(args.out, f"{fam}.safetensors"), args.keep_existing)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-// Parity with PyTorch for LayerNorm, GroupNorm, BatchNorm, Conv, pooling and Dropout (fixtures:
-// normalization, conv, pooling), gradchecks in float64, eval-vs-train and errors.
+// Parity with PyTorch for LayerNorm, GroupNorm, BatchNorm, Conv, ConvTranspose, pooling and Dropout
+// (fixtures: normalization, conv, pooling), gradchecks in float64, eval-vs-train and errors.
 #include <cmath>
 
 #include "fixture.h"
@@ -181,6 +181,110 @@ TEST_CASE("Conv1d and Conv2d match PyTorch") {
   SL_CHECK_THROWS(a.forward(randn({1, 2, 5, 5})), ShapeError, "");
 }
 
+TEST_CASE("ConvTranspose1d and ConvTranspose2d match PyTorch") {
+  Fixture fx("conv");
+  // stride 2 with output_padding 1 (the extra row/column under the output-size formula's floor)
+  nn::ConvTranspose2d a(3, 4, 3, {.stride = 2, .padding = 1, .output_padding = 1});
+  run_module_case(fx, "conv_transpose2d_s2_op1", a);
+  nn::ConvTranspose2d b(4, 6, {3, 2},
+                        {.stride = {1, 2}, .padding = {2, 0}, .groups = 2, .dilation = 2});
+  run_module_case(fx, "conv_transpose2d_groups_dil", b);
+  // output_padding >= stride (allowed by dilation): the zero-padded input path of
+  // Note [Transposed convolution], on both axes
+  nn::ConvTranspose2d c(
+      2, 3, 3, {.stride = {1, 2}, .output_padding = {1, 2}, .bias = false, .dilation = {2, 3}});
+  run_module_case(fx, "conv_transpose2d_dil_op_nobias", c);
+  nn::ConvTranspose1d d(3, 2, 4, {.stride = 3, .padding = 1, .output_padding = 2});
+  run_module_case(fx, "conv_transpose1d_s3_op2", d);
+  // unbatched [C, L] input
+  nn::ConvTranspose1d e(4, 2, 3, {.padding = 1, .groups = 2, .dilation = 2});
+  run_module_case(fx, "conv_transpose1d_unbatched_groups", e);
+  // float64: both sides sum at most 2 * 2 * 3 = 12 products per value in double, so they agree
+  // to a few ulps of values of magnitude <= ~10: rtol 1e-12, atol 1e-12
+  nn::ConvTranspose2d f(2, 4, {2, 3},
+                        {.stride = {2, 3},
+                         .padding = {0, 1},
+                         .output_padding = {1, 2},
+                         .groups = 2,
+                         .tensor_options = {.dtype = DType::f64}});
+  run_module_case(fx, "conv_transpose2d_f64", f, 1e-12, 1e-12);
+  {
+    // forward(x, output_size): 12 x 14 within [10, 12] x [13, 15] (output_padding (2, 1))
+    const std::string name = "conv_transpose2d_output_size";
+    nn::ConvTranspose2d g(2, 3, 3, {.stride = 3, .padding = 1});
+    fx.load_params(g, name);
+    Tensor x = fx.input(name, 0);
+    fx.check_backward(name, {g.forward(x, {12, 14})}, {x}, &g, kRtol, kAtol);
+    // the full [N, C, H, W] form gives the same sizes (its leading sizes unchecked, as PyTorch)
+    CHECK(g.forward(x, {1, 3, 12, 14}).sizes() == Shape{1, 3, 12, 14});
+    CHECK(g.forward(x.squeeze(0), {3, 10, 13}).sizes() == Shape{3, 10, 13});
+    // PyTorch's messages (ValueError), with the requested and valid sizes
+    SL_CHECK_THROWS(g.forward(x, {9, 14}), ValueError,
+                    "ConvTranspose2d: requested an output size of (9, 14), but valid sizes range "
+                    "from (10, 13) to (12, 15) (for an input of spatial size (4, 5))");
+    SL_CHECK_THROWS(g.forward(x, {12, 16}), ValueError, "valid sizes range from (10, 13) to");
+    SL_CHECK_THROWS(g.forward(x, {12}), ValueError,
+                    "ConvTranspose2d: for 4-d input, output_size must have 2 or 4 elements, got "
+                    "(12,)");
+    SL_CHECK_THROWS(g.forward(x.squeeze(0), {1, 3, 12, 14}), ValueError,
+                    "for 3-d input, output_size must have 2 or 3 elements");
+    nn::ConvTranspose1d h(2, 3, 3, {.stride = 2});
+    CHECK(h.forward(randn({2, 5}), {12}).sizes() == Shape{3, 12});  // [11, 12]
+    SL_CHECK_THROWS(h.forward(randn({2, 5}), {13}), ValueError,
+                    "ConvTranspose1d: requested an output size of (13,), but valid sizes range "
+                    "from (11,) to (12,)");
+  }
+  // Reprs as torch 1.13 prints them (printed there for these configurations).
+  CHECK(a.str() ==
+        "ConvTranspose2d(3, 4, kernel_size=(3, 3), stride=(2, 2), padding=(1, 1), "
+        "output_padding=(1, 1))");
+  CHECK(c.str() ==
+        "ConvTranspose2d(2, 3, kernel_size=(3, 3), stride=(1, 2), dilation=(2, 3), "
+        "output_padding=(1, 2), bias=False)");
+  CHECK(b.str() ==
+        "ConvTranspose2d(4, 6, kernel_size=(3, 2), stride=(1, 2), padding=(2, 0), "
+        "dilation=(2, 2), groups=2)");
+  CHECK(nn::ConvTranspose2d(4, 6, 3).str() ==
+        "ConvTranspose2d(4, 6, kernel_size=(3, 3), stride=(1, 1))");
+  CHECK(d.str() ==
+        "ConvTranspose1d(3, 2, kernel_size=(4,), stride=(3,), padding=(1,), "
+        "output_padding=(2,))");
+  // PyTorch's transposed layout: weight [in, out / groups, *k]
+  CHECK(b.weight.sizes() == Shape{4, 3, 3, 2});
+  CHECK(b.bias.sizes() == Shape{6});
+  SL_CHECK_THROWS(nn::ConvTranspose2d(4, 6, 3, {.groups = 4}), ValueError,
+                  "ConvTranspose2d: out_channels (6) must be divisible by groups (4)");
+  SL_CHECK_THROWS(nn::ConvTranspose2d(3, 4, 3, {.groups = 2}), ValueError,
+                  "in_channels (3) must be divisible by groups (2)");
+  SL_CHECK_THROWS(nn::ConvTranspose1d(0, 4, 3), ValueError,
+                  "ConvTranspose1d: in_channels and out_channels must be positive, got 0 and 4");
+  SL_CHECK_THROWS(nn::ConvTranspose2d(3, 4, {3, 0}), ValueError,
+                  "ConvTranspose2d: kernel_size must be positive, got (3, 0)");
+  // As PyTorch, an output_padding too large is refused by forward (output_size ignores it)
+  nn::ConvTranspose2d big_op(2, 2, 3, {.stride = 2, .output_padding = 2});
+  SL_CHECK_THROWS(big_op.forward(randn({1, 2, 3, 3})), ValueError,
+                  "output_padding must be smaller than either stride or dilation");
+  CHECK(big_op.forward(randn({1, 2, 3, 3}), {7, 8}).sizes() == Shape{1, 2, 7, 8});
+  SL_CHECK_THROWS(a.forward(randn({1, 2, 5, 5})), ShapeError, "conv_transpose2d: input has 2");
+}
+
+TEST_CASE("ConvTranspose init: fan_in from weight.size(1) * kernel, as PyTorch") {
+  // PyTorch's _ConvNd.reset_parameters on the transposed layout [in, out / groups, k...]:
+  // kaiming_uniform(a=sqrt(5)) has bound gain * sqrt(3 / fan_in) = 1 / sqrt(fan_in), and the
+  // bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)), with fan_in = size(1) * 9 = 2 * 9 = 18 here (in
+  // channels 16 would give 144, a bound 2.8x smaller).
+  manual_seed(3);
+  nn::ConvTranspose2d m(16, 4, 3, {.groups = 2});
+  const double bound = 1.0 / std::sqrt(18.0);
+  for (const Tensor& t : {m.weight, m.bias}) {
+    const double mx = t.abs().max().item<double>();
+    CHECK(mx <= bound);
+    // 288 weights (4 biases) uniform on [-bound, bound]: the largest |value| is below 0.5 * bound
+    // with probability 0.5^288 (0.5^4 = 1/16 for the bias, so the bias gets only <= bound)
+    if (t.numel() > 100) CHECK(mx > 0.5 * bound);
+  }
+}
+
 TEST_CASE("pooling modules match PyTorch") {
   Fixture fx("pooling");
   nn::MaxPool2d a(2);
@@ -235,6 +339,16 @@ TEST_CASE("conv, norm and pooling modules gradcheck in float64") {
   nn::Conv2d same(2, 2, {2, 2}, {.padding = "same", .dilation = {1, 3}, .tensor_options = f64});
   Tensor xs = randn({1, 2, 4, 5}, f64).requires_grad_();
   CHECK(module_gradcheck(same, [&](const TensorList& in) { return same.forward(in[0]); }, {xs}));
+  // transposed: output_padding under the stride, then above it (dilated: padded-input path)
+  nn::ConvTranspose2d convt(
+      2, 4, 3,
+      {.stride = 2, .padding = 1, .output_padding = 1, .groups = 2, .tensor_options = f64});
+  Tensor xt = randn({2, 2, 3, 2}, f64).requires_grad_();
+  CHECK(module_gradcheck(convt, [&](const TensorList& in) { return convt.forward(in[0]); }, {xt}));
+  nn::ConvTranspose1d convt1(2, 3, 2, {.output_padding = 1, .dilation = 2, .tensor_options = f64});
+  Tensor xt1 = randn({2, 2, 4}, f64).requires_grad_();
+  CHECK(
+      module_gradcheck(convt1, [&](const TensorList& in) { return convt1.forward(in[0]); }, {xt1}));
   nn::LayerNorm ln({4}, 1e-5, true, f64);
   Tensor x2 = randn({3, 4}, f64).requires_grad_();
   {
