@@ -117,6 +117,10 @@ TEST_CASE(
     CHECK(addmm(b, x, w.t()).dtype() == DType::bf16);
     CHECK(conv2d(img, k).dtype() == DType::bf16);
     CHECK(conv1d(seq, k1).dtype() == DType::bf16);
+    // transposed convolutions join conv's `lower` policy (weight [in, out, k...]: k's first
+    // dims swapped give [3, 4, 3, 3] for img's 3 channels)
+    CHECK(conv_transpose2d(img, k.transpose(0, 1)).dtype() == DType::bf16);
+    CHECK(conv_transpose1d(seq, k1.transpose(0, 1)).dtype() == DType::bf16);
     CHECK(softmax(hb, 1).dtype() == DType::f32);
     CHECK(log_softmax(hb, 1).dtype() == DType::f32);
     CHECK(softmax(hb, 1, DType::bf16).dtype() == DType::bf16);  // an explicit dtype wins
@@ -135,6 +139,7 @@ TEST_CASE(
     ref = add(matmul(low(x), low(w2).t()), low(b2));
     same_bits(y, ref);
     CHECK(conv2d(img, k).dtype() == DType::f32);
+    CHECK(conv_transpose2d(img, k.transpose(0, 1)).dtype() == DType::f32);
     Tensor lref = nn::functional::cross_entropy(f32(ref), target);
     lref.backward();
     Tensor l;

@@ -1,10 +1,10 @@
 // Parity of the nn-facing CUDA families with the CPU, forward and backward through autograd:
-// layer norm, batch norm, dropout, conv, pooling, attention softmax, LSTM / GRU. float64 runs
-// show the kernels compute the same functions (tolerances at double rounding); float32 runs
-// use tolerances a few hundred float ulps wide (reductions and products accumulate in different
-// orders). float16 / bfloat16 runs of the norm, pool and attention-softmax families compare the
-// CUDA kernels' native 16-bit path with the CPU's float32 computation of the same 16-bit values
-// (tol16).
+// layer norm, batch norm, dropout, conv, conv_transpose, pooling, attention softmax, LSTM / GRU.
+// float64 runs show the kernels compute the same functions (tolerances at double rounding); float32
+// runs use tolerances a few hundred float ulps wide (reductions and products accumulate in
+// different orders). float16 / bfloat16 runs of the norm, pool and attention-softmax families
+// compare the CUDA kernels' native 16-bit path with the CPU's float32 computation of the same
+// 16-bit values (tol16).
 #include "core/ops/norm.h"
 #include "cuda_testing.h"
 
@@ -196,6 +196,44 @@ TEST_CASE("cuda parity: conv2d / conv1d through cuDNN" *
     Tensor x = rnd({2, 3, 11, 9}, DType::f32).to(kGPU), w = rnd({4, 3, 3, 3}, DType::f32).to(kGPU);
     conv2d(x, w, Tensor(), 2, 1).sum().backward();
     CHECK(cuda::cudnn_conv_choices().size() == choices.size());
+  }
+}
+
+TEST_CASE("cuda parity: conv_transpose2d / conv_transpose1d through cuDNN" *
+          sl::testing::needs_cudnn(/*on_fake=*/true)) {
+  SL_REQUIRE_CUDA("conv_transpose parity");
+  if (!conv2d_forward_kernel.has(DeviceKind::cuda)) {
+    sl::testing::report_skip("CUDA test: conv_transpose parity", "built without cuDNN");
+    return;
+  }
+  manual_seed(14);
+  // Note [Transposed convolution]: the forward is cuDNN's backward-data pass (with output rows
+  // of output_padding beyond the formula's floor), the input gradient its forward, the weight
+  // gradient its backward-filter pass; output_padding >= stride (dilated) pads the input.
+  const auto cases = [](DType dt) {
+    std::vector<std::pair<std::function<Tensor(const TensorList&)>, TensorList>> c;
+    c.emplace_back([](const TensorList& t) { return conv_transpose2d(t[0], t[1], t[2], 2, 1, 1); },
+                   TensorList{rnd({2, 3, 5, 4}, dt), rnd({3, 4, 3, 3}, dt), rnd({4}, dt)});
+    c.emplace_back(
+        [](const TensorList& t) {
+          return conv_transpose2d(t[0], t[1], Tensor(), {1, 2}, {2, 0}, {1, 0}, 2, 2);
+        },
+        TensorList{rnd({2, 4, 6, 5}, dt), rnd({4, 3, 3, 2}, dt)});
+    c.emplace_back([](const TensorList& t) { return conv_transpose1d(t[0], t[1], t[2], 3, 1, 2); },
+                   TensorList{rnd({3, 5, 9}, dt), rnd({5, 2, 4}, dt), rnd({2}, dt)});
+    return c;
+  };
+  for (DType dt : {DType::f64, DType::f32}) {
+    CAPTURE(dt);
+    auto [rt, at] = tol(dt);
+    for (auto& [fn, in] : cases(dt)) check_gpu_parity(fn, in, rt, at);
+  }
+  // 16-bit: both devices compute in float32 from the same 16-bit values and round once (the
+  // conv family's ops layer casts), so they differ by at most a 16-bit ulp: tol16
+  for (DType dt : {DType::f16, DType::bf16}) {
+    CAPTURE(dt);
+    auto [rt, at] = tol16(dt);
+    for (auto& [fn, in] : cases(dt)) check_gpu_parity(fn, in, rt, at);
   }
 }
 
