@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Regenerates the PyTorch reference fixtures for Shardlight's nn parity tests.
 
-    /usr/bin/python3 tools/gen_nn_fixtures.py [--out tests/fixtures/nn] [--keep-existing] [family...]
+    /usr/bin/python3 tools/gen_nn_fixtures.py [--out DIR] [--keep-existing] [family...]
 
 Needs PyTorch (Debian's python3-torch 1.13 is what the committed fixtures were made with) and
 the `safetensors` package. Each layer family gets one small file <family>.safetensors. Every case
