@@ -176,6 +176,12 @@ Tensor conv_transpose1d(const Tensor& input_in, const Tensor& weight_in, const T
   SL_CHECK_SHAPE(input.size(-2) == weight.size(0), "conv_transpose1d: input has ", input.size(-2),
                  " channels but weight of shape ", shape_str(weight.sizes()),
                  " ([in, out / groups, k]) expects ", weight.size(0));
+  const int64_t s1 = stride.set ? stride[0] : 1, d1 = dilation.set ? dilation[0] : 1;
+  const int64_t op1 = output_padding.set ? output_padding[0] : 0;
+  SL_CHECK(op1 < s1 || op1 < d1,
+           "conv_transpose1d: output_padding must be smaller than either stride or dilation, got "
+           "output_padding ",
+           op1, ", stride ", s1, ", dilation ", d1);
   // height 1: kernel 1, stride 1, no padding, output_padding 0, dilation 1
   auto two = [](const ExpandingArray<1>& a, int64_t h, int64_t unset) {
     return ExpandingArray<2>({h, a.set ? a[0] : unset});

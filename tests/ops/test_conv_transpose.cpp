@@ -306,5 +306,7 @@ TEST_CASE("conv_transpose: error paths") {
   SL_CHECK_THROWS(conv_transpose1d(randn({2, 3, 5}), randn({3, 2, 0})), ShapeError,
                   "conv_transpose1d: kernel size must be positive, got weight of shape [3, 2, 0]");
   SL_CHECK_THROWS(conv_transpose1d(randn({2, 3, 5}), randn({3, 2, 3}), Tensor(), 2, 0, 2),
-                  ValueError, "conv_transpose1d: output_padding must be smaller than either");
+                  ValueError,
+                  "conv_transpose1d: output_padding must be smaller than either stride or "
+                  "dilation, got output_padding 2, stride 2, dilation 1");
 }
