@@ -253,6 +253,47 @@ TEST_CASE("cuda module parity: Conv1d and Conv2d with stride, padding, dilation,
   }
 }
 
+TEST_CASE("cuda module parity: ConvTranspose1d and ConvTranspose2d, output_size" *
+          sl::testing::needs_cudnn(/*on_fake=*/true)) {
+  SL_REQUIRE_CUDA("conv_transpose module parity");
+  if (!have_conv_kernels()) return;
+  manual_seed(46);
+  using nn::ConvTranspose1d;
+  using nn::ConvTranspose2d;
+  for (DType dt : kDtypes) {
+    check_unary<ConvTranspose2d>(
+        [] {
+          return std::make_shared<ConvTranspose2d>(
+              3, 4, 3, nn::ConvTranspose2dOptions{.stride = 2, .padding = 1, .output_padding = 1});
+        },
+        rnd({2, 3, 5, 4}, dt), dt);
+    // output_padding >= stride (dilated): the padded-input path (Note [Transposed convolution])
+    check_unary<ConvTranspose2d>(
+        [] {
+          return std::make_shared<ConvTranspose2d>(
+              2, 3, 3,
+              nn::ConvTranspose2dOptions{
+                  .stride = {1, 2}, .output_padding = {1, 2}, .bias = false, .dilation = {2, 3}});
+        },
+        rnd({1, 2, 4, 5}, dt), dt);
+    check_module<ConvTranspose2d>(
+        [] {
+          return std::make_shared<ConvTranspose2d>(
+              2, 3, 3, nn::ConvTranspose2dOptions{.stride = 3, .padding = 1});
+        },
+        [](ConvTranspose2d& m, const TensorList& t) {
+          return TensorList{m.forward(t[0], {12, 14})};
+        },
+        {rnd({1, 2, 4, 5}, dt)}, dt);
+    check_unary<ConvTranspose1d>(
+        [] {
+          return std::make_shared<ConvTranspose1d>(
+              4, 2, 3, nn::ConvTranspose1dOptions{.padding = 1, .groups = 2, .dilation = 2});
+        },
+        rnd({4, 7}, dt), dt);  // unbatched
+  }
+}
+
 TEST_CASE("cuda module parity: BatchNorm1d / BatchNorm2d in train and eval, LayerNorm, GroupNorm" *
           sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("norm module parity");
