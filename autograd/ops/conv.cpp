@@ -38,6 +38,19 @@ Tensor pad_extra(const Tensor& x, const ConvTranspose2dGeometry& t) {
   return ops::pad(x, {0, t.extra_w, 0, t.extra_h}, "constant", Scalar(0.0));
 }
 
+/// The forward of conv_transpose2d: the backward-data pass of g over an input of sizes ys
+/// (Note [Transposed convolution]). 16-bit floats are computed in float32 here, as the conv
+/// family does, so that the shape-only input is never cast (read) in conv2d_backward.
+Tensor transposed_forward(const Tensor& xp, const Tensor& w, const Shape& ys,
+                          const Conv2dGeometry& g) {
+  if (xp.dtype() == DType::f16 || xp.dtype() == DType::bf16) {
+    return ops::cast(transposed_forward(ops::cast(xp, DType::f32), ops::cast(w, DType::f32), ys, g),
+                     xp.dtype());
+  }
+  const Tensor y_shape = ops::empty(ys, xp.dtype(), xp.device());  // shape only: never read
+  return ops::conv2d_backward(xp, y_shape, w, g, {true, false, false})[0];
+}
+
 /// conv_transpose2d over 4-d tensors with a checked geometry (Note [Transposed convolution]):
 /// the forward is the backward-data pass of the convolution t.conv, whose input has y's shape.
 Tensor conv_transpose2d_4d(const Tensor& x, const Tensor& w, const Tensor& bias,
@@ -45,8 +58,7 @@ Tensor conv_transpose2d_4d(const Tensor& x, const Tensor& w, const Tensor& bias,
   const Conv2dGeometry& g = t.conv;
   const Shape ys{x.size(0), w.size(1) * g.groups, t.out_h, t.out_w};
   const Tensor xp = pad_extra(x, t);
-  const Tensor y_shape = ops::empty(ys, x.dtype(), x.device());  // shape only: never read
-  Tensor out = ops::conv2d_backward(xp, y_shape, w, g, {true, false, false})[0];
+  Tensor out = transposed_forward(xp, w, ys, g);
   if (bias.defined()) {
     ops::binary_(BinaryOp::add, out, ops::view(bias, {1, bias.size(0), 1, 1}));
   }
