@@ -1,0 +1,114 @@
+// Which input positions an upsampled output position reads, one dimension at a time: PyTorch
+// 1.13's index rules (aten/src/ATen/native/UpSample.h), shared by the CPU kernels
+// (core/cpu/upsample.cpp) and the CUDA kernels (core/cuda/upsample.cu) so both devices pick the
+// same taps. Plain integer and floating functions, host and device (no Tensor, no CUDA types).
+//
+// Note [Upsample source index]
+// `scale` is the scale_factor the caller gave for the dimension (<= 0: none given). As PyTorch:
+//  - nearest (the legacy rule, not "nearest-exact"): src = min(floor(o * s), in - 1) in float,
+//    s = 1 / scale when a scale was given, in / out otherwise; so a given scale is used even where
+//    the output size makes it look like a copy (5 * 1.1 -> 5 outputs reading 0, 0, 1, 2, 3). This
+//    is PyTorch's rule for [N, C, ...] tensors in the default (contiguous) memory format; its
+//    channels-last kernel (which 1.13 also picks for some 4-d tensors with C = 1) takes shortcuts
+//    instead, copying when out == in and halving when out == 2 * in;
+//  - linear: out == in copies; else with align_corners src = r * o, r = (in - 1) / (out - 1)
+//    (0 when out == 1; a given scale is ignored), without it src = max(r * (o + 0.5) - 0.5, 0)
+//    with r = 1 / scale or in / out; i0 = min(floor(src), in - 1), i1 = i0 + 1 inside the input
+//    (else i0), weights 1 - l and l with l = clamp(src - i0, 0, 1). The arithmetic is in A: float
+//    for f32 and the 16-bit types, double for f64 (PyTorch's opmath type).
+// Both source indices are non-decreasing in o, so the outputs that read an input position form one
+// range (first_output_reading), which is how the CUDA backward gathers.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define SL_UPSAMPLE_HD __host__ __device__ __forceinline__
+#else
+#define SL_UPSAMPLE_HD inline
+#endif
+
+namespace sl::upsample {
+
+/// PyTorch's compute_scales_value: 1 / scale when a scale was given (> 0), else in / out.
+template <class A>
+SL_UPSAMPLE_HD A source_scale(double scale, int64_t in, int64_t out) {
+  return scale > 0 ? static_cast<A>(1.0 / scale) : static_cast<A>(in) / static_cast<A>(out);
+}
+
+/// The input index that nearest output o reads (Note [Upsample source index]).
+SL_UPSAMPLE_HD int64_t nearest_source(int64_t o, int64_t in, int64_t out, double scale) {
+  const float s = source_scale<float>(scale, in, out);
+  const int64_t i = static_cast<int64_t>(floorf(static_cast<float>(o) * s));
+  return i < in - 1 ? i : in - 1;
+}
+
+/// PyTorch's area_pixel_compute_scale for linear modes.
+template <class A>
+SL_UPSAMPLE_HD A linear_ratio(int64_t in, int64_t out, bool align_corners, double scale) {
+  if (align_corners) {
+    return out > 1 ? static_cast<A>(in - 1) / static_cast<A>(out - 1) : static_cast<A>(0);
+  }
+  return source_scale<A>(scale, in, out);
+}
+
+/// The two taps of a linear output and their weights (l0 for i0, l1 for i1).
+template <class A>
+struct LinearTaps {
+  int64_t i0, i1;
+  A l0, l1;
+};
+
+/// The taps linear output o reads, ratio from linear_ratio (Note [Upsample source index]).
+template <class A>
+SL_UPSAMPLE_HD LinearTaps<A> linear_source(int64_t o, int64_t in, int64_t out, A ratio,
+                                           bool align_corners) {
+  if (out == in) return {o, o, static_cast<A>(1), static_cast<A>(0)};
+  A src = align_corners ? ratio * static_cast<A>(o)
+                        : ratio * (static_cast<A>(o) + static_cast<A>(0.5)) - static_cast<A>(0.5);
+  if (src < static_cast<A>(0)) src = static_cast<A>(0);
+  int64_t i0 = static_cast<int64_t>(src);  // src >= 0: truncation is floor
+  if (i0 > in - 1) i0 = in - 1;
+  A l1 = src - static_cast<A>(i0);
+  l1 = l1 < static_cast<A>(0) ? static_cast<A>(0)
+                              : (l1 > static_cast<A>(1) ? static_cast<A>(1) : l1);
+  const int64_t i1 = i0 < in - 1 ? i0 + 1 : i0;
+  return {i0, i1, static_cast<A>(1) - l1, l1};
+}
+
+/// The first output o in [0, out] with key(o) >= v (out when none), for a key non-decreasing in o:
+/// a binary search.
+template <class Key>
+SL_UPSAMPLE_HD int64_t first_output_reading(int64_t v, int64_t out, const Key& key) {
+  int64_t lo = 0, hi = out;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (key(mid) >= v) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return lo;
+}
+
+/// Outputs [lo, hi) along one dimension whose nearest source is input position i.
+SL_UPSAMPLE_HD void nearest_readers(int64_t i, int64_t in, int64_t out, double scale, int64_t& lo,
+                                    int64_t& hi) {
+  auto key = [&](int64_t o) { return nearest_source(o, in, out, scale); };
+  lo = first_output_reading(i, out, key);
+  hi = first_output_reading(i + 1, out, key);
+}
+
+/// Outputs [lo, hi) along one dimension one of whose linear taps may be input position i: those
+/// with i0 in {i - 1, i} (i1 is i0 or i0 + 1); the caller checks which taps are i.
+template <class A>
+SL_UPSAMPLE_HD void linear_readers(int64_t i, int64_t in, int64_t out, A ratio, bool align_corners,
+                                   int64_t& lo, int64_t& hi) {
+  auto key = [&](int64_t o) { return linear_source<A>(o, in, out, ratio, align_corners).i0; };
+  lo = first_output_reading(i - 1, out, key);
+  hi = first_output_reading(i + 1, out, key);
+}
+
+}  // namespace sl::upsample
