@@ -13,6 +13,7 @@
 #include "autograd/ops/norm.h"
 #include "autograd/ops/pool.h"
 #include "autograd/ops/softmax.h"
+#include "autograd/ops/upsample.h"
 #include "nn/activation.h"
 #include "nn/checkpoint.h"
 #include "nn/loss.h"
@@ -29,6 +30,8 @@ using sl::embedding;
 using sl::gelu;
 using sl::group_norm;
 using sl::hardtanh;
+using sl::interpolate;
+using sl::InterpolateOptions;
 using sl::layer_norm;
 using sl::leaky_relu;
 using sl::linear;

@@ -1,0 +1,125 @@
+// Differentiable resampling: argument rules of F.interpolate (PyTorch 1.13), the upsample
+// kernels' forward, and its backward beside it.
+#include "autograd/ops/upsample.h"
+
+#include <cmath>
+
+#include "autograd/function.h"
+#include "core/ops/copy.h"
+#include "core/ops/upsample.h"
+
+namespace sl {
+
+namespace {
+
+std::string list_str(const std::vector<double>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + detail::str_cat(v[i]);
+  return s + "]";
+}
+
+/// The per-dim values of a one-or-per-dim list.
+template <class V>
+std::vector<V> per_dim(const std::vector<V>& v, int64_t dims) {
+  return v.size() == 1 ? std::vector<V>(static_cast<size_t>(dims), v[0]) : v;
+}
+
+struct Resolved {
+  UpsampleGeometry g;
+  bool linear = false;
+  const char* backward_name = "";
+};
+
+Resolved resolve(const Tensor& input, const InterpolateOptions& o) {
+  constexpr const char* op = "interpolate";
+  ops::check_defined(op, input);
+  const std::string& mode = o.mode;
+  SL_CHECK(mode == "nearest" || mode == "linear" || mode == "bilinear", op,
+           ": mode must be one of nearest | linear | bilinear, got '", mode, "'");
+  const bool nearest = mode == "nearest";
+  SL_CHECK(!(nearest && o.align_corners.has_value()), op,
+           ": align_corners option can only be set with the interpolating modes linear | "
+           "bilinear, got align_corners=",
+           *o.align_corners ? "True" : "False", " with mode 'nearest'");
+  if (nearest) {
+    SL_CHECK_SHAPE(input.dim() == 3 || input.dim() == 4, op,
+                   ": mode 'nearest' expects a 3-d [N, C, W] or 4-d [N, C, H, W] input, got ",
+                   shape_str(input.sizes()));
+  } else {
+    const int64_t want = mode == "linear" ? 3 : 4;
+    SL_CHECK_SHAPE(input.dim() == want, op, ": mode '", mode, "' expects a ", want, "-d input",
+                   want == 3 ? " [N, C, W]" : " [N, C, H, W]", ", got ", shape_str(input.sizes()));
+  }
+  SL_CHECK_DTYPE(is_floating(input.dtype()), op, ": expected a floating input, got ",
+                 dtype_name(input.dtype()));
+  const int64_t dims = input.dim() - 2;
+  const bool has_size = !o.size.empty(), has_scale = !o.scale_factor.empty();
+  SL_CHECK(!(has_size && has_scale), op,
+           ": only one of size or scale_factor should be defined, got size ", shape_str(o.size),
+           " and scale_factor ", list_str(o.scale_factor));
+  SL_CHECK(has_size || has_scale, op, ": either size or scale_factor should be defined");
+  SL_CHECK(!(has_size && o.recompute_scale_factor.value_or(false)), op,
+           ": recompute_scale_factor is not meaningful with an explicit size");
+  for (int64_t d = 2; d < input.dim(); ++d) {
+    SL_CHECK_SHAPE(input.size(d) > 0, op, ": expected non-empty spatial dims, got input ",
+                   shape_str(input.sizes()));
+  }
+  std::vector<int64_t> out(static_cast<size_t>(dims));
+  std::vector<double> scale(static_cast<size_t>(dims), 0.0);
+  if (has_size) {
+    SL_CHECK(o.size.size() == 1 || static_cast<int64_t>(o.size.size()) == dims, op,
+             ": size must hold one value or one per spatial dim (", dims, "), got ",
+             shape_str(o.size), " for input ", shape_str(input.sizes()));
+    out = per_dim(o.size, dims);
+    for (int64_t v : out) {
+      SL_CHECK(v > 0, op, ": size must be positive, got ", shape_str(o.size));
+    }
+  } else {
+    SL_CHECK(o.scale_factor.size() == 1 || static_cast<int64_t>(o.scale_factor.size()) == dims, op,
+             ": scale_factor must hold one value or one per spatial dim (", dims, "), got ",
+             list_str(o.scale_factor), " for input ", shape_str(input.sizes()));
+    scale = per_dim(o.scale_factor, dims);
+    for (size_t d = 0; d < scale.size(); ++d) {
+      SL_CHECK(std::isfinite(scale[d]) && scale[d] > 0, op,
+               ": scale_factor must be positive and finite, got ", list_str(o.scale_factor));
+      const double in = static_cast<double>(input.size(static_cast<int64_t>(d) + 2));
+      const double n = std::floor(in * scale[d]);  // PyTorch: the product truncated
+      SL_CHECK_SHAPE(n >= 1 && n < 9.0e15, op, ": output size floor(", in, " * ", scale[d],
+                     ") = ", n, " must be at least 1 (and representable), for input ",
+                     shape_str(input.sizes()));
+      out[d] = static_cast<int64_t>(n);
+    }
+    // with recompute_scale_factor the kernels use the size ratio, as PyTorch's (C++) recompute
+    if (o.recompute_scale_factor.value_or(false)) std::fill(scale.begin(), scale.end(), 0.0);
+  }
+  Resolved r;
+  r.linear = !nearest;
+  r.g.align_corners = o.align_corners.value_or(false);
+  r.g.out_w = out.back();
+  r.g.scale_w = scale.back();
+  if (dims == 2) {
+    r.g.out_h = out[0];
+    r.g.scale_h = scale[0];
+  }
+  r.backward_name = nearest
+                        ? (dims == 1 ? "UpsampleNearest1DBackward" : "UpsampleNearest2DBackward")
+                        : (dims == 1 ? "UpsampleLinear1DBackward" : "UpsampleBilinear2DBackward");
+  return r;
+}
+
+}  // namespace
+
+Tensor interpolate(const Tensor& input, const InterpolateOptions& options) {
+  const Resolved r = resolve(input, options);
+  Tensor out = ops::upsample_forward(input, r.g, r.linear);
+  if (needs_grad(input)) {
+    Shape in_sizes = input.sizes();
+    record(r.backward_name, {input}, {&out},
+           [in_sizes, g = r.g, linear = r.linear](const BackwardCtx& c) -> variable_list {
+             return {ops::upsample_backward(c.grad(), in_sizes, g, linear)};
+           });
+  }
+  return out;
+}
+
+}  // namespace sl
