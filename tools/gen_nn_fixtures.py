@@ -572,10 +572,49 @@ def gen_loss(w):
              [xa.clone(), ta])
 
 
+def gen_upsample(w):
+    """F.interpolate / nn.Upsample: nearest, linear, bilinear; each case's call is repeated in
+    tests/nn/test_upsample.cpp next to its name."""
+    def interp(**kw):
+        return lambda x: F.interpolate(x, **kw)
+
+    cases = [
+        ("nearest_2x", nn.Upsample(scale_factor=2, mode="nearest"), (2, 3, 4, 5)),
+        ("nearest_scale_1_7", interp(scale_factor=1.7, mode="nearest"), (1, 2, 5, 6)),
+        ("nearest_shrink", interp(size=(3, 4), mode="nearest"), (1, 2, 5, 7)),
+        ("nearest_1d_2_05", interp(scale_factor=2.05, mode="nearest"), (1, 2, 10)),
+        ("nearest_recompute", interp(scale_factor=1.7, mode="nearest",
+                                     recompute_scale_factor=True), (1, 2, 5, 6)),
+        ("bilinear_up", interp(scale_factor=1.7, mode="bilinear", align_corners=False),
+         (1, 2, 4, 5)),
+        ("bilinear_up_ac", interp(scale_factor=1.7, mode="bilinear", align_corners=True),
+         (1, 2, 4, 5)),
+        ("bilinear_down", interp(size=(3, 2), mode="bilinear", align_corners=False), (2, 2, 7, 5)),
+        ("bilinear_down_ac", interp(size=(3, 2), mode="bilinear", align_corners=True),
+         (2, 2, 7, 5)),
+        ("bilinear_size_per_dim", nn.Upsample(size=(6, 9), mode="bilinear"), (1, 3, 4, 4)),
+        ("bilinear_scale_per_dim", interp(scale_factor=(0.6, 2.5), mode="bilinear"),
+         (1, 2, 5, 3)),
+        ("bilinear_recompute", interp(scale_factor=1.7, mode="bilinear",
+                                      recompute_scale_factor=True), (1, 2, 4, 5)),
+        ("linear_1d", interp(scale_factor=2.5, mode="linear"), (2, 3, 5)),
+        ("linear_1d_ac", interp(size=8, mode="linear", align_corners=True), (2, 3, 5)),
+        ("linear_1d_same", interp(scale_factor=1.1, mode="linear"), (1, 2, 5)),
+        ("nearest_2d_scale_kept", interp(scale_factor=(1.1, 2.05), mode="nearest"), (2, 3, 4, 10)),
+    ]
+    for i, (name, fn, shape) in enumerate(cases):
+        seeded(70 + i)
+        run_case(w, name, fn, [torch.randn(*shape)], seed=70 + i)
+    seeded(90)
+    run_case(w, "bilinear_f64", interp(scale_factor=1.5, mode="bilinear"),
+             [torch.randn(1, 2, 3, 4, dtype=torch.float64)], seed=90)
+
+
 FAMILIES = {
     "linear": gen_linear, "embedding": gen_embedding, "normalization": gen_normalization,
     "conv": gen_conv, "pooling": gen_pooling, "activation": gen_activation,
     "attention": gen_attention, "transformer": gen_transformer, "rnn": gen_rnn, "loss": gen_loss,
+    "upsample": gen_upsample,
 }
 
 
