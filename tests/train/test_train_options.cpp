@@ -637,7 +637,20 @@ TEST_CASE("parse_int_flag / parse_number_flag / get_bool: ranges, overflow, non-
   SL_CHECK_THROWS(parse_int_flag("--n", "5", 0, 4), ValueError,
                   "--n: expected an integer in [0, 4], got 5");
   CHECK(parse_int_flag("--n", "4", 0, 4) == 4);
+  // only an optional '-' and digits, as parse_positive_ints takes its items (strtoll alone took
+  // a leading blank and a '+')
+  for (const std::string bad : {" 1", "+2", "1 ", "", "-", "- 1", "\t3"}) {
+    CAPTURE(bad);
+    const std::string want = "--n: expected an integer, got '" + bad + "'";
+    SL_CHECK_THROWS(parse_int_flag("--n", bad), ValueError, want.c_str());
+  }
   CHECK(parse_number_flag("--x", "2.5e-3") == 2.5e-3);
+  CHECK(parse_number_flag("--x", "-1e+2") == -100.0);
+  for (const std::string bad : {" 1.5", "+1.5", "1.5 ", ""}) {
+    CAPTURE(bad);
+    const std::string want = "--x: expected a number, got '" + bad + "'";
+    SL_CHECK_THROWS(parse_number_flag("--x", bad), ValueError, want.c_str());
+  }
   SL_CHECK_THROWS(parse_number_flag("--x", "inf"), ValueError,
                   "--x: expected a finite number, got 'inf'");
   SL_CHECK_THROWS(parse_number_flag("--x", "1.5", 0.0, 1.0), ValueError,
@@ -660,8 +673,8 @@ TEST_CASE("parse_positive_ints: --lr-schedule step:'s epochs and the resnet job'
   CHECK_FALSE(parse_positive_ints("2,2", true).has_value());
   CHECK_FALSE(parse_positive_ints("3,1", true).has_value());
   CHECK(parse_positive_ints("9223372036854775807", false) == V{INT64_MAX});
-  for (const char* bad :
-       {"", ",", "1,", ",1", "1,,2", "0", "-1", "1x", "x", "1.5", "9223372036854775808"}) {
+  for (const char* bad : {"", ",", "1,", ",1", "1,,2", "0", "-1", "1x", "x", "1.5",
+                          "9223372036854775808", " 1", "+2", "1, 2", "1 ,2", "1,+2", "-0"}) {
     CAPTURE(bad);
     CHECK_FALSE(parse_positive_ints(bad, false).has_value());
     CHECK_FALSE(parse_positive_ints(bad, true).has_value());

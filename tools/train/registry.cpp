@@ -1,6 +1,7 @@
 #include "registry.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -35,6 +36,14 @@ std::string range_text(T min, T max) {
   if (hi) return "<= " + str(max);
   return "";
 }
+/// Whether `text` is a whole decimal integer as written on a command line: an optional '-' and
+/// one or more digits, nothing else (strtoll and stoll would also take leading blanks and '+').
+bool is_decimal_integer(const std::string& text) {
+  const size_t digits = !text.empty() && text[0] == '-' ? 1 : 0;
+  return text.size() > digits &&
+         std::all_of(text.begin() + static_cast<std::ptrdiff_t>(digits), text.end(),
+                     [](char c) { return c >= '0' && c <= '9'; });
+}
 }  // namespace
 
 void register_job(Job job) {
@@ -55,10 +64,9 @@ std::vector<Job> all_jobs() {
 }
 
 int64_t parse_int_flag(const std::string& flag, const std::string& text, int64_t min, int64_t max) {
-  char* end = nullptr;
+  SL_CHECK(is_decimal_integer(text), flag, ": expected an integer, got '", text, "'");
   errno = 0;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  SL_CHECK(!text.empty() && *end == '\0', flag, ": expected an integer, got '", text, "'");
+  const long long v = std::strtoll(text.c_str(), nullptr, 10);
   SL_CHECK(errno != ERANGE, flag, ": ", text, " is out of range (a 64-bit integer)");
   SL_CHECK(v >= min && v <= max, flag, ": expected an integer ", range_text(min, max), ", got ", v);
   return v;
@@ -68,7 +76,10 @@ double parse_number_flag(const std::string& flag, const std::string& text, doubl
   char* end = nullptr;
   errno = 0;
   double v = std::strtod(text.c_str(), &end);
-  SL_CHECK(!text.empty() && *end == '\0', flag, ": expected a number, got '", text, "'");
+  // strtod skips leading blanks and takes a '+': refused as the integers' parser refuses them
+  const bool plain_start =
+      !text.empty() && text[0] != '+' && !std::isspace(static_cast<unsigned char>(text[0]));
+  SL_CHECK(plain_start && *end == '\0', flag, ": expected a number, got '", text, "'");
   SL_CHECK(std::isfinite(v) && errno != ERANGE, flag, ": expected a finite number, got '", text,
            "'");
   SL_CHECK(v >= min && v <= max, flag, ": expected a number ", range_text(min, max), ", got ",
@@ -81,14 +92,11 @@ std::optional<std::vector<int64_t>> parse_positive_ints(const std::string& text,
   std::vector<int64_t> out;
   std::stringstream in(text);
   for (std::string item; std::getline(in, item, ',');) {
-    size_t used = 0;
-    int64_t v = 0;
-    try {
-      v = std::stoll(item, &used);
-    } catch (const std::exception&) {  // empty, not a number, or out of int64's range
-      return std::nullopt;
-    }
-    if (used != item.size() || v < 1 || (increasing && !out.empty() && v <= out.back()))
+    // digits only, as parse_int_flag takes them (no blank, no sign: stoll would take " 1", "+2")
+    if (!is_decimal_integer(item) || item[0] == '-') return std::nullopt;
+    errno = 0;
+    const int64_t v = std::strtoll(item.c_str(), nullptr, 10);
+    if (errno == ERANGE || v < 1 || (increasing && !out.empty() && v <= out.back()))
       return std::nullopt;
     out.push_back(v);
   }

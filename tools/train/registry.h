@@ -70,9 +70,10 @@ struct Options {
   void check_all_read(const std::string& job) const;
 };
 
-/// `text` as the value of `flag` ("--epochs"): a whole decimal integer within [min, max], or a
-/// finite number within [min, max]. Throw ValueError naming the flag, the text and what was
-/// expected (also for a value past int64's or double's range).
+/// `text` as the value of `flag` ("--epochs"): a whole decimal integer within [min, max] (an
+/// optional '-' and digits only: " 1" and "+2" are refused), or a finite number within [min, max]
+/// (as strtod reads it, but with no leading blank or '+'). Throw ValueError naming the flag, the
+/// text and what was expected (also for a value past int64's or double's range).
 int64_t parse_int_flag(const std::string& flag, const std::string& text,
                        int64_t min = std::numeric_limits<int64_t>::min(),
                        int64_t max = std::numeric_limits<int64_t>::max());
@@ -82,8 +83,9 @@ double parse_number_flag(const std::string& flag, const std::string& text,
 
 /// `text` as comma-separated integers >= 1 ("30,60,80" -> {30, 60, 80}), each larger than the one
 /// before when `increasing`; nullopt for anything else (an empty text or item, a trailing comma, a
-/// value past int64's range, a non-digit after the number). It throws nothing: each caller words
-/// its own flag's error (--lr-schedule step:..., the resnet job's --blocks).
+/// value past int64's range, any character but digits in an item: " 1", "+2", "1 "). It throws
+/// nothing: each caller words its own flag's error (--lr-schedule step:..., the resnet job's
+/// --blocks).
 std::optional<std::vector<int64_t>> parse_positive_ints(const std::string& text, bool increasing);
 
 /// Runs one training job; returns the process exit code (0 on success).
