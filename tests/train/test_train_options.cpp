@@ -626,6 +626,54 @@ TEST_CASE("flag values out of range fail with the flag's name; none falls back t
                 r.out);
 }
 
+TEST_CASE("a flag given but ignored under the other flags is refused, naming both") {
+  // Before: each was accepted and did nothing (--lr-gamma under cosine, --bucket-mb with single).
+  Data d("ignored_flags");
+  const std::string gamma_tail = " (it is the factor of --lr-schedule exp and step:E1,E2,... only)";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--lr-gamma", "0.5"},
+       "cnn: --lr-gamma 0.5 has no effect under --lr-schedule auto" + gamma_tail},
+      {{"--lr-schedule", "cosine", "--lr-gamma", "0.5"},
+       "cnn: --lr-gamma 0.5 has no effect under --lr-schedule cosine" + gamma_tail},
+      {{"--lr-schedule", "linear", "--lr-gamma", "0.1"},  // even at its default value: given
+       "cnn: --lr-gamma 0.1 has no effect under --lr-schedule linear" + gamma_tail},
+      {{"--lr-schedule", "constant", "--lr-gamma", "2"},
+       "cnn: --lr-gamma 2 has no effect under --lr-schedule constant" + gamma_tail},
+      {{"--dp-replicas", "3"},
+       "cnn: --dp-replicas 3 has no effect under --strategy single (it is the number of "
+       "--strategy dp's model replicas)"},
+      {{"--strategy", "ddp", "--dp-replicas", "2"},
+       "cnn: --dp-replicas 2 has no effect under --strategy ddp"},
+      {{"--bucket-mb", "10"},
+       "cnn: --bucket-mb 10 has no effect under --strategy single (it sizes the gradient buckets "
+       "that --strategy ddp, zero1 and zero2 communicate, and --estimate-memory's rows)"},
+      {{"--strategy", "dp", "--first-bucket-mb", "2"},
+       "cnn: --first-bucket-mb 2 has no effect under --strategy dp"},
+      {{"--reduce-dtype", "bf16"},
+       "cnn: --reduce-dtype applies to gradients sent between processes (--strategy ddp, zero1 "
+       "or zero2), not single"},
+      {{"--sync-batchnorm", "1"},
+       "cnn: --sync-batchnorm 1 needs one process per rank (--strategy ddp, zero1 or zero2), not "
+       "single"},
+  };
+  for (const auto& [flags, want] : cases) {
+    CAPTURE(want);
+    JobResult r = run_job(plus(d.cnn("e"), flags));
+    CHECK(r.code == 1);
+    CHECK_MESSAGE(r.out.find(want) != std::string::npos, r.out);
+    CHECK(r.out.find("fashion-mnist:") == std::string::npos);  // failed before loading the data
+  }
+  // where they act, they are taken: gamma by exp, buckets by --estimate-memory's rows and ddp
+  for (const std::vector<std::string>& flags :
+       {std::vector<std::string>{"--lr-schedule", "exp", "--lr-gamma", "0.5", "--epochs", "1"},
+        {"--bucket-mb", "10", "--first-bucket-mb", "2", "--estimate-memory", "2"},
+        {"--strategy", "ddp", "--bucket-mb", "10", "--epochs", "1"}}) {
+    CAPTURE(flags[1]);
+    JobResult r = run_job(plus(d.cnn("ok"), flags));
+    CHECK_MESSAGE(r.code == 0, r.out);
+  }
+}
+
 TEST_CASE("parse_int_flag / parse_number_flag / get_bool: ranges, overflow, non-finite") {
   using sl::train::parse_int_flag;
   using sl::train::parse_number_flag;

@@ -191,6 +191,8 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   const int64_t warmup_flag = opt.get_int("warmup-steps", 0);
   const std::string lr_schedule = opt.get_string("lr-schedule", "auto");
   const double lr_gamma = opt.get_double("lr-gamma", 0.1);
+  // flags given on the command line (not left at their defaults), for the settings that ignore them
+  auto given = [&opt](const char* flag) { return opt.extra.count(flag) > 0; };
   StepProfile profile(opt, name, rank, world);
   opt.check_all_read(name);  // every flag is read by now: a misspelt one fails before any work
   SL_CHECK(optimizer_name == "adamw" || optimizer_name == "lamb" || optimizer_name == "sgd", name,
@@ -199,6 +201,26 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
     SL_CHECK(optimizer_name == "sgd", name, ": --momentum ", opt.extra.at("momentum"),
              " applies to --optimizer sgd only, got --optimizer ", optimizer_name,
              " (whose moments have their own fixed betas)");
+  }
+  // A flag given but ignored under the other settings would do nothing, silently: refused.
+  if (given("lr-gamma")) {
+    const bool ignored = lr_schedule == "auto" || lr_schedule == "linear" ||
+                         lr_schedule == "cosine" || lr_schedule == "constant";
+    SL_CHECK(!ignored, name, ": --lr-gamma ", opt.extra.at("lr-gamma"),
+             " has no effect under --lr-schedule ", lr_schedule,
+             " (it is the factor of --lr-schedule exp and step:E1,E2,... only)");
+  }
+  SL_CHECK(!given("dp-replicas") || kind == dist::StrategyKind::dp, name, ": --dp-replicas ",
+           given("dp-replicas") ? opt.extra.at("dp-replicas") : "",
+           " has no effect under --strategy ", opt.strategy,
+           " (it is the number of --strategy dp's model replicas)");
+  for (const char* flag : {"bucket-mb", "first-bucket-mb"}) {
+    // --estimate-memory's ddp/zero1/zero2 rows pad their buckets whatever --strategy says
+    SL_CHECK(!given(flag) || multi_rank || estimate_ranks > 0, name, ": --", flag, " ",
+             given(flag) ? opt.extra.at(flag) : "", " has no effect under --strategy ",
+             opt.strategy,
+             " (it sizes the gradient buckets that --strategy ddp, zero1 and zero2 communicate, "
+             "and --estimate-memory's rows)");
   }
   // 1 would sum every gradient ever seen into the step, never forgetting one
   SL_CHECK(momentum < 1, name, ": --momentum must lie in [0, 1), got ", momentum);
@@ -213,9 +235,10 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   }
   SL_CHECK(sync_batchnorm == 0 || sync_batchnorm == 1, name,
            ": --sync-batchnorm must be 0 or 1, got ", sync_batchnorm);
-  SL_CHECK(
-      sync_batchnorm == 0 || kind != dist::StrategyKind::dp, name,
-      ": --sync-batchnorm 1 needs one process per rank (--strategy ddp, zero1 or zero2), not dp");
+  // single has no other rank to share statistics with: it would change nothing
+  SL_CHECK(sync_batchnorm == 0 || multi_rank, name,
+           ": --sync-batchnorm 1 needs one process per rank (--strategy ddp, zero1 or zero2), not ",
+           opt.strategy);
   std::optional<DType> reduce_dtype;
   if (reduce_dtype_flag != "same") {
     const char* expected = "same, bf16, f16, f32 or f64";
@@ -227,9 +250,10 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
     }
     SL_CHECK(is_floating(*reduce_dtype), name, ": --reduce-dtype must be ", expected, ", got '",
              reduce_dtype_flag, "'");
-    SL_CHECK(kind != dist::StrategyKind::dp, name,
+    SL_CHECK(multi_rank, name,
              ": --reduce-dtype applies to gradients sent between processes (--strategy ddp, "
-             "zero1 or zero2), not dp");
+             "zero1 or zero2), not ",
+             opt.strategy);
   }
   SL_CHECK(offload_optimizer == 0 || offload_optimizer == 1, name,
            ": --offload-optimizer must be 0 or 1, got ", offload_optimizer);
