@@ -438,6 +438,20 @@ Json read_sharded_manifest(const std::string& dir) {
   return m;
 }
 
+Json read_sharded_optimizer_meta(const std::string& dir) {
+  fs::path root = resolve_dir(dir);
+  Json m = read_sharded_manifest(dir);
+  const Json& ranks = m.at("ranks");
+  SL_CHECK_IO(ranks.size() >= 1, dir, ": the sharded checkpoint lists no rank");
+  // rank 0's optimizer file, as open_checkpoint reads it: its header only, no tensor
+  const fs::path path = root / ranks[0].at("dir").as_string() / "optimizer.safetensors";
+  serialize::SafetensorsFile f(path.string());
+  for (const auto& [k, v] : f.header().metadata) {
+    if (k == "shardlight.meta") return Json::parse(v, "optimizer meta");
+  }
+  detail::throw_error<IOError>(path.string(), ": no optimizer meta ('shardlight.meta')");
+}
+
 Json load_sharded_checkpoint(const std::string& dir, Strategy& s) {
   NoGradGuard no_grad;
   fs::path root = resolve_dir(dir);

@@ -59,4 +59,10 @@ serialize::StateDict full_optimizer_state(Strategy& s);
 /// The manifest of a sharded checkpoint (resolving an interrupted swap). Throws IOError.
 serialize::Json read_sharded_manifest(const std::string& dir);
 
+/// The optimizer section's meta of a sharded checkpoint, as loading restores it: {"optimizer":
+/// name, "param_groups": [...], "state": {}, "steps": {...}}, from rank 0's safetensors header
+/// alone (no tensor is read, no CRC checked: load_sharded_checkpoint does that). For checks that
+/// must come before a long load. Throws IOError when it is missing or malformed.
+serialize::Json read_sharded_optimizer_meta(const std::string& dir);
+
 }  // namespace sl::dist

@@ -498,10 +498,17 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
     }
     // Loading restores the optimizer's hyperparameters from the checkpoint (as PyTorch does):
     // they must be the ones the flags asked for, or the flags would be silently overridden.
+    // Checked before any tensor is read: the optimizer parses the checkpoint's param groups
+    // (from a file header) as the load will, which then restores them again with the state.
     const serialize::Json built_groups = optimizer->state_dict().meta.at("param_groups");
-    serialize::Json extra = dist::load_sharded_checkpoint(ckpt_dir, *strategy);
+    {
+      serialize::Json groups = dist::read_sharded_optimizer_meta(ckpt_dir);
+      groups.set("state", serialize::Json::object());
+      optimizer->load_state_dict({{}, groups});
+    }
     check_resume_hyperparameters(name, ckpt_dir, optimizer->state_dict().meta.at("param_groups"),
                                  built_groups);
+    serialize::Json extra = dist::load_sharded_checkpoint(ckpt_dir, *strategy);
     sched->load_state_dict({{}, extra.at("scheduler")});
     default_generator().set_state(serialize::rng_state_from_json(extra.at("rng")));
     const serialize::Json& p = extra.at("data_position");
