@@ -204,3 +204,60 @@ TEST_CASE("resume: a changed --lr or --weight-decay is refused before any tensor
     CHECK_MESSAGE(r.out.find(head + message) != std::string::npos, r.out);
   }
 }
+
+TEST_CASE("resume: at the run's end there is nothing to do; past it is refused") {
+  Env env;
+  JobResult full = run_job(env.args("c"));
+  REQUIRE_MESSAGE(full.code == 0, full.out);
+  const std::string manifest = env.root + "/c/manifest.json";
+  auto text = [](const std::string& path) {
+    std::ifstream f(path);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  const std::string before = text(manifest);
+  // Before: the same command with --resume 1 printed the banner and a digest, and trained
+  // nothing, without a word.
+  JobResult r = run_job(plus(env.args("c"), {"--resume", "1"}));
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK_MESSAGE(r.out.find("resume: nothing to do: all --epochs 3 are done in the checkpoint at '" +
+                           env.root + "/c' (left as it is)\n") != std::string::npos,
+                r.out);
+  CHECK(r.out.find("epoch 3/3") == std::string::npos);  // no epoch trained
+  CHECK(state_digest_of(r.out) == state_digest_of(full.out));
+  // the last epoch's accuracy, from the checkpoint, as the full run printed it
+  auto final_line = [](const std::string& out) {
+    const size_t at = out.find("final test accuracy");
+    return at == std::string::npos ? std::string() : out.substr(at, out.find(',', at) - at);
+  };
+  CHECK(!final_line(full.out).empty());
+  CHECK_MESSAGE(final_line(r.out) == final_line(full.out), full.out, "\n---\n", r.out);
+  CHECK(text(manifest) == before);  // not rewritten
+  // Under a schedule that lets --epochs change, a smaller one than the checkpoint has done would
+  // end at once too: refused, naming both.
+  const std::vector<std::string> step = {"--lr-schedule", "step:1", "--lr-gamma", "0.5"};
+  REQUIRE(run_job(plus(env.args("s"), step)).code == 0);
+  r = run_job(plus(plus(env.args("s"), step), {"--resume", "1", "--epochs", "2"}));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.out.find("cnn: --epochs 2 but the checkpoint at '" + env.root +
+                           "/s' has 3 epoch(s) done already (a resumed run cannot take steps "
+                           "back: resume with --epochs 3 or more, or start a new run in another "
+                           "--checkpoint-dir)") != std::string::npos,
+                r.out);
+  // inside an epoch: 1 epoch and 1 step of the second done, so --epochs 1 is past it
+  REQUIRE(run_job(plus(plus(env.args("m"), step),
+                       {"--checkpoint-every", "1", "--stop-after-steps", "4"}))
+              .code == 0);
+  r = run_job(plus(plus(env.args("m"), step),
+                   {"--checkpoint-every", "1", "--resume", "1", "--epochs", "1"}));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(
+      r.out.find("cnn: --epochs 1 but the checkpoint at '" + env.root +
+                 "/m' has 1 epoch(s) and 1 step(s) of the next done already (a resumed "
+                 "run cannot take steps back: resume with --epochs 2 or more") != std::string::npos,
+      r.out);
+  // and --epochs 2 continues it
+  r = run_job(plus(plus(env.args("m"), step),
+                   {"--checkpoint-every", "1", "--resume", "1", "--epochs", "2"}));
+  CHECK_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("epoch 2/2") != std::string::npos);
+}

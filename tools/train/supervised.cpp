@@ -471,6 +471,8 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   }
 
   int64_t epoch0 = 0;
+  double accuracy = -1;        // the last epoch's evaluation (-1: none yet)
+  bool nothing_to_do = false;  // resumed at the run's end
   if (resume) {
     SL_CHECK_IO(std::filesystem::exists(ckpt_dir), name,
                 ": --resume 1 but there is no checkpoint at '", ckpt_dir, "'");
@@ -508,7 +510,23 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
     }
     check_resume_hyperparameters(name, ckpt_dir, optimizer->state_dict().meta.at("param_groups"),
                                  built_groups);
+    // Where the checkpoint is in the run: past this run's end is refused (no step can be taken
+    // back), at its end there is nothing to train (said, as Lightning says max_epochs is reached).
+    const serialize::Json& at = manifest.at("extra").at("data_position");
+    const int64_t done_epochs = at.at("epoch").as_int(), done_batches = at.at("batch").as_int();
+    const int64_t done = done_epochs * per_epoch + done_batches;
+    SL_CHECK(
+        done <= total_steps, name, ": --epochs ", opt.epochs, " but the checkpoint at '", ckpt_dir,
+        "' has ", done_epochs, " epoch(s)",
+        done_batches > 0 ? " and " + std::to_string(done_batches) + " step(s) of the next" : "",
+        " done already (a resumed run cannot take steps back: resume with --epochs ",
+        done_epochs + (done_batches > 0 ? 1 : 0),
+        " or more, or start a new run in another --checkpoint-dir)");
     serialize::Json extra = dist::load_sharded_checkpoint(ckpt_dir, *strategy);
+    if (done == total_steps) {
+      nothing_to_do = true;
+      accuracy = extra.at("test_accuracy").as_double();  // of the run's last epoch
+    }
     sched->load_state_dict({{}, extra.at("scheduler")});
     default_generator().set_state(serialize::rng_state_from_json(extra.at("rng")));
     const serialize::Json& p = extra.at("data_position");
@@ -520,6 +538,11 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
         static_cast<long long>(loader.position().batch),
         static_cast<long long>(strategy->steps_taken()));
     for (const std::string& c : changes) say("resume: %s\n", c.c_str());
+    if (nothing_to_do) {
+      say("resume: nothing to do: all --epochs %d are done in the checkpoint at '%s' (left as "
+          "it is)\n",
+          opt.epochs, ckpt_dir.c_str());
+    }
   }
 
   {
@@ -527,7 +550,6 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
     profile.check_window(total_steps - (at.epoch * per_epoch + at.batch));
   }
 
-  double accuracy = -1;
   // The run's state as a sharded checkpoint: at each epoch's end, and every --checkpoint-every
   // steps inside an epoch, where the data position is mid-epoch and a resume continues there.
   auto save_checkpoint = [&] {
