@@ -261,3 +261,46 @@ TEST_CASE("resume: at the run's end there is nothing to do; past it is refused")
   CHECK_MESSAGE(r.code == 0, r.out);
   CHECK(r.out.find("epoch 2/2") != std::string::npos);
 }
+
+TEST_CASE("resume: the bucket sizes, the offload and cuDNN's benchmark are run settings") {
+  // Before: none of them was recorded, so a change went unannounced.
+  Env env;
+  const std::vector<std::string> zero2 = {"--strategy",        "zero2", "--bucket-mb", "0.5",
+                                          "--first-bucket-mb", "0.25"};
+  JobResult full = run_job(plus(env.args("full"), zero2));
+  REQUIRE_MESSAGE(full.code == 0, full.out);
+  REQUIRE(run_job(plus(plus(env.args("c"), zero2), {"--stop-after-epochs", "1"})).code == 0);
+  sl::serialize::Json m = sl::dist::read_sharded_manifest(env.root + "/c");
+  const sl::serialize::Json& settings = m.at("extra").at("run_settings");
+  CHECK(settings.at("bucket-mb").as_string() == "0.5");
+  CHECK(settings.at("first-bucket-mb").as_string() == "0.25");
+  CHECK(settings.at("offload-optimizer").as_string() == "0");
+  CHECK(settings.at("cudnn-benchmark").as_string() == "0");
+  env.copy("c", "moved");
+  JobResult r = run_job(plus(env.args("moved"), {"--strategy", "zero2", "--resume", "1"}));
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  for (const char* line : {"resume: changed since the checkpoint: --bucket-mb 0.5 -> 25\n",
+                           "resume: changed since the checkpoint: --first-bucket-mb 0.25 -> 1\n"}) {
+    CHECK_MESSAGE(r.out.find(line) != std::string::npos, r.out);
+  }
+  // one rank: no padding, one slice per bucket, so no sum regroups (Note [Resume configuration])
+  CHECK(state_digest_of(r.out) == state_digest_of(full.out));
+  // --offload-optimizer and --cudnn-benchmark need a GPU: a checkpoint written on one with them,
+  // resumed here without
+  for (auto& [k, v] : m.members()) {
+    if (k != "extra") continue;
+    for (auto& [ek, ev] : v.members()) {
+      if (ek != "run_settings") continue;
+      ev.set("offload-optimizer", "1");
+      ev.set("cudnn-benchmark", "1");
+    }
+  }
+  std::ofstream(env.root + "/c/manifest.json") << m.dump();
+  r = run_job(plus(plus(env.args("c"), zero2), {"--resume", "1"}));
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  for (const char* line : {"resume: changed since the checkpoint: --offload-optimizer 1 -> 0\n",
+                           "resume: changed since the checkpoint: --cudnn-benchmark 1 -> 0\n"}) {
+    CHECK_MESSAGE(r.out.find(line) != std::string::npos, r.out);
+  }
+  CHECK(r.out.find("--bucket-mb") == std::string::npos);  // unchanged: not announced
+}

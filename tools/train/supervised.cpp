@@ -28,6 +28,13 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+/// A number flag's value as a run setting: "%g", as --help prints the defaults ("25", "0.01").
+std::string number_text(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
+
 /// What must agree between a checkpoint and the run resuming from it: the model's settings, then
 /// the run's (Note [Resume configuration] in resume_check.h).
 serialize::Json run_config(serialize::Json model, int64_t batch, uint64_t seed, int64_t epochs,
@@ -444,7 +451,9 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   if (optimizer_name == "sgd") model_config.set("momentum", momentum);
   const serialize::Json config =
       run_config(model_config, batch, opt.seed, opt.epochs, max_grad_norm);
-  // Flags that may change between a run and its resumption, each announced when it does.
+  // Flags that may change between a run and its resumption, each announced when it does. The
+  // buckets, the offload and cuDNN's algorithms change no formula, but may change the rounding
+  // (Note [Resume configuration]).
   const serialize::Json run_settings =
       serialize::Json::object({{"accumulate", std::to_string(accumulate)},
                                {"precision", precision.name},
@@ -453,6 +462,10 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
                                {"sync-batchnorm", std::to_string(sync_batchnorm)},
                                {"reduce-dtype", reduce_dtype_flag},
                                {"tf32", std::to_string(tf32)},
+                               {"bucket-mb", number_text(bucket_mb)},
+                               {"first-bucket-mb", number_text(first_bucket_mb)},
+                               {"offload-optimizer", std::to_string(offload_optimizer)},
+                               {"cudnn-benchmark", std::to_string(cudnn_benchmark)},
                                {"log-every", std::to_string(log_every)},
                                {"checkpoint-every", std::to_string(checkpoint_every)}});
   char momentum_text[48] = "";
