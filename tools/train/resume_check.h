@@ -11,13 +11,29 @@
 //                 without it (an older trainer's) resumes with the run's value, announced.
 //   scheduler     the lr schedule's counters and base_lrs;
 //   run_settings  flags that may change on resume ("accumulate", "precision", "device", ...: the
-//                 flag's name without dashes -> its value as text); absent in older checkpoints.
+//                 flag's name without dashes -> its value as text); absent in older checkpoints,
+//                 and a key an older checkpoint lacks ("bucket-mb", "first-bucket-mb",
+//                 "offload-optimizer", "cudnn-benchmark" came later) is not announced.
+//                 Some change the rounding though no formula: --accumulate and the autocast
+//                 --precision; the bucket sizes where a sum's grouping follows the buckets (the
+//                 blocked sums of --max-grad-norm's norm run over flat buffers whose padding and,
+//                 under zero1/zero2, each rank's slices depend on them, as do LAMB's
+//                 per-parameter norms under zero1/zero2; on more than 2 ranks MPI may pick
+//                 another all-reduce algorithm for another message size), though every gradient
+//                 sum is a + b on 2 ranks (the tiny CNN under ddp and zero2 on 2 ranks ended
+//                 bit-identical with one bucket or many, also with --max-grad-norm and LAMB, 30
+//                 steps, 2026-12-07: the norms are summed in float64, so a regrouping rarely
+//                 reaches a float32 bit; not promised); --offload-optimizer (the CPU's update
+//                 kernels instead of the GPU's); --cudnn-benchmark (other convolution algorithms).
 // The optimizer's hyperparameters (lr through initial_lr, weight_decay, momentum, betas, ...) are
 // in its param_groups, which loading restores as PyTorch does; they must equal the run's, else
 // the flags would be silently overridden by the checkpoint's values.
 // Any difference in the configuration or the hyperparameters is refused (ValueError naming each
 // flag with both values); --epochs may grow or shrink only under a schedule that does not depend
 // on the run's length (constant, exp, step:...), and is then announced with the other changes.
+// The loop checks the hyperparameters from the optimizer file's header (dist::
+// read_sharded_optimizer_meta) before it loads a tensor, and refuses a checkpoint past the run's
+// end (no step can be taken back); one at the run's end resumes to "nothing to do".
 #pragma once
 
 #include <string>

@@ -81,9 +81,21 @@
 // --precision or job flag of the model or data is refused (ValueError naming each flag, the
 // checkpoint's value and the run's), never overridden by the checkpoint's optimizer groups.
 // --epochs may change under --lr-schedule constant, exp and step:... (the longer run's lrs).
+// The hyperparameters are compared from the checkpoint's optimizer header, before its tensors are
+// read. A checkpoint that holds all of --epochs ends the run at once with "resume: nothing to
+// do: ..." (exit 0, the checkpoint untouched); one past --epochs (a smaller --epochs) is refused.
 // --strategy and the ranks, --accumulate, the autocast --precision, --device, --dp-replicas,
-// --sync-batchnorm, --reduce-dtype, --tf32, --log-every and --checkpoint-every may change; the
-// run prints "resume: changed since the checkpoint: --accumulate 1 -> 2" for each that did.
+// --sync-batchnorm, --reduce-dtype, --tf32, --bucket-mb, --first-bucket-mb, --offload-optimizer,
+// --cudnn-benchmark, --log-every and --checkpoint-every may change; the run prints "resume:
+// changed since the checkpoint: --accumulate 1 -> 2" for each that did. (The buckets, the offload
+// and cuDNN's algorithms change no formula but may change the rounding: see Note [Resume
+// configuration].)
+//
+// A flag given but ignored under the other flags is refused (ValueError naming it and what
+// ignores it), not silently dropped: --lr-gamma under a schedule other than exp and step:...,
+// --dp-replicas without --strategy dp, --bucket-mb and --first-bucket-mb with single or dp
+// (unless --estimate-memory), --reduce-dtype and --sync-batchnorm 1 with single or dp,
+// --momentum without --optimizer sgd.
 #pragma once
 
 #include <cstdint>
