@@ -72,6 +72,8 @@ class TransformerEncoderLayer : public Module {
 /// feed-forward block (torch.nn.TransformerDecoderLayer). Throws as TransformerEncoderLayer.
 class TransformerDecoderLayer : public Module {
  public:
+  /// The one-tensor form stays visible (it throws ValueError: this module takes more inputs).
+  using Module::forward;
   TransformerDecoderLayer(int64_t d_model, int64_t nhead, TransformerDecoderLayerOptions opts = {});
   /// tgt [B, T, E] (batch_first) or [T, B, E], or unbatched [T, E]; memory [B, S, E] / [S, B, E]
   /// / [S, E], the same rank and batch size as tgt. Out like tgt. tgt_mask [T, T] or
@@ -134,6 +136,8 @@ class TransformerEncoder : public Module {
 /// given. Throws ValueError for num_layers < 0.
 class TransformerDecoder : public Module {
  public:
+  /// The one-tensor form stays visible (it throws ValueError: this module takes more inputs).
+  using Module::forward;
   TransformerDecoder(const TransformerDecoderLayer& decoder_layer, int64_t num_layers,
                      std::shared_ptr<Module> norm = nullptr);
   /// As TransformerDecoderLayer::forward; every layer gets the same memory and masks.
@@ -157,6 +161,8 @@ class TransformerDecoder : public Module {
 /// ValueError for a negative layer count.
 class Transformer : public Module {
  public:
+  /// The one-tensor form stays visible (it throws ValueError: this module takes more inputs).
+  using Module::forward;
   Transformer(int64_t d_model = 512, int64_t nhead = 8, int64_t num_encoder_layers = 6,
               int64_t num_decoder_layers = 6, TransformerLayerOptions opts = {});
   /// src [B, S, E] (batch_first) or [S, B, E], or unbatched [S, E]; tgt [B, T, E] / [T, B, E] /
