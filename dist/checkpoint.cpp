@@ -338,7 +338,7 @@ void save_sharded_checkpoint(const std::string& dir, Strategy& s, const Json& ex
     for (size_t i = 0; i < named.size(); ++i) {
       int64_t step = 0;
       if (src.sharded) {
-        step = src.sharded->step_count();
+        step = src.sharded->step_count(static_cast<int>(i));
       } else {
         auto [g, j] = src.opt_index[i];
         step = s.optimizer().state(g, j).step;
@@ -503,8 +503,10 @@ Json load_sharded_checkpoint(const std::string& dir, Strategy& s) {
     opt.load_state_dict(serialize::Section{{}, meta});
     ShardedOptimizer& so = *src.sharded;
     const auto& named = s.named_params();
-    int64_t step = 0;
-    for (const auto& [k, v] : steps.members()) step = std::max(step, v.as_int());
+    for (size_t i = 0; i < named.size(); ++i) {
+      const Json* st = steps.find(named[i].first);
+      so.set_step_count(static_cast<int>(i), st ? st->as_int() : 0);
+    }
     bool momentum = false;  // decided globally, so every rank agrees
     for (const auto& [name, p] : named) momentum = momentum || has_state("momentum_buffer", name);
     for (const Piece& pc : src.layout->pieces_of_rank(s.rank())) {
@@ -521,7 +523,6 @@ Json load_sharded_checkpoint(const std::string& dir, Strategy& s) {
                    pc.param_begin, pc.param_end);
       }
     }
-    so.set_step_count(step);
     so.set_momentum_initialized(momentum);
     // the masters the checkpoint did not hold (all, or those of parameters whose optimizer group
     // kept none where it was saved) from the loaded parameters; the offloaded parameter copy in
@@ -629,8 +630,9 @@ serialize::StateDict full_optimizer_state(Strategy& s) {
       }
     }
   }
-  for (const auto& [name, p] : named) {
-    out["step/" + name] = scalar_tensor(src.sharded->step_count(), {.dtype = DType::i64});
+  for (size_t i = 0; i < named.size(); ++i) {
+    out["step/" + named[i].first] =
+        scalar_tensor(src.sharded->step_count(static_cast<int>(i)), {.dtype = DType::i64});
   }
   return sorted_state_dict(out);
 }

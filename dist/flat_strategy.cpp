@@ -76,6 +76,7 @@ FlatStrategy::FlatStrategy(StrategyKind kind, std::shared_ptr<nn::Module> model,
                                         opts_.bucket_cap_bytes, opts_.first_bucket_cap_bytes);
   tracker_holder_ = std::make_unique<BucketTracker>(flat_->layout());
   tracker_ = tracker_holder_.get();
+  has_grad_.assign(flat_->params().size(), 0);
   broadcast_state();
   const TensorList& ps = flat_->params();
   if (kind_ == StrategyKind::zero2) {
@@ -181,6 +182,7 @@ Tensor FlatStrategy::forward(const TensorList& inputs, const ForwardFn& fn) {
 void FlatStrategy::on_grad_accumulated(int param) {
   // The optimizer's zero_grad(set_to_none) may have dropped the view, so autograd stored a
   // fresh gradient: it is the whole gradient, so it replaces the view's contents.
+  has_grad_[static_cast<size_t>(param)] = 1;
   const Tensor& p = flat_->params()[static_cast<size_t>(param)];
   Tensor view = flat_->grad_view(param);
   const Tensor& g = p.grad();
@@ -195,6 +197,7 @@ void FlatStrategy::on_grad_accumulated(int param) {
 }
 
 void FlatStrategy::on_grad(int param, const Tensor& grad) {
+  has_grad_[static_cast<size_t>(param)] = 1;
   if (tracker_->seen(param)) {  // a new backward without backward(): finish the old round
     end_round();
     drain();
@@ -366,14 +369,32 @@ TensorList FlatStrategy::owned_gradients() {
   return grad_shards_;
 }
 
-void FlatStrategy::update_parameters() {
+void FlatStrategy::update_parameters(const std::vector<bool>& skip) {
   if (kind_ == StrategyKind::ddp) {
-    opt_.step();  // every rank holds the averaged full gradient
+    // every rank holds the averaged full gradient; the optimizer skips a parameter whose
+    // gradient is undefined, so the views of those no rank computed are hidden meanwhile
+    const TensorList& ps = flat_->params();
+    std::vector<std::pair<Tensor, Tensor>> hidden;
+    for (size_t i = 0; i < skip.size(); ++i) {
+      if (!skip[i]) continue;
+      hidden.emplace_back(ps[i], ps[i].grad());
+      ps[i].set_grad(Tensor());
+    }
+    auto restore = [&] {
+      for (auto& [p, g] : hidden) p.set_grad(g);
+    };
+    try {
+      opt_.step();
+    } catch (...) {
+      restore();
+      throw;
+    }
+    restore();
     return;
   }
   {
     profiler::Scope scope("optimizer (own shard)", profiler::Category::phase);
-    sharded_->step(grad_shards_);
+    sharded_->step(grad_shards_, skip);
   }
   profiler::Scope scope("allgather parameters", profiler::Category::phase);
   // Rebuild the full parameters: each bucket from every rank's updated slice (in place).
@@ -393,6 +414,7 @@ void FlatStrategy::zero_grad() {
   if (flat_->has_grad_buffers()) flat_->zero_grads();
   for (Tensor& g : grad_shards_) ops::fill_(g, 0);
   std::fill(shard_written_.begin(), shard_written_.end(), false);
+  std::fill(has_grad_.begin(), has_grad_.end(), 0);
 }
 
 MemoryReport FlatStrategy::memory_report() const {

@@ -23,6 +23,23 @@
 // step is skipped on every rank. With gradient accumulation, ddp and zero1 round the sum of the
 // micro-batches once, while zero2 (which communicates every micro-batch) rounds each one.
 // The casts' buffers count as communication buffers in memory_report().
+//
+// Note [Unused parameters]
+// A parameter the forward did not use gets no gradient. Unsharded, its .grad stays undefined
+// (None) and the optimizer skips it: no weight decay, no momentum or moment decay, no step count,
+// as in PyTorch (and DDP with find_unused_parameters, which leaves a gradient no rank computed
+// untouched). Flat buffers always hold a gradient, zero for such a parameter, which the optimizer
+// would apply: AdamW's weight decay and momentum would move the parameter where single mode does
+// not. So each rank records which parameters' gradient hooks fired since zero_grad, step() takes
+// the maximum over the ranks in the collective that already carries the inf/NaN flag (one float
+// per parameter more; ddp gains this one small all-reduce per step), and the update leaves out
+// the parameters no rank has a gradient for: ddp hides their gradient views from the optimizer
+// during its step, zero skips their pieces and keeps a step count per parameter, so a
+// parameter unused on some steps has PyTorch's bias corrections. A parameter used on any rank
+// is updated with the average over all ranks (zero on the others), as DDP does. Left as before:
+// SGD's first momentum step is decided for all parameters at once in zero modes, so a parameter
+// first used after that step starts its buffer from 0 instead of its gradient (equal unless
+// dampening is set).
 #pragma once
 
 #include <atomic>
@@ -80,7 +97,8 @@ class FlatStrategy final : public Strategy {
   void sync_gradients() override;
   TensorList owned_gradients() override;
   bool gradients_replicated() const override { return kind_ == StrategyKind::ddp; }
-  void update_parameters() override;
+  std::vector<uint8_t> local_gradient_flags() const override { return has_grad_; }
+  void update_parameters(const std::vector<bool>& skip) override;
 
  private:
   struct Pending {
@@ -119,6 +137,7 @@ class FlatStrategy final : public Strategy {
   std::vector<Tensor> grad_shards_;
   std::unique_ptr<ShardedOptimizer> sharded_;
   std::vector<bool> shard_written_;  // per bucket: the shard slice holds this step's values
+  std::vector<uint8_t> has_grad_;    // per parameter: a gradient arrived since zero_grad
   // zero2
   std::vector<Tensor> staging_;
   // Bytes of communication buffers (zero2 staging, reduced-dtype copies, accumulation temps)

@@ -31,7 +31,7 @@ class SingleStrategy final : public Strategy {
 
  protected:
   TensorList owned_gradients() override { return defined_grads(named_params_); }
-  void update_parameters() override { opt_.step(); }
+  void update_parameters(const std::vector<bool>&) override { opt_.step(); }
 };
 
 /// Concatenates per-replica outputs along dim 0 onto `dst` (differentiable: the gradient is
@@ -213,7 +213,7 @@ class DataParallelStrategy final : public Strategy {
     }
   }
   TensorList owned_gradients() override { return defined_grads(named_params_); }
-  void update_parameters() override { opt_.step(); }
+  void update_parameters(const std::vector<bool>&) override { opt_.step(); }
 
  private:
   /// Copies the model's parameters and buffers into the first k replicas.

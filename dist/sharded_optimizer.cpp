@@ -1,5 +1,7 @@
 #include "dist/sharded_optimizer.h"
 
+#include <algorithm>
+
 #include "autograd/grad_mode.h"
 #include "core/allocator.h"
 #include "core/cuda/cuda_api.h"
@@ -111,10 +113,11 @@ ShardedOptimizer::ShardedOptimizer(const FlatBuffers& flat, int rank, optim::Opt
       }
     }
     runs_.push_back(Run{
-        pc.group, og, pc.flat_offset, pc.shard_offset, pc.numel(), {0, pc.numel()}, {pc.param}});
+        pc.group, og, pc.flat_offset, pc.shard_offset, pc.numel(), {0, pc.numel()}, {pc.param}, 0});
   }
   const std::vector<bool>& master = plan.master;
   state_.resize(L.groups().size());
+  steps_.assign(L.params().size(), 0);
   if (offload_) {
     host_params_.resize(L.groups().size());
     host_grads_.resize(L.groups().size());
@@ -242,14 +245,51 @@ void ShardedOptimizer::refresh_master(const std::vector<bool>& master_loaded) {
   }
 }
 
-void ShardedOptimizer::step(const std::vector<Tensor>& grad_shards_in) {
+std::vector<ShardedOptimizer::Run> ShardedOptimizer::active_runs(
+    const std::vector<bool>& skip) const {
+  auto skipped = [&](int64_t p) { return !skip.empty() && skip[static_cast<size_t>(p)]; };
+  std::vector<Run> out;
+  for (const Run& r : runs_) {
+    size_t j = 0;
+    while (j < r.params.size()) {
+      if (skipped(r.params[j])) {
+        ++j;
+        continue;
+      }
+      // [j, k): consecutive pieces to update with one step count
+      const int64_t step = steps_[static_cast<size_t>(r.params[j])];
+      size_t k = j + 1;
+      while (k < r.params.size() && !skipped(r.params[k]) &&
+             steps_[static_cast<size_t>(r.params[k])] == step) {
+        ++k;
+      }
+      const int64_t b = r.bounds[j];
+      Run sub{r.group, r.opt_group, r.flat_offset + b, r.shard_offset + b, r.bounds[k] - b, {},
+              {},      step};
+      for (size_t i = j; i <= k; ++i) sub.bounds.push_back(r.bounds[i] - b);
+      sub.params.assign(r.params.begin() + static_cast<std::ptrdiff_t>(j),
+                        r.params.begin() + static_cast<std::ptrdiff_t>(k));
+      out.push_back(std::move(sub));
+      j = k;
+    }
+  }
+  return out;
+}
+
+void ShardedOptimizer::step(const std::vector<Tensor>& grad_shards_in,
+                            const std::vector<bool>& skip) {
+  SL_CHECK(skip.empty() || skip.size() == flat_.layout().params().size(), "zero: ", skip.size(),
+           " skip flags for ", flat_.layout().params().size(), " parameters");
   NoGradGuard no_grad;
   SL_CHECK(grad_shards_in.size() == state_.size(), "zero: ", grad_shards_in.size(),
            " gradient shards for ", state_.size(), " dtype groups");
   const std::vector<Tensor>& grad_shards = stage_gradients(grad_shards_in);
-  step_ += 1;
+  for (size_t p = 0; p < steps_.size(); ++p) {
+    if (skip.empty() || !skip[p]) steps_[p] += 1;
+  }
+  const std::vector<Run> runs = active_runs(skip);
   if (rule_ == UpdateRule::lamb) {
-    lamb_step(grad_shards);
+    lamb_step(grad_shards, runs);
     return;
   }
   ensure_state_buffers();
@@ -258,7 +298,7 @@ void ShardedOptimizer::step(const std::vector<Tensor>& grad_shards_in) {
     init_momentum = true;  // PyTorch's first step with momentum copies the gradient
     momentum_initialized_ = true;
   }
-  for (const Run& r : runs_) {
+  for (const Run& r : runs) {
     const ShardState& s = state_[static_cast<size_t>(r.group)];
     Tensor param = update_target(r);
     Tensor grad = slice(grad_shards[static_cast<size_t>(r.group)], r.shard_offset, r.numel);
@@ -274,20 +314,21 @@ void ShardedOptimizer::step(const std::vector<Tensor>& grad_shards_in) {
           h.momentum > 0.0 ? slice(s.momentum_buffer, r.shard_offset, r.numel) : Tensor(), h);
     } else if (rule_ == UpdateRule::adagrad) {
       AdagradHyper h = static_cast<optim::Adagrad&>(opt_).options(r.opt_group).hyper();
-      ops::adagrad_step(param, grad, slice(s.sum, r.shard_offset, r.numel), step_, h);
+      ops::adagrad_step(param, grad, slice(s.sum, r.shard_offset, r.numel), r.step, h);
     } else {
       AdamHyper h = rule_ == UpdateRule::adam ? static_cast<optim::Adam&>(opt_).hyper(r.opt_group)
                                               : static_cast<optim::AdamW&>(opt_).hyper(r.opt_group);
       ops::adam_step(param, grad, slice(s.exp_avg, r.shard_offset, r.numel),
                      slice(s.exp_avg_sq, r.shard_offset, r.numel),
-                     h.amsgrad ? slice(s.max_exp_avg_sq, r.shard_offset, r.numel) : Tensor(), step_,
-                     h);
+                     h.amsgrad ? slice(s.max_exp_avg_sq, r.shard_offset, r.numel) : Tensor(),
+                     r.step, h);
     }
     write_back(r, param);
   }
 }
 
-void ShardedOptimizer::lamb_step(const std::vector<Tensor>& grad_shards) {
+void ShardedOptimizer::lamb_step(const std::vector<Tensor>& grad_shards,
+                                 const std::vector<Run>& runs) {
   auto& lamb = static_cast<optim::Lamb&>(opt_);
   const int64_t num_params = static_cast<int64_t>(flat_.layout().params().size());
   const Device dev = state_device_;
@@ -299,16 +340,16 @@ void ShardedOptimizer::lamb_step(const std::vector<Tensor>& grad_shards) {
     updates[g] = ops::empty({grad_shards[g].numel()},
                             state_[g].master.defined() ? DType::f32 : grad_shards[g].dtype(), dev);
   }
-  for (const Run& r : runs_) {
+  for (const Run& r : runs) {
     const ShardState& s = state_[static_cast<size_t>(r.group)];
     ops::lamb_moments(
         update_target(r), slice(grad_shards[static_cast<size_t>(r.group)], r.shard_offset, r.numel),
         slice(s.exp_avg, r.shard_offset, r.numel), slice(s.exp_avg_sq, r.shard_offset, r.numel),
         slice(updates[static_cast<size_t>(r.group)], r.shard_offset, r.numel), r.bounds, r.params,
-        sums, step_, lamb.options(r.opt_group).hyper());
+        sums, r.step, lamb.options(r.opt_group).hyper());
   }
   if (all_reduce_sum_) all_reduce_sum_(sums);  // one collective: the norms of whole parameters
-  for (const Run& r : runs_) {
+  for (const Run& r : runs) {
     Tensor param = update_target(r);
     ops::lamb_apply(param, slice(updates[static_cast<size_t>(r.group)], r.shard_offset, r.numel),
                     r.bounds, r.params, sums, lamb.options(r.opt_group).lr);

@@ -104,10 +104,14 @@ class ShardedOptimizer {
   UpdateRule rule() const { return rule_; }
   /// One update of this rank's shard from `grad_shards` (one per dtype group, shard layout):
   /// writes the parameter pieces it owns in the flat parameter buffers (the caller all-gathers).
-  void step(const std::vector<Tensor>& grad_shards);
-  /// Steps taken so far (PyTorch's per-parameter "step", equal for all parameters here).
-  int64_t step_count() const { return step_; }
-  void set_step_count(int64_t s) { step_ = s; }
+  /// `skip` (empty, or one flag per flat parameter): parameters no rank computed a gradient for
+  /// this step, which keep their values and state, as the unsharded optimizer skips a parameter
+  /// without a gradient (Note [Unused parameters] in dist/flat_strategy.h).
+  void step(const std::vector<Tensor>& grad_shards, const std::vector<bool>& skip = {});
+  /// Steps taken so far by flat parameter `param` (PyTorch's per-parameter "step": a skipped
+  /// parameter's does not advance). The same on every rank, owner of the parameter or not.
+  int64_t step_count(int param) const { return steps_[static_cast<size_t>(param)]; }
+  void set_step_count(int param, int64_t s) { steps_[static_cast<size_t>(param)] = s; }
   /// Whether the momentum buffers hold values: SGD's from its first step with momentum, RMSprop's
   /// (zeros to start with) from when they are allocated.
   bool momentum_initialized() const { return momentum_initialized_; }
@@ -146,6 +150,7 @@ class ShardedOptimizer {
     /// [bounds[j], bounds[j + 1]) of the run, of flat parameter params[j].
     std::vector<int64_t> bounds;
     std::vector<int64_t> params;
+    int64_t step = 0;  ///< the step count of all its parameters (set by active_runs)
   };
   bool uses_master(int group) const;
   /// Where run `r`'s parameters are updated: the master shard, the offloaded parameter copy, or
@@ -165,7 +170,10 @@ class ShardedOptimizer {
   /// give a group momentum, a loaded state_dict amsgrad or centered, after construction.
   void ensure_state_buffers();
   /// LAMB's two phases with the all-reduce of the norms between them.
-  void lamb_step(const std::vector<Tensor>& grad_shards);
+  void lamb_step(const std::vector<Tensor>& grad_shards, const std::vector<Run>& runs);
+  /// runs_ without the pieces of the parameters `skip` flags, split where the parameters' step
+  /// counts differ, each with its parameters' step count (runs_ themselves in the usual case).
+  std::vector<Run> active_runs(const std::vector<bool>& skip) const;
 
   const FlatBuffers& flat_;
   int rank_;
@@ -178,7 +186,7 @@ class ShardedOptimizer {
   bool offload_ = false;
   std::vector<Tensor> host_params_;  // offload: per group, the parameter shard (master: rounded)
   std::vector<Tensor> host_grads_;   // offload: per group, the gradient shard
-  int64_t step_ = 0;
+  std::vector<int64_t> steps_;       // per flat parameter
   bool momentum_initialized_ = false;
 };
 

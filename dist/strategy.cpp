@@ -9,7 +9,9 @@
 #include "autograd/grad_mode.h"
 #include "core/allocator.h"
 #include "core/creation.h"
+#include "core/ops/copy.h"
 #include "core/ops/optim.h"
+#include "core/ops/view.h"
 #include "core/profiler.h"
 #include "dist/flat_buffers.h"
 #include "dist/stats_sync.h"
@@ -162,11 +164,29 @@ StepResult Strategy::step() {
   const bool share = !gradients_replicated() && world_size() > 1;
   // the group's collectives take tensors where the gradients are (a GPU's for NCCL)
   const Device dev = grads.empty() ? kCPU : grads.front().device();
-  if (scaling || opts_.skip_nonfinite) {
-    Tensor found = zeros({1}, {.dtype = DType::f32, .device = dev});
-    for (const Tensor& g : grads) ops::unscale_check_(g, found, scaling ? 1.0 / scale_ : 1.0);
-    if (share) group_->allreduce(found, ReduceOp::max)->wait();  // every rank agrees
-    r.found_nonfinite = found.cpu().item<float>() != 0.f;
+  const bool check = scaling || opts_.skip_nonfinite;
+  const std::vector<uint8_t> used = local_gradient_flags();
+  std::vector<bool> unused;  // per parameter, when any is: no rank has a gradient for it
+  if (check || !used.empty()) {
+    // one collective carries the inf/NaN flag and which parameters any rank has a gradient for
+    // (Note [Unused parameters]); every rank agrees on both
+    const auto n = static_cast<int64_t>(used.size());
+    Tensor control = zeros({1 + n}, {.dtype = DType::f32, .device = dev});
+    if (check) {
+      Tensor found = ops::narrow(control, 0, 0, 1);
+      for (const Tensor& g : grads) ops::unscale_check_(g, found, scaling ? 1.0 / scale_ : 1.0);
+    }
+    if (n > 0) {
+      std::vector<float> flags(used.begin(), used.end());
+      ops::copy_(ops::narrow(control, 0, 1, n), from_vector(flags));
+    }
+    if (world_size() > 1 && (share || n > 0)) group_->allreduce(control, ReduceOp::max)->wait();
+    Tensor host = control.cpu();
+    const float* h = host.data_ptr<float>();
+    r.found_nonfinite = h[0] != 0.f;
+    bool any_skipped = false;
+    for (int64_t i = 0; i < n; ++i) any_skipped = any_skipped || h[1 + i] == 0.f;
+    for (int64_t i = 0; i < n && any_skipped; ++i) unused.push_back(h[1 + i] == 0.f);
   }
   bool skip = r.found_nonfinite && (scaling || opts_.skip_nonfinite);
   if (opts_.max_grad_norm > 0 && !skip) {
@@ -182,7 +202,7 @@ StepResult Strategy::step() {
   }
   if (!skip) {
     profiler::Scope scope("update parameters", profiler::Category::phase);
-    update_parameters();
+    update_parameters(unused);
     steps_taken_ += 1;
     r.taken = true;
   }

@@ -30,9 +30,13 @@
 //   gradient into a per-bucket staging buffer, a full bucket is reduce-scattered straight into
 //   the rank's gradient shard, and the staging buffer is freed. Micro-batches accumulate into
 //   the shard (each micro-batch communicates; no_sync has no effect).
-// Every mode: clipping uses the global norm (the squared norms of the shards are all-reduced
-// where gradients are sharded), and a step whose gradients hold an inf or NaN is skipped on
-// every rank alike (the flag is all-reduced with max), with dynamic loss scaling if enabled.
+// Every mode: a parameter no rank computed a gradient for since zero_grad (a branch the forward
+// did not take, a head the loss does not use) is left alone by the update, values and optimizer
+// state alike, as PyTorch's optimizers skip a parameter whose .grad is None (Note [Unused
+// parameters] in dist/flat_strategy.h). Every mode: clipping uses the global norm (the squared
+// norms of the shards are all-reduced where gradients are sharded), and a step whose gradients hold
+// an inf or NaN is skipped on every rank alike (the flag is all-reduced with max), with dynamic
+// loss scaling if enabled.
 #pragma once
 
 #include <functional>
@@ -207,8 +211,14 @@ class Strategy {
   virtual TensorList owned_gradients() = 0;
   /// True when owned_gradients() are equal on every rank (nothing to all-reduce for checks).
   virtual bool gradients_replicated() const { return true; }
-  /// The optimizer update of this rank's parameters (and the allgather in zero modes).
-  virtual void update_parameters() = 0;
+  /// Per trainable parameter (named_params order): whether this rank computed a gradient for it
+  /// since zero_grad. Empty where the optimizer sees each parameter's own gradient, undefined
+  /// when none was computed, and skips it itself (single, dp). Note [Unused parameters].
+  virtual std::vector<uint8_t> local_gradient_flags() const { return {}; }
+  /// The optimizer update of this rank's parameters (and the allgather in zero modes), leaving
+  /// out the parameters `skip` flags (empty, or one flag per trainable parameter: those no rank
+  /// computed a gradient for).
+  virtual void update_parameters(const std::vector<bool>& skip) = 0;
   /// Called when the no_sync flag changes.
   bool no_sync_ = false;
 

@@ -82,10 +82,16 @@ TEST_CASE("checkpoint: a parameter has its own group's optimizer state in every 
   // zero keeps one buffer per dtype group for every state tensor any optimizer group keeps; the
   // state it reports and saves must still be each parameter's own, as single mode's and
   // PyTorch's (no momentum_buffer where a group has no momentum), so that modes compare equal
+  // (and a step count of its own: fc2, used on every other step, has fewer steps and no
+  // state before its first, Note [Unused parameters])
   auto pg = make_single_group();
-  for (OptKind ok : {OptKind::sgd_mixed, OptKind::adam_mixed, OptKind::rmsprop_mixed}) {
-    CAPTURE(opt_name(ok));
-    TrainConfig c{.opt = ok};
+  const TrainConfig configs[] = {{.opt = OptKind::sgd_mixed},
+                                 {.opt = OptKind::adam_mixed},
+                                 {.opt = OptKind::rmsprop_mixed},
+                                 {.opt = OptKind::adamw, .fc2_every = 2},
+                                 {.opt = OptKind::adagrad, .fc2_every = 2}};
+  for (const TrainConfig& c : configs) {
+    CAPTURE(c.str());
     TinyTrainer single("single", c, pg);
     single.run(0, 3);
     serialize::StateDict want = full_optimizer_state(*single.strategy);
@@ -96,6 +102,13 @@ TEST_CASE("checkpoint: a parameter has its own group's optimizer state in every 
       own_keys += opt.params(g).size() * (1 + static_cast<size_t>(opt.state_tensors(g)));
     }
     CHECK(want.keys().size() == own_keys);  // +1: "step/<name>"
+    {  // and single's checkpoint gives zero each parameter's own state and step back
+      TempDir dir;
+      save_sharded_checkpoint((dir.path / "ck").string(), *single.strategy, single.extra());
+      TinyTrainer z("zero2", c, pg);
+      z.restore(load_sharded_checkpoint((dir.path / "ck").string(), *z.strategy));
+      check_state_dicts_equal(full_optimizer_state(*z.strategy), want);
+    }
     for (const char* mode : {"ddp", "zero1", "zero2"}) {
       CAPTURE(mode);
       TinyTrainer t(mode, c, pg);

@@ -102,6 +102,25 @@ TEST_CASE("ddp, zero1 and zero2 on one rank equal single") {
   }
 }
 
+TEST_CASE("a parameter without a gradient is left alone in every mode, as single leaves it") {
+  // fc2 takes part in every other step's forward only. Single's optimizer skips it on the others
+  // (its .grad is undefined): no weight decay, no moment decay, no step. The flat modes hold a
+  // zero gradient for it there, which they must not apply (Note [Unused parameters]); zero's
+  // per-parameter step counts keep Adam's and Lamb's bias corrections and Adagrad's lr decay.
+  auto pg = make_single_group();
+  for (OptKind ok :
+       {OptKind::adamw, OptKind::sgd_mixed, OptKind::lamb, OptKind::rmsprop, OptKind::adagrad}) {
+    const TrainConfig c{.opt = ok, .steps = 5, .fc2_every = 2};
+    CAPTURE(c.str());
+    RunResult ref = sl::testing::train_reference(c);
+    for (const char* kind : {"single", "ddp", "zero1", "zero2"}) {
+      CAPTURE(std::string(kind));
+      // one rank: the same kernels on the same numbers, so exactly the reference's values
+      check_same_params(sl::testing::train_strategy(kind, c, pg), ref, 0, 0);
+    }
+  }
+}
+
 TEST_CASE("zero2 consumes gradients: no .grad, shard holds them; memory report by category") {
   auto pg = make_single_group();
   auto net = sl::testing::make_tiny_net();

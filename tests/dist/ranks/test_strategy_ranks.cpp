@@ -99,6 +99,27 @@ TEST_CASE("lamb: zero1 and zero2 equal ddp and the reference, with parameters sp
   }
 }
 
+TEST_CASE("a parameter one rank uses is updated on every rank; one no rank uses is left alone") {
+  // fc2 takes part in rank 0's forward on even steps only: on those, every rank must apply the
+  // average of rank 0's gradient and the others' zeros (the other ranks have no gradient of
+  // their own for it); on odd steps no rank has one and the optimizer must skip it
+  // (Note [Unused parameters]). The reference is one process whose loss is the mean of the
+  // ranks' shares, each forwarded with its rank's setting.
+  auto pg = world();
+  for (OptKind ok : {OptKind::adamw, OptKind::sgd_mixed, OptKind::adagrad}) {
+    const TrainConfig c{.opt = ok, .steps = 5, .fc2_every = 2, .fc2_rank = 0};
+    CAPTURE(c.str());
+    RunResult ref = sl::testing::train_reference(c, pg->size());
+    for (const char* kind : {"ddp", "zero1", "zero2"}) {
+      CAPTURE(std::string(kind));
+      RunResult r = sl::testing::train_strategy(kind, c, pg);
+      // the ranks' shares are summed in another order than the reference's (f32 rounding)
+      check_same_params(r, ref, 1e-5, 1e-6);
+      for (const Tensor& p : r.params) check_same_on_every_rank(p);
+    }
+  }
+}
+
 TEST_CASE("an inf in one rank's gradients makes every rank skip that step") {
   auto pg = world();
   TrainConfig c{.opt = OptKind::adam, .steps = 5, .inf_step = 2, .inf_rank = pg->size() - 1};

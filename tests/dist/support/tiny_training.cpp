@@ -11,6 +11,7 @@ TinyNet::TinyNet() : Module("TinyNet") {
 }
 
 Tensor TinyNet::forward(const Tensor& x) {
+  if (!use_fc2) return fc1->forward(x).narrow(1, 0, 3) * scale;
   return fc2->forward(fc1->forward(x).tanh()) * scale;
 }
 
@@ -43,9 +44,15 @@ const char* opt_name(OptKind k) {
   return "?";
 }
 
+bool TrainConfig::uses_fc2(int step, int rank) const {
+  return (fc2_every <= 0 || step % fc2_every == 0) && (fc2_rank < 0 || rank == fc2_rank);
+}
+
 std::string TrainConfig::str() const {
   std::ostringstream os;
   os << opt_name(opt) << " accum=" << accum << " clip=" << clip << " steps=" << steps;
+  if (fc2_every > 0) os << " fc2_every=" << fc2_every;
+  if (fc2_rank >= 0) os << " fc2_rank=" << fc2_rank;
   return os.str();
 }
 
@@ -110,7 +117,8 @@ std::vector<Tensor> snapshot(nn::Module& m) {
 
 }  // namespace
 
-RunResult train_reference(const TrainConfig& c) {
+RunResult train_reference(const TrainConfig& c, int ranks) {
+  SL_CHECK(ranks == 1 || c.accum == 1, "train_reference: micro-batches over ", ranks, " ranks");
   auto net = make_tiny_net();
   auto opt = make_optimizer(c.opt, *net);
   optim::StepLR sched(*opt, 3, 0.5);
@@ -118,7 +126,20 @@ RunResult train_reference(const TrainConfig& c) {
   for (int s = 0; s < c.steps; ++s) {
     auto [x, y] = global_batch(s, c.global_batch);
     opt->zero_grad();
-    Tensor loss = mse(net->forward(x), y);
+    Tensor loss;
+    if (ranks == 1 && c.fc2_rank < 0) {
+      net->use_fc2 = c.uses_fc2(s, 0);
+      loss = mse(net->forward(x), y);
+    } else {
+      const int64_t share = c.global_batch / ranks;
+      for (int k = 0; k < ranks; ++k) {
+        net->use_fc2 = c.uses_fc2(s, k);
+        Tensor part =
+            mse(net->forward(x.narrow(0, k * share, share)), y.narrow(0, k * share, share)) /
+            double(ranks);
+        loss = loss.defined() ? loss + part : part;
+      }
+    }
     loss.backward();
     if (c.clip > 0) optim::clip_grad_norm_(net->parameters(), c.clip);
     opt->step();
@@ -156,6 +177,7 @@ std::vector<double> TinyTrainer::run(int from, int to) {
       x.select(0, 0).fill_(std::numeric_limits<double>::infinity());
     }
     strategy->zero_grad();
+    net->use_fc2 = c.uses_fc2(s, rank);
     int64_t micro = share / c.accum;
     double loss_sum = 0;
     for (int m = 0; m < c.accum; ++m) {

@@ -19,6 +19,8 @@ struct TinyNet : nn::Module {
   TinyNet();
   std::shared_ptr<nn::Linear> fc1, fc2;
   Tensor scale;
+  /// false: fc2 is left out (fc1(x)'s first 3 columns * scale), so fc2 gets no gradient
+  bool use_fc2 = true;
   Tensor forward(const Tensor& x) override;
 };
 /// Built after manual_seed(seed), so every process gets the same initial values.
@@ -48,6 +50,12 @@ struct TrainConfig {
   int64_t bucket_cap = 16;  ///< bytes: several buckets even for the tiny model
   int inf_step = -1;        ///< at this step, rank inf_rank's inputs get an inf
   int inf_rank = -1;
+  /// > 0: fc2 takes part in the forward only on steps divisible by this (unused on the others)
+  int fc2_every = 0;
+  /// >= 0: fc2 takes part in the forward only on this rank (train_strategy, TinyTrainer)
+  int fc2_rank = -1;
+  /// Whether fc2 takes part in step `step`'s forward on rank `rank`.
+  bool uses_fc2(int step, int rank) const;
   std::string str() const;
 };
 
@@ -83,8 +91,9 @@ struct TinyTrainer {
 };
 
 /// The reference: one process, the whole global batch, model + optimizer + clip_grad_norm_ +
-/// StepLR, no strategy.
-RunResult train_reference(const TrainConfig& c);
+/// StepLR, no strategy. `ranks` > 1: the batch is cut into the ranks' shares, each forwarded
+/// with its rank's fc2 setting (TrainConfig::uses_fc2), and the loss is the mean of the shares'.
+RunResult train_reference(const TrainConfig& c, int ranks = 1);
 /// The same training through make_strategy(kind): rank r of `group` trains on its share of
 /// each global batch, split into c.accum micro-batches with no_sync on all but the last.
 RunResult train_strategy(const std::string& kind, const TrainConfig& c, dist::ProcessGroupPtr group,
