@@ -19,6 +19,18 @@ bool all_equal(const ExpandingArray<D>& a, int64_t x) {
   }
   return true;
 }
+/// torch.nn's _ConvNd.reset_parameters: kaiming_uniform_(a = sqrt(5)) on the weight, and the
+/// bias uniform in +-1/sqrt(fan_in) with the fans of the weight as laid out.
+void reset_conv_parameters(const Tensor& weight, const Tensor& bias) {
+  init::kaiming_uniform_(weight, std::sqrt(5.0));
+  if (bias.defined()) {
+    auto [fan_in, fan_out] = init::calculate_fan_in_and_fan_out(weight);
+    (void)fan_out;
+    double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
+    init::uniform_(bias, -bound, bound);
+  }
+}
+
 }  // namespace
 
 template <size_t D>
@@ -52,13 +64,7 @@ ConvNd<D>::ConvNd(const char* name, int64_t in, int64_t out, ExpandingArray<D> k
 
 template <size_t D>
 void ConvNd<D>::reset_parameters() {
-  init::kaiming_uniform_(weight, std::sqrt(5.0));
-  if (bias.defined()) {
-    auto [fan_in, fan_out] = init::calculate_fan_in_and_fan_out(weight);
-    (void)fan_out;
-    double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
-    init::uniform_(bias, -bound, bound);
-  }
+  reset_conv_parameters(weight, bias);
 }
 
 template <size_t D>
@@ -125,15 +131,9 @@ ConvTransposeNd<D>::ConvTransposeNd(const char* name, int64_t in, int64_t out, E
 
 template <size_t D>
 void ConvTransposeNd<D>::reset_parameters() {
-  // _ConvNd.reset_parameters: the fans come from the weight as laid out, so fan_in is
-  // weight.size(1) * receptive field = out / groups * prod(kernel) here
-  init::kaiming_uniform_(weight, std::sqrt(5.0));
-  if (bias.defined()) {
-    auto [fan_in, fan_out] = init::calculate_fan_in_and_fan_out(weight);
-    (void)fan_out;
-    double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
-    init::uniform_(bias, -bound, bound);
-  }
+  // the fans come from the weight as laid out, so fan_in is weight.size(1) * receptive field =
+  // out / groups * prod(kernel) here
+  reset_conv_parameters(weight, bias);
 }
 
 template <size_t D>
