@@ -72,12 +72,16 @@ Source source_of(Strategy& s) {
   return src;
 }
 
-/// Whether sharded state tensor `name` belongs to parameter `param`: zero keeps one buffer per
-/// dtype group for every state tensor any optimizer group keeps, but a parameter has only its
-/// own group's (as in single mode and PyTorch: no momentum_buffer where momentum is 0). Masters
-/// are decided per dtype group (Note [Flat buffer layout] 5).
+/// Whether zero's state tensor `name` belongs to parameter `param` in PyTorch's terms, as
+/// single mode's optimizer would hold it: zero keeps one buffer per dtype group for every state
+/// tensor any optimizer group keeps (and a master for the whole group, Note [Flat buffer layout]
+/// 5), but a parameter has state only from its first step, only its own group's keys (no
+/// momentum_buffer where momentum is 0), and a momentum buffer from its first step with momentum.
 bool param_keeps(const Source& src, const optim::Optimizer& opt, int param, std::string_view name) {
+  const ShardedOptimizer& so = *src.sharded;
+  if (so.step_count(param) == 0) return false;
   if (name == "master") return true;
+  if (name == "momentum_buffer" && !so.has_momentum(param)) return false;
   const size_t group = src.opt_index[static_cast<size_t>(param)].first;
   return (opt.state_keys(group) & optim::state_keys_of({name})).any();
 }
@@ -320,7 +324,6 @@ void save_sharded_checkpoint(const std::string& dir, Strategy& s, const Json& ex
       if (src.sharded) {
         const ShardState& ss = src.sharded->state()[static_cast<size_t>(pc.group)];
         for (const auto& [sname, t] : ss.named()) {
-          if (sname == "momentum_buffer" && !src.sharded->momentum_initialized()) continue;
           if (!param_keeps(src, s.optimizer(), pc.param, sname)) continue;
           optim.tensors.insert(sname + "/" + piece_key(name, pc.param_begin),
                                ops::narrow(t, 0, pc.shard_offset, pc.numel()));
@@ -507,14 +510,22 @@ Json load_sharded_checkpoint(const std::string& dir, Strategy& s) {
       const Json* st = steps.find(named[i].first);
       so.set_step_count(static_cast<int>(i), st ? st->as_int() : 0);
     }
-    bool momentum = false;  // decided globally, so every rank agrees
-    for (const auto& [name, p] : named) momentum = momentum || has_state("momentum_buffer", name);
+    for (size_t i = 0; i < named.size(); ++i) {
+      so.set_has_momentum(static_cast<int>(i), has_state("momentum_buffer", named[i].first));
+    }
     for (const Piece& pc : src.layout->pieces_of_rank(s.rank())) {
       const std::string& pname = named[static_cast<size_t>(pc.param)].first;
       ShardState& ss = so.state()[static_cast<size_t>(pc.group)];
       for (size_t k = 0; k < std::size(kStateNames); ++k) {
         std::string key = std::string(kStateNames[k]) + "/" + pname;
-        if (!has_state(kStateNames[k], pname)) continue;
+        if (!has_state(kStateNames[k], pname)) {
+          // no state of this kind yet (no step taken, or not its group's): the initial value
+          if (ss.tensor(k).defined()) {
+            ops::fill_(ops::narrow(ss.tensor(k), 0, pc.shard_offset, pc.numel()),
+                       so.initial_state(k, src.opt_index[static_cast<size_t>(pc.param)].first));
+          }
+          continue;
+        }
         if (!ss.tensor(k).defined()) {
           ss.tensor(k) = zeros({src.layout->groups()[static_cast<size_t>(pc.group)].shard_numel},
                                {.dtype = saved_dtype(idx, key), .device = so.state_device()});
@@ -523,7 +534,6 @@ Json load_sharded_checkpoint(const std::string& dir, Strategy& s) {
                    pc.param_begin, pc.param_end);
       }
     }
-    so.set_momentum_initialized(momentum);
     // the masters the checkpoint did not hold (all, or those of parameters whose optimizer group
     // kept none where it was saved) from the loaded parameters; the offloaded parameter copy in
     // any case
@@ -607,7 +617,6 @@ serialize::StateDict full_optimizer_state(Strategy& s) {
   const FlatLayout& L = *src.layout;
   const int n = pg.size();
   for (size_t k = 0; k < std::size(kStateNames); ++k) {
-    if (k == 0 && !src.sharded->momentum_initialized()) continue;
     for (size_t g = 0; g < L.groups().size(); ++g) {
       ShardState& ss = src.sharded->state()[g];
       if (!ss.tensor(k).defined()) continue;

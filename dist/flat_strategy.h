@@ -34,12 +34,11 @@
 // the maximum over the ranks in the collective that already carries the inf/NaN flag (one float
 // per parameter more; ddp gains this one small all-reduce per step), and the update leaves out
 // the parameters no rank has a gradient for: ddp hides their gradient views from the optimizer
-// during its step, zero skips their pieces and keeps a step count per parameter, so a
-// parameter unused on some steps has PyTorch's bias corrections. A parameter used on any rank
-// is updated with the average over all ranks (zero on the others), as DDP does. Left as before:
-// SGD's first momentum step is decided for all parameters at once in zero modes, so a parameter
-// first used after that step starts its buffer from 0 instead of its gradient (equal unless
-// dampening is set).
+// during its step, and zero skips their pieces and keeps a step count and a momentum flag per
+// parameter, so a parameter unused on some steps has PyTorch's bias corrections, lr decay and
+// first momentum step (SGD's copies the gradient). A parameter used on any rank is updated with
+// the average over all ranks (zero on the others), as DDP does. zero's state as checkpoints and
+// full_optimizer_state see it is PyTorch's too: none for a parameter before its first step.
 #pragma once
 
 #include <atomic>

@@ -1,6 +1,7 @@
 #include "dist/sharded_optimizer.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include "autograd/grad_mode.h"
 #include "core/allocator.h"
@@ -52,10 +53,6 @@ std::vector<std::pair<std::string, Tensor>> ShardState::named() const {
 }
 
 namespace {
-
-bool has_momentum(const optim::StateKeys& keys) {
-  return (keys & optim::state_keys_of({"momentum_buffer"})).any();
-}
 
 /// The state tensors any optimizer group keeps.
 optim::StateKeys union_state_keys(const optim::Optimizer& opt) {
@@ -118,6 +115,7 @@ ShardedOptimizer::ShardedOptimizer(const FlatBuffers& flat, int rank, optim::Opt
   const std::vector<bool>& master = plan.master;
   state_.resize(L.groups().size());
   steps_.assign(L.params().size(), 0);
+  momentum_ready_.assign(L.params().size(), 0);
   if (offload_) {
     host_params_.resize(L.groups().size());
     host_grads_.resize(L.groups().size());
@@ -136,8 +134,6 @@ ShardedOptimizer::ShardedOptimizer(const FlatBuffers& flat, int rank, optim::Opt
       if (plan.state_keys[k]) s.tensor(k) = zeros_1d(n, state_dt);
     }
   }
-  // zeros are RMSprop's start, while SGD's first step copies the gradient into its buffer
-  if (rule_ == UpdateRule::rmsprop) momentum_initialized_ = has_momentum(plan.state_keys);
   if (rule_ == UpdateRule::adagrad) {
     auto& adagrad = static_cast<optim::Adagrad&>(opt_);
     for (const Run& r : runs_) {
@@ -161,7 +157,17 @@ void ShardedOptimizer::ensure_state_buffers() {
         state_[g].tensor(k) = zeros_1d(n, state_dtype(g));
     }
   }
-  if (rule_ == UpdateRule::rmsprop && has_momentum(keys)) momentum_initialized_ = true;
+}
+
+double ShardedOptimizer::initial_state(size_t k, size_t group) const {
+  if (rule_ == UpdateRule::adagrad && std::string_view(optim::ParamState::kKeys[k]) == "sum") {
+    return static_cast<const optim::Adagrad&>(opt_).options(group).initial_accumulator_value;
+  }
+  return 0.0;
+}
+
+void ShardedOptimizer::mark_momentum(const Run& r) {
+  for (int64_t p : r.params) momentum_ready_[static_cast<size_t>(p)] = 1;
 }
 
 bool ShardedOptimizer::uses_master(int group) const {
@@ -259,8 +265,10 @@ std::vector<ShardedOptimizer::Run> ShardedOptimizer::active_runs(
       // [j, k): consecutive pieces to update with one step count
       const int64_t step = steps_[static_cast<size_t>(r.params[j])];
       size_t k = j + 1;
+      const uint8_t ready = momentum_ready_[static_cast<size_t>(r.params[j])];
       while (k < r.params.size() && !skipped(r.params[k]) &&
-             steps_[static_cast<size_t>(r.params[k])] == step) {
+             steps_[static_cast<size_t>(r.params[k])] == step &&
+             momentum_ready_[static_cast<size_t>(r.params[k])] == ready) {
         ++k;
       }
       const int64_t b = r.bounds[j];
@@ -293,11 +301,6 @@ void ShardedOptimizer::step(const std::vector<Tensor>& grad_shards_in,
     return;
   }
   ensure_state_buffers();
-  bool init_momentum = false;
-  if (rule_ == UpdateRule::sgd && has_momentum(union_state_keys(opt_)) && !momentum_initialized_) {
-    init_momentum = true;  // PyTorch's first step with momentum copies the gradient
-    momentum_initialized_ = true;
-  }
   for (const Run& r : runs) {
     const ShardState& s = state_[static_cast<size_t>(r.group)];
     Tensor param = update_target(r);
@@ -305,13 +308,16 @@ void ShardedOptimizer::step(const std::vector<Tensor>& grad_shards_in,
     if (rule_ == UpdateRule::sgd) {
       SgdHyper h = static_cast<optim::SGD&>(opt_).options(r.opt_group).hyper();
       Tensor buf = h.momentum != 0.0 ? slice(s.momentum_buffer, r.shard_offset, r.numel) : Tensor();
-      ops::sgd_step(param, grad, buf, h, init_momentum);
+      // PyTorch's first step with momentum copies the gradient into the parameter's buffer
+      ops::sgd_step(param, grad, buf, h, !momentum_ready_[static_cast<size_t>(r.params[0])]);
+      if (h.momentum != 0.0) mark_momentum(r);
     } else if (rule_ == UpdateRule::rmsprop) {
       RmspropHyper h = static_cast<optim::RMSprop&>(opt_).options(r.opt_group).hyper();
       ops::rmsprop_step(
           param, grad, slice(s.square_avg, r.shard_offset, r.numel),
           h.centered ? slice(s.grad_avg, r.shard_offset, r.numel) : Tensor(),
           h.momentum > 0.0 ? slice(s.momentum_buffer, r.shard_offset, r.numel) : Tensor(), h);
+      if (h.momentum > 0.0) mark_momentum(r);  // from zeros, as PyTorch's
     } else if (rule_ == UpdateRule::adagrad) {
       AdagradHyper h = static_cast<optim::Adagrad&>(opt_).options(r.opt_group).hyper();
       ops::adagrad_step(param, grad, slice(s.sum, r.shard_offset, r.numel), r.step, h);

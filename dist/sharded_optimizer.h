@@ -112,10 +112,14 @@ class ShardedOptimizer {
   /// parameter's does not advance). The same on every rank, owner of the parameter or not.
   int64_t step_count(int param) const { return steps_[static_cast<size_t>(param)]; }
   void set_step_count(int param, int64_t s) { steps_[static_cast<size_t>(param)] = s; }
-  /// Whether the momentum buffers hold values: SGD's from its first step with momentum, RMSprop's
-  /// (zeros to start with) from when they are allocated.
-  bool momentum_initialized() const { return momentum_initialized_; }
-  void set_momentum_initialized(bool b) { momentum_initialized_ = b; }
+  /// Whether flat parameter `param` has a momentum buffer in PyTorch's terms (it has taken a step
+  /// with momentum: SGD's first one copies the gradient into it, RMSprop's starts from zeros).
+  /// Before, zero's buffer holds nothing of it and checkpoints leave it out.
+  bool has_momentum(int param) const { return momentum_ready_[static_cast<size_t>(param)] != 0; }
+  void set_has_momentum(int param, bool b) { momentum_ready_[static_cast<size_t>(param)] = b; }
+  /// The value state tensor k (ParamState::kKeys) starts from in optimizer group `group`: 0, or
+  /// Adagrad's initial_accumulator_value for its sum.
+  double initial_state(size_t k, size_t group) const;
   std::vector<ShardState>& state() { return state_; }
   const std::vector<ShardState>& state() const { return state_; }
   int64_t state_bytes() const;
@@ -171,8 +175,11 @@ class ShardedOptimizer {
   void ensure_state_buffers();
   /// LAMB's two phases with the all-reduce of the norms between them.
   void lamb_step(const std::vector<Tensor>& grad_shards, const std::vector<Run>& runs);
+  /// Records that run r's parameters have taken a step with momentum.
+  void mark_momentum(const Run& r);
   /// runs_ without the pieces of the parameters `skip` flags, split where the parameters' step
-  /// counts differ, each with its parameters' step count (runs_ themselves in the usual case).
+  /// counts or has_momentum differ, each with its parameters' step count (as runs_ in the usual
+  /// case).
   std::vector<Run> active_runs(const std::vector<bool>& skip) const;
 
   const FlatBuffers& flat_;
@@ -187,7 +194,7 @@ class ShardedOptimizer {
   std::vector<Tensor> host_params_;  // offload: per group, the parameter shard (master: rounded)
   std::vector<Tensor> host_grads_;   // offload: per group, the gradient shard
   std::vector<int64_t> steps_;       // per flat parameter
-  bool momentum_initialized_ = false;
+  std::vector<uint8_t> momentum_ready_;  // per flat parameter: has_momentum
 };
 
 }  // namespace sl::dist

@@ -106,11 +106,18 @@ TEST_CASE("a parameter without a gradient is left alone in every mode, as single
   // fc2 takes part in every other step's forward only. Single's optimizer skips it on the others
   // (its .grad is undefined): no weight decay, no moment decay, no step. The flat modes hold a
   // zero gradient for it there, which they must not apply (Note [Unused parameters]); zero's
-  // per-parameter step counts keep Adam's and Lamb's bias corrections and Adagrad's lr decay.
+  // per-parameter step counts keep Adam's and Lamb's bias corrections and Adagrad's lr decay,
+  // and its per-parameter momentum flags SGD's first momentum step of a parameter first used
+  // later (which copies the gradient instead of dampening it).
   auto pg = make_single_group();
+  std::vector<TrainConfig> configs;
   for (OptKind ok :
        {OptKind::adamw, OptKind::sgd_mixed, OptKind::lamb, OptKind::rmsprop, OptKind::adagrad}) {
-    const TrainConfig c{.opt = ok, .steps = 5, .fc2_every = 2};
+    configs.push_back({.opt = ok, .steps = 5, .fc2_every = 2});
+  }
+  configs.push_back({.opt = OptKind::sgd_dampened, .steps = 5, .fc2_from = 2});
+  configs.push_back({.opt = OptKind::adamw, .steps = 3, .fc2_from = 100});  // never used
+  for (const TrainConfig& c : configs) {
     CAPTURE(c.str());
     RunResult ref = sl::testing::train_reference(c);
     for (const char* kind : {"single", "ddp", "zero1", "zero2"}) {

@@ -40,12 +40,15 @@ const char* opt_name(OptKind k) {
       return "adam_mixed";
     case OptKind::rmsprop_mixed:
       return "rmsprop_mixed";
+    case OptKind::sgd_dampened:
+      return "sgd_dampened";
   }
   return "?";
 }
 
 bool TrainConfig::uses_fc2(int step, int rank) const {
-  return (fc2_every <= 0 || step % fc2_every == 0) && (fc2_rank < 0 || rank == fc2_rank);
+  return step >= fc2_from && (fc2_every <= 0 || step % fc2_every == 0) &&
+         (fc2_rank < 0 || rank == fc2_rank);
 }
 
 std::string TrainConfig::str() const {
@@ -53,6 +56,7 @@ std::string TrainConfig::str() const {
   os << opt_name(opt) << " accum=" << accum << " clip=" << clip << " steps=" << steps;
   if (fc2_every > 0) os << " fc2_every=" << fc2_every;
   if (fc2_rank >= 0) os << " fc2_rank=" << fc2_rank;
+  if (fc2_from > 0) os << " fc2_from=" << fc2_from;
   return os.str();
 }
 
@@ -92,6 +96,10 @@ std::unique_ptr<optim::Optimizer> make_optimizer(OptKind k, nn::Module& m) {
     case OptKind::rmsprop_mixed:
       return std::make_unique<optim::RMSprop>(std::vector<optim::ParamGroup<optim::RMSpropOptions>>{
           {decay, {.lr = 0.01, .centered = true}}, {no_decay, {.lr = 0.01, .momentum = 0.5}}});
+    case OptKind::sgd_dampened:
+      return std::make_unique<optim::SGD>(std::vector<optim::ParamGroup<optim::SGDOptions>>{
+          {decay, {.lr = 0.1, .momentum = 0.9, .dampening = 0.5, .weight_decay = 0.01}},
+          {no_decay, {.lr = 0.1, .momentum = 0.9, .dampening = 0.5}}});
   }
   return nullptr;
 }

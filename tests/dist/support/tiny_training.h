@@ -37,7 +37,8 @@ enum class OptKind {
   adagrad,
   sgd_mixed,
   adam_mixed,
-  rmsprop_mixed
+  rmsprop_mixed,
+  sgd_dampened  ///< momentum with dampening in both groups
 };
 const char* opt_name(OptKind k);
 
@@ -52,6 +53,8 @@ struct TrainConfig {
   int inf_rank = -1;
   /// > 0: fc2 takes part in the forward only on steps divisible by this (unused on the others)
   int fc2_every = 0;
+  /// fc2 takes part in the forward from this step on (before, it has no gradient)
+  int fc2_from = 0;
   /// >= 0: fc2 takes part in the forward only on this rank (train_strategy, TinyTrainer)
   int fc2_rank = -1;
   /// Whether fc2 takes part in step `step`'s forward on rank `rank`.
