@@ -30,6 +30,7 @@ using sl::embedding;
 using sl::gelu;
 using sl::group_norm;
 using sl::hardtanh;
+using sl::instance_norm;
 using sl::interpolate;
 using sl::InterpolateOptions;
 using sl::layer_norm;

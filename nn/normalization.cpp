@@ -116,4 +116,45 @@ Tensor BatchNorm2d::forward(const Tensor& x) {
   return run(x);
 }
 
+InstanceNormBase::InstanceNormBase(const char* name, int64_t n, double eps_, double momentum_,
+                                   bool affine_, bool track, TensorOptions opts)
+    : Module(name),
+      num_features(n),
+      eps(eps_),
+      momentum(momentum_),
+      affine(affine_),
+      track_running_stats(track) {
+  SL_CHECK(n > 0, name, ": num_features must be positive, got ", n);
+  opts.requires_grad = false;
+  weight = register_parameter("weight", affine ? ones({n}, opts) : Tensor());
+  bias = register_parameter("bias", affine ? zeros({n}, opts) : Tensor());
+  running_mean = register_buffer("running_mean", track ? zeros({n}, opts) : Tensor());
+  running_var = register_buffer("running_var", track ? ones({n}, opts) : Tensor());
+  num_batches_tracked =
+      register_buffer("num_batches_tracked",
+                      track ? zeros({}, {.dtype = DType::i64, .device = opts.device}) : Tensor());
+}
+
+Tensor InstanceNormBase::run(const Tensor& x, int64_t batched_dim) {
+  SL_CHECK(x.defined(), type_name(), ": the input is undefined");
+  SL_CHECK_SHAPE(x.dim() == batched_dim || x.dim() == batched_dim - 1, type_name(), ": expected ",
+                 batched_dim - 1, "D or ", batched_dim, "D input (got ", x.dim(), "D input)");
+  const bool unbatched = x.dim() == batched_dim - 1;
+  // PyTorch 1.13 checks the channels only through the [N * C] weight / running statistics it
+  // builds, so an input with other channel counts passes when there are none.
+  SL_CHECK_SHAPE(!(affine || track_running_stats) || x.size(unbatched ? 0 : 1) == num_features,
+                 type_name(), ": expected ", num_features, " channels (dim ", unbatched ? 0 : 1,
+                 "), got input of shape ", shape_str(x.sizes()));
+  const Tensor batched = unbatched ? x.unsqueeze(0) : x;
+  Tensor out = instance_norm(batched, running_mean, running_var, weight, bias,
+                             is_training() || !track_running_stats, momentum, eps);
+  return unbatched ? out.squeeze(0) : out;
+}
+
+std::string InstanceNormBase::extra_repr() const {
+  return std::to_string(num_features) + ", eps=" + repr::py_float(eps) +
+         ", momentum=" + repr::py_float(momentum) + ", affine=" + repr::py_bool(affine) +
+         ", track_running_stats=" + repr::py_bool(track_running_stats);
+}
+
 }  // namespace sl::nn

@@ -1,5 +1,6 @@
-// LayerNorm, BatchNorm1d, BatchNorm2d, as torch.nn's, with PyTorch's parameter and buffer names
-// (weight, bias, running_mean, running_var, num_batches_tracked).
+// LayerNorm, GroupNorm, BatchNorm1d, BatchNorm2d, InstanceNorm1d, InstanceNorm2d, as torch.nn's,
+// with PyTorch's parameter and buffer names (weight, bias, running_mean, running_var,
+// num_batches_tracked).
 #pragma once
 
 #include <optional>
@@ -84,6 +85,53 @@ class BatchNorm2d : public BatchNormBase {
   explicit BatchNorm2d(int64_t num_features, BatchNormOptions opts = {})
       : BatchNormBase("BatchNorm2d", num_features, opts) {}
   Tensor forward(const Tensor& x) override;
+};
+
+/// torch.nn.InstanceNorm{1,2}d (PyTorch 1.13): sl::instance_norm of each (sample, channel) slice
+/// over its spatial dims. weight (ones) and bias (zeros) [num_features] when affine;
+/// running_mean (zeros), running_var (ones) and num_batches_tracked (0, never incremented, as
+/// PyTorch's InstanceNorm) when track_running_stats. Training, or eval without running
+/// statistics: the slice's own statistics (running ones updated when tracked, unbiased variance,
+/// averaged over the batch); eval with them: the running statistics. Throws ValueError at
+/// construction for num_features < 1. forward throws ShapeError for a rank the subclass does not
+/// accept, and, when affine or track_running_stats, for a channel count != num_features (without
+/// either, any channel count is accepted, as PyTorch 1.13); ValueError for one spatial element
+/// when using the input's statistics.
+class InstanceNormBase : public Module {
+ public:
+  InstanceNormBase(const char* name, int64_t num_features, double eps, double momentum, bool affine,
+                   bool track_running_stats, TensorOptions opts);
+  std::string extra_repr() const override;
+  const int64_t num_features;
+  const double eps, momentum;
+  const bool affine, track_running_stats;
+  Tensor weight, bias, running_mean, running_var, num_batches_tracked;
+
+ protected:
+  /// Normalises x, of rank batched_dim (or batched_dim - 1: unbatched, [C, *]).
+  Tensor run(const Tensor& x, int64_t batched_dim);
+};
+
+/// Input [N, C, L], or unbatched [C, L] (ShapeError otherwise).
+class InstanceNorm1d : public InstanceNormBase {
+ public:
+  explicit InstanceNorm1d(int64_t num_features, double eps = 1e-5, double momentum = 0.1,
+                          bool affine = false, bool track_running_stats = false,
+                          TensorOptions opts = {})
+      : InstanceNormBase("InstanceNorm1d", num_features, eps, momentum, affine, track_running_stats,
+                         opts) {}
+  Tensor forward(const Tensor& x) override { return run(x, 3); }
+};
+
+/// Input [N, C, H, W], or unbatched [C, H, W] (ShapeError otherwise).
+class InstanceNorm2d : public InstanceNormBase {
+ public:
+  explicit InstanceNorm2d(int64_t num_features, double eps = 1e-5, double momentum = 0.1,
+                          bool affine = false, bool track_running_stats = false,
+                          TensorOptions opts = {})
+      : InstanceNormBase("InstanceNorm2d", num_features, eps, momentum, affine, track_running_stats,
+                         opts) {}
+  Tensor forward(const Tensor& x) override { return run(x, 4); }
 };
 
 }  // namespace sl::nn

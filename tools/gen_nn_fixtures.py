@@ -186,6 +186,46 @@ def gen_normalization(w):
                 m.weight.normal_()
                 m.bias.normal_()
         run_case(w, case, m, [torch.randn(*shape) * 2 + 0.5], m)
+    # InstanceNorm: per (sample, channel) over the spatial dims. The tracked cases run the same
+    # module in training (running stats updated: unbiased variance averaged over the batch) and
+    # then in eval (the running stats from training normalise), so "<eval case>.param.*" holds
+    # the statistics the training case left.
+    for case, dims, channels, shape, affine, seed in [
+            ("instance_norm1d", 1, 3, (2, 3, 6), False, 300),
+            ("instance_norm2d", 2, 4, (2, 4, 3, 5), False, 301),
+            ("instance_norm2d_affine", 2, 4, (3, 4, 2, 3), True, 302),
+            ("instance_norm2d_unbatched_affine", 2, 3, (3, 4, 5), True, 303),
+            ("instance_norm1d_unbatched", 1, 5, (3, 6), False, 304)]:
+        seeded(seed)
+        m = nn.InstanceNorm1d(channels, affine=affine) if dims == 1 else \
+            nn.InstanceNorm2d(channels, affine=affine)
+        if affine:
+            with torch.no_grad():
+                m.weight.normal_()
+                m.bias.normal_()
+        run_case(w, case, m, [torch.randn(*shape) * 2 + 0.5], m)
+    for prefix, dims, shape, eval_shape, seed in [
+            ("instance_norm1d_track", 1, (4, 3, 5), (2, 3, 4), 305),
+            ("instance_norm2d_track", 2, (2, 3, 4, 3), (3, 4, 2), 306)]:
+        seeded(seed)
+        m = nn.InstanceNorm1d(3, momentum=0.2, affine=True, track_running_stats=True) \
+            if dims == 1 else nn.InstanceNorm2d(3, affine=True, track_running_stats=True)
+        with torch.no_grad():
+            m.weight.normal_()
+            m.bias.normal_()
+            m.running_mean.normal_()
+            m.running_var.uniform_(0.5, 2.0)
+        after = ["running_mean", "running_var", "num_batches_tracked"]
+        m.train()
+        run_case(w, prefix + "_train", m, [torch.randn(*shape) * 2 + 0.5], m,
+                 buffers_after=after)
+        for p in m.parameters():
+            p.grad = None
+        m.eval()  # eval_shape is unbatched for 2d: [C, H, W]
+        run_case(w, prefix + "_eval", m, [torch.randn(*eval_shape) * 2 + 0.5], m,
+                 buffers_after=after)
+        w.put_module_strings(prefix + "_eval", m)
+    w.put_module_strings("instance_norm1d", nn.InstanceNorm1d(3))
 
 
 def gen_conv(w):

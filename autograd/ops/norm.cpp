@@ -2,6 +2,7 @@
 #include "autograd/ops/norm.h"
 
 #include "autograd/function.h"
+#include "autograd/grad_mode.h"
 #include "core/amp.h"
 
 namespace sl {
@@ -59,6 +60,46 @@ Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight,
   }
   if (weight.defined()) out = out * autocast(weight, AmpPolicy::fp32).reshape(per_channel);
   if (bias.defined()) out = out + autocast(bias, AmpPolicy::fp32).reshape(per_channel);
+  return out;
+}
+
+Tensor instance_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                     const Tensor& weight, const Tensor& bias, bool use_input_stats,
+                     double momentum, double eps) {
+  const char* op = "instance_norm";
+  SL_CHECK(input.defined(), op, ": the input is undefined");
+  SL_CHECK_SHAPE(input.dim() >= 2, op, ": input must be [N, C, *], got shape ",
+                 shape_str(input.sizes()));
+  const int64_t N = input.size(0), C = input.size(1);
+  for (auto [p, name] :
+       {std::pair{&running_mean, "running_mean"}, std::pair{&running_var, "running_var"}}) {
+    SL_CHECK_SHAPE(!p->defined() || p->sizes() == Shape{C}, op, ": ", name, " must be [", C,
+                   "] (one per channel), got ", shape_str(p->sizes()));
+  }
+  SL_CHECK(running_mean.defined() == running_var.defined(), op,
+           ": running_mean and running_var must both be defined or both undefined");
+  if (!use_input_stats) {
+    SL_CHECK(running_mean.defined(), op,
+             ": use_input_stats=false needs running_mean and running_var");
+    // Every slice normalised with its channel's running statistics: batch norm in eval.
+    return batch_norm(input, running_mean, running_var, weight, bias, false, momentum, eps);
+  }
+  int64_t spatial = 1;
+  for (int64_t d = 2; d < input.dim(); ++d) spatial *= input.size(d);
+  SL_CHECK(spatial != 1, op, ": expected more than 1 spatial element when training, got input ",
+           shape_str(input.sizes()));
+  Tensor out = group_norm(input, C, weight, bias, eps);  // checks weight / bias and eps
+  if (running_mean.defined() && input.numel() > 0) {
+    NoGradGuard ng;
+    // PyTorch runs batch norm on a [1, N * C, *] view with the running statistics repeated N
+    // times, then averages the N updated copies: the same as averaging the statistics first.
+    const Tensor slices = input.detach().reshape({N, C, spatial});
+    const Tensor mean = slices.mean({2}).mean({0});
+    const Tensor var = slices.var({2}, 1).mean({0});
+    Tensor rm = running_mean, rv = running_var;  // handles to the caller's buffers
+    rm.mul_(1.0 - momentum).add_(mean.to(rm.dtype()), momentum);
+    rv.mul_(1.0 - momentum).add_(var.to(rv.dtype()), momentum);
+  }
   return out;
 }
 

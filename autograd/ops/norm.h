@@ -28,6 +28,23 @@ Tensor layer_norm(const Tensor& input, const Shape& normalized_shape,
 Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight = Tensor(),
                   const Tensor& bias = Tensor(), double eps = 1e-5);
 
+/// Instance normalisation of input [N, C, *] (as torch.nn.functional.instance_norm): each
+/// (sample, channel) slice normalised over its spatial dims, then scaled and shifted per channel
+/// by weight / bias ([C], or undefined).
+/// use_input_stats: normalises with each slice's mean and biased variance (group_norm with C
+/// groups; the gradient flows through the statistics) and, when running_mean / running_var ([C])
+/// are defined, updates them in place, without gradient, to
+///   (1 - momentum) * running + momentum * (the per-slice statistic averaged over N)
+/// (unbiased variance for running_var), as PyTorch. Otherwise: normalises every slice with the
+/// running statistics, which must be defined. Throws ShapeError for rank < 2 or weight / bias /
+/// running statistics not [C]; ValueError for use_input_stats with exactly one spatial element
+/// (PyTorch's "Expected more than 1 spatial element when training"), eval without running
+/// statistics, or negative eps; DTypeError, DeviceError as batch_norm.
+Tensor instance_norm(const Tensor& input, const Tensor& running_mean = Tensor(),
+                     const Tensor& running_var = Tensor(), const Tensor& weight = Tensor(),
+                     const Tensor& bias = Tensor(), bool use_input_stats = true,
+                     double momentum = 0.1, double eps = 1e-5);
+
 /// Batch normalisation of input [N, C, *] ([N, C], [N, C, L], [N, C, H, W], ...) per channel.
 /// training: normalises with the batch mean and biased variance and, when running_mean /
 /// running_var ([C]) are defined, updates them in place to

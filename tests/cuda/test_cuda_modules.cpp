@@ -8,13 +8,13 @@
 // (BatchNorm's running statistics and batch count) after the forward.
 //
 // Covered module classes (a new Module needs a case here):
-//   Linear, Identity, Conv1d, Conv2d, BatchNorm1d, BatchNorm2d, LayerNorm, GroupNorm, MaxPool2d,
-//   AvgPool2d, AdaptiveAvgPool2d, Dropout, Embedding, ReLU, GELU, Tanh, Sigmoid, SiLU, Hardtanh,
-//   LeakyReLU, Softplus, ELU, SELU, Mish, Hardswish, Hardsigmoid, Flatten, Unflatten,
-//   MultiheadAttention, TransformerEncoderLayer, TransformerDecoderLayer, TransformerEncoder,
-//   TransformerDecoder, Transformer, GRU, LSTM, Sequential, ModuleList,
-//   CheckpointWrapper; the losses' modules are in test_cuda_loss.cpp; every model of
-//   models::model_names() (a new model needs an input in zoo_input).
+//   Linear, Identity, Conv1d, Conv2d, BatchNorm1d, BatchNorm2d, LayerNorm, GroupNorm,
+//   InstanceNorm1d, InstanceNorm2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Dropout, Embedding,
+//   ReLU, GELU, Tanh, Sigmoid, SiLU, Hardtanh, LeakyReLU, PReLU, Softplus, ELU, SELU, Mish,
+//   Hardswish, Hardsigmoid, Flatten, Unflatten, MultiheadAttention, TransformerEncoderLayer,
+//   TransformerDecoderLayer, TransformerEncoder, TransformerDecoder, Transformer, GRU, LSTM,
+//   Sequential, ModuleList, CheckpointWrapper; the losses' modules are in test_cuda_loss.cpp; every
+//   model of models::model_names() (a new model needs an input in zoo_input).
 //
 // Tolerances: float64 1e-10 relative and absolute (the same math on both devices, sums and
 // products in different orders and CUDA's libm, a few double ulps per op, far below 1e-10 for
@@ -376,6 +376,36 @@ TEST_CASE("cuda module parity: BatchNorm1d / BatchNorm2d in train and eval, Laye
         rnd({3, 6, 4, 5}, dt), dt);
     check_unary<nn::GroupNorm>([] { return std::make_shared<nn::GroupNorm>(4, 8, 1e-3, false); },
                                rnd({5, 8}, dt), dt);
+  }
+}
+
+TEST_CASE("cuda module parity: InstanceNorm1d / InstanceNorm2d, running statistics, unbatched" *
+          sl::testing::needs_gpu()) {
+  SL_REQUIRE_CUDA("instance norm module parity");
+  manual_seed(49);
+  // affine parameters and running statistics drawn at construction (the same on both sides)
+  auto tracked = [](auto m) {
+    NoGradGuard ng;
+    const Shape s{m->num_features};
+    m->weight.copy_(randn(s) * 0.5 + 1);
+    m->bias.copy_(randn(s));
+    m->running_mean.copy_(randn(s));
+    m->running_var.copy_(rand(s) + 0.5);
+    return m;
+  };
+  for (DType dt : kDtypes) {
+    check_unary<nn::InstanceNorm1d>([] { return std::make_shared<nn::InstanceNorm1d>(4); },
+                                    rnd({3, 4, 7}, dt), dt);
+    check_unary<nn::InstanceNorm2d>([] { return std::make_shared<nn::InstanceNorm2d>(3); },
+                                    rnd({3, 4, 5}, dt), dt);  // unbatched
+    for (bool train : {true, false}) {
+      check_unary<nn::InstanceNorm1d>(
+          [&] { return tracked(std::make_shared<nn::InstanceNorm1d>(4, 1e-5, 0.2, true, true)); },
+          rnd({3, 4, 6}, dt), dt, train);
+      check_unary<nn::InstanceNorm2d>(
+          [&] { return tracked(std::make_shared<nn::InstanceNorm2d>(3, 1e-3, 0.1, true, true)); },
+          rnd({2, 3, 4, 5}, dt), dt, train);
+    }
   }
 }
 

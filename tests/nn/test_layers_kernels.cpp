@@ -1,5 +1,6 @@
-// Parity with PyTorch for LayerNorm, GroupNorm, BatchNorm, Conv, ConvTranspose, pooling and Dropout
-// (fixtures: normalization, conv, pooling), gradchecks in float64, eval-vs-train and errors.
+// Parity with PyTorch for LayerNorm, GroupNorm, BatchNorm, InstanceNorm, Conv, ConvTranspose,
+// pooling and Dropout (fixtures: normalization, conv, pooling), gradchecks in float64,
+// eval-vs-train and errors.
 #include <cmath>
 
 #include "fixture.h"
@@ -146,6 +147,131 @@ TEST_CASE("BatchNorm eval differs from train; momentum=None averages cumulativel
   CHECK(no_track.state_dict().keys() == std::vector<std::string>{"weight", "bias"});
   Tensor z = no_track.forward(x1);  // batch statistics even in eval
   SL_CHECK_CLOSE(z.mean({0}), zeros({2}), 0, 1e-6);
+}
+
+namespace {
+// A metadata key list ("a\nb\nc"; "" for an empty state dict) as a vector.
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    out.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("InstanceNorm matches PyTorch: batched, unbatched, affine") {
+  Fixture fx("normalization");
+  nn::InstanceNorm1d a(3);
+  CHECK(a.state_dict().keys() == lines(fx.meta("instance_norm1d.state_dict_keys")));
+  CHECK(a.str() == fx.meta("instance_norm1d.repr"));
+  run_module_case(fx, "instance_norm1d", a);
+  nn::InstanceNorm2d b(4);
+  run_module_case(fx, "instance_norm2d", b);
+  nn::InstanceNorm2d c(4, 1e-5, 0.1, true);
+  run_module_case(fx, "instance_norm2d_affine", c);
+  nn::InstanceNorm2d d(3, 1e-5, 0.1, true);
+  run_module_case(fx, "instance_norm2d_unbatched_affine", d);
+  // without affine or running statistics any channel count passes (PyTorch 1.13): 5 != 3
+  nn::InstanceNorm1d e(5);
+  run_module_case(fx, "instance_norm1d_unbatched", e);
+}
+
+TEST_CASE("InstanceNorm with running statistics matches PyTorch in training, then eval") {
+  Fixture fx("normalization");
+  auto run = [&](const std::string& name, nn::InstanceNormBase& m, bool training) {
+    CAPTURE(name);
+    m.train(training);
+    m.zero_grad();  // the fixture's eval gradients start from none, as PyTorch's run
+    fx.load_params(m, name);
+    Tensor x = fx.input(name, 0);
+    fx.check_backward(name, {m.forward(x)}, {x}, &m, kRtol, kAtol);
+    SL_CHECK_CLOSE(m.running_mean, fx.get(name + ".after.running_mean"), kRtol, kAtol);
+    SL_CHECK_CLOSE(m.running_var, fx.get(name + ".after.running_var"), kRtol, kAtol);
+    CHECK(m.num_batches_tracked.item<int64_t>() ==
+          fx.get(name + ".after.num_batches_tracked").item<int64_t>());
+  };
+  // The eval case's params are what the training case left; the same module runs both, so the
+  // running statistics it computed itself are checked against them as well.
+  nn::InstanceNorm1d a(3, 1e-5, 0.2, true, true);
+  run("instance_norm1d_track_train", a, true);
+  run("instance_norm1d_track_eval", a, false);
+  CHECK(a.str() == fx.meta("instance_norm1d_track_eval.repr"));
+  CHECK(a.state_dict().keys() == lines(fx.meta("instance_norm1d_track_eval.state_dict_keys")));
+  nn::InstanceNorm2d b(3, 1e-5, 0.1, true, true);
+  run("instance_norm2d_track_train", b, true);
+  run("instance_norm2d_track_eval", b, false);  // unbatched [C, H, W] in eval
+  CHECK(b.str() == fx.meta("instance_norm2d_track_eval.repr"));
+  CHECK(b.state_dict().keys() == lines(fx.meta("instance_norm2d_track_eval.state_dict_keys")));
+}
+
+TEST_CASE("instance_norm: gradcheck in float64, running statistics, errors") {
+  manual_seed(13);
+  const TensorOptions f64{.dtype = DType::f64};
+  nn::InstanceNorm2d in2(3, 1e-5, 0.1, true, false, f64);
+  {
+    NoGradGuard ng;
+    in2.weight.normal_();
+    in2.bias.normal_();
+  }
+  Tensor x = randn({2, 3, 2, 3}, f64).requires_grad_();
+  CHECK(module_gradcheck(in2, [&](const TensorList& in) { return in2.forward(in[0]); }, {x}));
+  nn::InstanceNorm1d in1(3, 1e-5, 0.1, false, false, f64);
+  Tensor xu = randn({3, 4}, f64).requires_grad_();  // unbatched
+  CHECK(gradcheck([&](const TensorList& in) { return in1.forward(in[0]); }, {xu}));
+  // eval with running statistics: an affine map of x per channel
+  nn::InstanceNorm1d ev(3, 1e-5, 0.1, true, true, f64);
+  {
+    NoGradGuard ng;
+    ev.weight.normal_();
+    ev.running_mean.normal_();
+    ev.running_var.uniform_(0.5, 2.0);
+  }
+  ev.eval();
+  Tensor xe = randn({2, 3, 4}, f64).requires_grad_();
+  CHECK(module_gradcheck(ev, [&](const TensorList& in) { return ev.forward(in[0]); }, {xe}));
+  // The functional form's running update, against the definition (unbiased variance of each
+  // slice, averaged over the batch), computed here from mean / var directly.
+  Tensor rm = zeros({3}, f64), rv = ones({3}, f64);
+  Tensor xr = randn({4, 3, 5}, f64);
+  instance_norm(xr, rm, rv, Tensor(), Tensor(), true, 0.3);
+  SL_CHECK_CLOSE(rm, xr.mean({2}).mean({0}) * 0.3, 1e-12, 1e-12);
+  SL_CHECK_CLOSE(rv, xr.var({2}, 1).mean({0}) * 0.3 + 0.7, 1e-12, 1e-12);
+  // Errors. PyTorch 1.13's: ValueError "expected 2D or 3D input (got 4D input)"; with affine or
+  // running statistics a channel mismatch fails in its [N * C] batch norm ("weight should
+  // contain 8 elements not 6"); ValueError "Expected more than 1 spatial element when
+  // training". The rank errors are ShapeError here, as BatchNorm's.
+  nn::InstanceNorm1d m1(3, 1e-5, 0.1, true);
+  nn::InstanceNorm2d m2(3, 1e-5, 0.1, false, true);
+  SL_CHECK_THROWS(m1.forward(zeros({2, 3, 4, 5})), ShapeError,
+                  "InstanceNorm1d: expected 2D or 3D input (got 4D input)");
+  SL_CHECK_THROWS(m2.forward(zeros({3, 4})), ShapeError,
+                  "InstanceNorm2d: expected 3D or 4D input (got 2D input)");
+  SL_CHECK_THROWS(m1.forward(zeros({2, 4, 5})), ShapeError,
+                  "InstanceNorm1d: expected 3 channels (dim 1), got input of shape [2, 4, 5]");
+  SL_CHECK_THROWS(m1.forward(zeros({4, 5})), ShapeError,
+                  "InstanceNorm1d: expected 3 channels (dim 0), got input of shape [4, 5]");
+  SL_CHECK_THROWS(m2.forward(zeros({2, 2, 4, 5})), ShapeError,
+                  "InstanceNorm2d: expected 3 channels (dim 1), got input of shape [2, 2, 4, 5]");
+  SL_CHECK_THROWS(m1.forward(zeros({2, 3, 1})), ValueError,
+                  "instance_norm: expected more than 1 spatial element when training, got input "
+                  "[2, 3, 1]");
+  SL_CHECK_THROWS(nn::InstanceNorm2d(0), ValueError,
+                  "InstanceNorm2d: num_features must be positive, got 0");
+  SL_CHECK_THROWS(instance_norm(zeros({2, 3, 4}), Tensor(), Tensor(), Tensor(), Tensor(), false),
+                  ValueError, "instance_norm: use_input_stats=false needs running_mean");
+  SL_CHECK_THROWS(instance_norm(zeros({2, 3, 4}), zeros({2}), ones({2})), ShapeError,
+                  "instance_norm: running_mean must be [3] (one per channel), got [2]");
+  SL_CHECK_THROWS(instance_norm(zeros({3})), ShapeError,
+                  "instance_norm: input must be [N, C, *], got shape [3]");
+  // one spatial element is fine in eval with running statistics (PyTorch checks only when
+  // using the input's statistics)
+  m2.eval();
+  CHECK(m2.forward(zeros({2, 3, 1, 1})).sizes() == Shape{2, 3, 1, 1});
 }
 
 TEST_CASE("Conv1d and Conv2d match PyTorch") {
