@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "autograd/ops/elementwise.h"
+#include "core/creation.h"
 
 namespace sl::nn {
 
@@ -108,6 +109,29 @@ Tensor hardsigmoid(const Tensor& x) {
   return where(x.le(-3.0), 0.0, mid);
 }
 
+Tensor prelu(const Tensor& x, const Tensor& weight) {
+  check_input(x, "prelu");
+  SL_CHECK(weight.defined(), "prelu: the weight is undefined");
+  SL_CHECK_SHAPE(weight.dim() <= 1, "prelu: weight must be a scalar or 1-d, got shape ",
+                 shape_str(weight.sizes()));
+  const int64_t params = weight.numel();
+  const int64_t channels = x.dim() >= 2 ? x.size(1) : 1;
+  SL_CHECK_SHAPE(params == 1 || params == channels, "prelu: weight has ", params,
+                 " parameters but the input ", shape_str(x.sizes()), " has ", channels,
+                 " channels (dim 1; 1 for an input of rank < 2)");
+  // one slope per channel, broadcast over the dims after it: [P, 1, ..., 1]; a single slope
+  // becomes 0-d so that it broadcasts against any input, 0-d included
+  Shape per_channel;
+  if (params != 1) {
+    per_channel.assign(static_cast<size_t>(x.dim() - 1), 1);
+    per_channel[0] = params;
+  }
+  // The negative branch sees x clamped to <= 0: at x == 0 clamp passes the gradient (input
+  // gradient weight, weight gradient 0 * g = 0, as PyTorch), and where x > 0 it is 0, so an
+  // infinite x gives weight no 0 * inf = NaN gradient.
+  return where(x.gt(0.0), x, weight.reshape(per_channel) * x.clamp(std::nullopt, 0.0));
+}
+
 }  // namespace functional
 
 namespace {
@@ -149,6 +173,18 @@ Tensor Hardswish::forward(const Tensor& x) {
 }
 Tensor Hardsigmoid::forward(const Tensor& x) {
   return functional::hardsigmoid(checked(x, "Hardsigmoid"));
+}
+
+PReLU::PReLU(int64_t n, double init, TensorOptions opts) : Module("PReLU"), num_parameters(n) {
+  SL_CHECK(n >= 1, "PReLU: num_parameters must be >= 1, got ", n);
+  opts.requires_grad = false;
+  weight = register_parameter("weight", full({n}, init, opts));
+}
+Tensor PReLU::forward(const Tensor& x) {
+  return functional::prelu(checked(x, "PReLU"), weight);
+}
+std::string PReLU::extra_repr() const {
+  return "num_parameters=" + std::to_string(num_parameters);
 }
 
 Flatten::Flatten(int64_t s, int64_t e) : Module("Flatten"), start_dim(s), end_dim(e) {}

@@ -1,5 +1,5 @@
 // Activation modules (torch.nn.ReLU, GELU, Tanh, Sigmoid, SiLU, Hardtanh, LeakyReLU, Softplus,
-// ELU, SELU, Mish, Hardswish, Hardsigmoid) and the shape modules Flatten / Unflatten. Each
+// ELU, SELU, Mish, Hardswish, Hardsigmoid, PReLU) and the shape modules Flatten / Unflatten. Each
 // forward is the elementwise function of the same name; any shape is accepted. The first seven
 // are single ops (autograd/ops/elementwise.h); the others are composed here from those ops in
 // sl::nn::functional, with `where` choosing each piece so that the gradient at every kink is
@@ -79,6 +79,12 @@ Tensor mish(const Tensor& x);
 Tensor hardswish(const Tensor& x);
 /// 0 for x <= -3, 1 for x >= 3, x / 6 + 1/2 between; the gradient is 0 at -3 and 3, as PyTorch.
 Tensor hardsigmoid(const Tensor& x);
+/// x for x > 0, weight * x otherwise, as torch.nn.functional.prelu (PyTorch 1.13): weight is 0-d
+/// or [P]; P == 1 applies one slope everywhere, otherwise P must equal the channel count, the
+/// size of dim 1 (an input of rank < 2 has 1 channel). Gradients for x and weight; at x == 0 the
+/// input's gradient is weight and weight's is 0, as PyTorch. Throws ShapeError for a weight of
+/// rank > 1 or P != 1 not matching the channels; DTypeError for a non-floating input.
+Tensor prelu(const Tensor& x, const Tensor& weight);
 }  // namespace functional
 
 /// functional::softplus; ValueError for beta = 0 or a non-finite beta or threshold.
@@ -120,6 +126,17 @@ class Hardsigmoid : public Module {
  public:
   Hardsigmoid() : Module("Hardsigmoid") {}
   Tensor forward(const Tensor& x) override;
+};
+
+/// torch.nn.PReLU: functional::prelu with a learnable weight [num_parameters] filled with init.
+/// ValueError at construction for num_parameters < 1; forward's errors are prelu's.
+class PReLU : public Module {
+ public:
+  explicit PReLU(int64_t num_parameters = 1, double init = 0.25, TensorOptions opts = {});
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  const int64_t num_parameters;
+  Tensor weight;
 };
 
 /// Flattens dims start_dim..end_dim (default: all but the batch dim), as torch.nn.Flatten.

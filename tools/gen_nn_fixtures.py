@@ -329,6 +329,28 @@ def gen_activation(w):
                                    ("hardsigmoid", nn.Hardsigmoid())]):
         seeded(160 + i)
         run_case(w, name, m, [x()])
+    # PReLU: x > 0 ? x : weight * x, one shared slope or one per channel (dim 1; rank < 2 has one
+    # channel). Every third input is exactly 0, the kink: PyTorch's gradient there is weight for
+    # the input and 0 for the weight.
+    for name, params, shape, seed in [("prelu_shared", 1, (3, 7), 320),
+                                      ("prelu_channels", 4, (2, 4, 3), 321),
+                                      ("prelu_channels_2d", 3, (5, 3), 322),
+                                      ("prelu_1d", 1, (7,), 323),
+                                      ("prelu_channels_4d", 2, (2, 2, 3, 2), 324)]:
+        seeded(seed)
+        m = nn.PReLU(params)
+        with torch.no_grad():
+            m.weight.uniform_(-1.0, 1.0)
+        xin = torch.randn(*shape) * 3
+        xin.view(-1)[::3] = 0.0
+        run_case(w, name, m, [xin], m)
+        w.put_module_strings(name, m)
+    # every input exactly 0: PyTorch's kink gradients alone (input: weight * gout; weight: 0)
+    seeded(325)
+    m = nn.PReLU(3)
+    with torch.no_grad():
+        m.weight.uniform_(-1.0, 1.0)
+    run_case(w, "prelu_at_zero", m, [torch.zeros(2, 3, 2)], m)
 
 
 def gen_attention(w):

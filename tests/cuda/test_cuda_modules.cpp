@@ -481,6 +481,16 @@ TEST_CASE("cuda module parity: activations, Flatten, Unflatten" * sl::testing::n
     check_unary<nn::SiLU>([] { return std::make_shared<nn::SiLU>(); }, x, dt);
     check_unary<nn::Hardtanh>([] { return std::make_shared<nn::Hardtanh>(-0.5, 0.7); }, x, dt);
     check_unary<nn::LeakyReLU>([] { return std::make_shared<nn::LeakyReLU>(0.2); }, x, dt);
+    // PReLU: one slope, and one per channel (dim 1, 6 channels) with negative slopes too
+    check_unary<nn::PReLU>([] { return std::make_shared<nn::PReLU>(); }, x, dt);
+    check_unary<nn::PReLU>(
+        [] {
+          auto m = std::make_shared<nn::PReLU>(6);
+          NoGradGuard ng;
+          m->weight.copy_(randn({6}));
+          return m;
+        },
+        x, dt);
     // the composed ones, with their kinks -3 and 3 (Hardswish, Hardsigmoid), 0 (ELU) and the
     // softplus threshold 1.5 (beta 2, threshold 3) in a row of their own
     Tensor k = randn({3, 6}, {.dtype = dt}) * 3;

@@ -200,3 +200,69 @@ TEST_CASE("activation and shape module errors and reprs") {
   SL_CHECK_THROWS(nn::functional::hardswish(ones({2}, {.dtype = DType::i64})), DTypeError,
                   "hardswish: the input must be floating point, got int64");
 }
+
+TEST_CASE("PReLU matches PyTorch: shared and per-channel slopes, inputs exactly 0") {
+  Fixture fx("activation");
+  // every third input of these cases is exactly 0, the kink
+  for (auto [name, params] : {std::pair{"prelu_shared", 1}, std::pair{"prelu_channels", 4},
+                              std::pair{"prelu_channels_2d", 3}, std::pair{"prelu_1d", 1},
+                              std::pair{"prelu_channels_4d", 2}, std::pair{"prelu_at_zero", 3}}) {
+    CAPTURE(name);
+    nn::PReLU m(params);
+    fx.load_params(m, name);
+    Tensor x = fx.input(name, 0);
+    fx.check_backward(name, {m.forward(x)}, {x}, &m, kRtol, kAtol);
+  }
+  nn::PReLU m(4);
+  CHECK(m.str() == fx.meta("prelu_channels.repr"));
+  CHECK(m.state_dict().keys() ==
+        std::vector<std::string>{fx.meta("prelu_channels.state_dict_keys")});
+  CHECK(nn::PReLU().str() == fx.meta("prelu_shared.repr"));
+}
+
+TEST_CASE("prelu at x == 0: the gradients are PyTorch's (input: weight, weight: 0)") {
+  namespace F = sl::nn::functional;
+  // PyTorch 1.13's gradients at an all-zero input [2, 3, 2] with 3 slopes, from the fixture; a
+  // finite difference cannot decide at the kink, so these are the reference. Compared exactly:
+  // each is one product weight * gout (or 0), the same float32 operation on both sides.
+  Fixture fx("activation");
+  Tensor w = fx.get("prelu_at_zero.param.weight").requires_grad_();
+  Tensor x = fx.input("prelu_at_zero", 0);
+  Tensor y = F::prelu(x, w);
+  CHECK(y.abs().max().item<float>() == 0.0f);
+  (y * fx.get("prelu_at_zero.gout.0")).sum().backward();
+  SL_CHECK_CLOSE(x.grad(), fx.get("prelu_at_zero.gin.0"), 0, 0);
+  SL_CHECK_CLOSE(w.grad(), fx.get("prelu_at_zero.gparam.weight"), 0, 0);
+}
+
+TEST_CASE("prelu gradcheck in float64, errors") {
+  namespace F = sl::nn::functional;
+  manual_seed(7);
+  const TensorOptions f64{.dtype = DType::f64};
+  // inputs kept 1e-3 away from the kink (checked) so the finite differences do not straddle it
+  Tensor x = randn({2, 3, 4}, f64);
+  x = where(x.abs().lt(1e-2), x + 0.5, x);
+  CHECK(x.abs().min().item<double>() > 1e-3);
+  x.requires_grad_();
+  Tensor w3 = (rand({3}, f64) * 2 - 1).requires_grad_();
+  Tensor w1 = full({1}, 0.25, f64).requires_grad_();
+  CHECK(gradcheck([](const TensorList& in) { return F::prelu(in[0], in[1]); }, {x, w3}));
+  CHECK(gradcheck([](const TensorList& in) { return F::prelu(in[0], in[1]); }, {x, w1}));
+  Tensor x1 = x.detach().flatten().requires_grad_();  // rank 1: one channel
+  CHECK(gradcheck([](const TensorList& in) { return F::prelu(in[0], in[1]); }, {x1, w1}));
+  nn::PReLU m(3, 0.1, f64);
+  CHECK(sl::testing::module_gradcheck(m, [&](const TensorList& in) { return m.forward(in[0]); },
+                                      {x}));
+  // PyTorch 1.13: "Mismatch of parameter numbers and input channel size. Found parameter
+  // numbers = 3 and channel size = 1."
+  SL_CHECK_THROWS(nn::PReLU(3).forward(zeros({3})), ShapeError,
+                  "prelu: weight has 3 parameters but the input [3] has 1 channels (dim 1; 1 for "
+                  "an input of rank < 2)");
+  SL_CHECK_THROWS(nn::PReLU(2).forward(zeros({2, 3, 4})), ShapeError,
+                  "prelu: weight has 2 parameters but the input [2, 3, 4] has 3 channels");
+  SL_CHECK_THROWS(F::prelu(zeros({2, 3}), ones({3, 1})), ShapeError,
+                  "prelu: weight must be a scalar or 1-d, got shape [3, 1]");
+  SL_CHECK_THROWS(nn::PReLU(0), ValueError, "PReLU: num_parameters must be >= 1, got 0");
+  SL_CHECK_THROWS(nn::PReLU().forward(Tensor()), ValueError, "PReLU: the input is undefined");
+  CHECK(nn::PReLU(3, 0.1).str() == "PReLU(num_parameters=3)");
+}
