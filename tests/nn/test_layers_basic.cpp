@@ -204,9 +204,10 @@ TEST_CASE("activation and shape module errors and reprs") {
 TEST_CASE("PReLU matches PyTorch: shared and per-channel slopes, inputs exactly 0") {
   Fixture fx("activation");
   // every third input of these cases is exactly 0, the kink
-  for (auto [name, params] : {std::pair{"prelu_shared", 1}, std::pair{"prelu_channels", 4},
-                              std::pair{"prelu_channels_2d", 3}, std::pair{"prelu_1d", 1},
-                              std::pair{"prelu_channels_4d", 2}, std::pair{"prelu_at_zero", 3}}) {
+  const std::vector<std::pair<std::string, int>> cases = {
+      {"prelu_shared", 1}, {"prelu_channels", 4},    {"prelu_channels_2d", 3},
+      {"prelu_1d", 1},     {"prelu_channels_4d", 2}, {"prelu_at_zero", 3}};
+  for (const auto& [name, params] : cases) {
     CAPTURE(name);
     nn::PReLU m(params);
     fx.load_params(m, name);
