@@ -16,7 +16,8 @@ is stored under a prefix "<case>." with these keys (all float32 unless noted):
                                checked with a non-trivial cotangent)
     <case>.gin.<i>             gradient of input i (floating inputs only)
     <case>.gparam.<name>       gradient of parameter <name>
-    <case>.after.<name>        a buffer's value after forward (BatchNorm running statistics)
+    <case>.after.<name>        a buffer's value after forward (BatchNorm and InstanceNorm running
+                               statistics)
     <case>.<other>             a constant of the case that is not a forward input (the
                                transformer cases' attention masks: tgt_mask, memory_mask, ...)
 
