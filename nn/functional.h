@@ -20,7 +20,9 @@
 
 namespace sl::nn::functional {
 
+using sl::adaptive_avg_pool1d;
 using sl::adaptive_avg_pool2d;
+using sl::avg_pool1d;
 using sl::avg_pool2d;
 using sl::batch_norm;
 using sl::conv1d;
@@ -37,7 +39,10 @@ using sl::layer_norm;
 using sl::leaky_relu;
 using sl::linear;
 using sl::log_softmax;
+using sl::max_pool1d;
+using sl::max_pool1d_with_indices;
 using sl::max_pool2d;
+using sl::max_pool2d_with_indices;
 using sl::one_hot;
 using sl::relu;
 // F.scaled_dot_product_attention (PyTorch 2.x: q, k, v, attn_mask, dropout_p, is_causal, scale)

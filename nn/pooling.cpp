@@ -8,7 +8,8 @@ std::string arg(const ExpandingArray<2>& a) {
   if (a[0] == a[1]) return std::to_string(a[0]);
   return repr::py_tuple({a[0], a[1]});
 }
-ExpandingArray<2> or_kernel(const ExpandingArray<2>& stride, const ExpandingArray<2>& k) {
+template <size_t D>
+ExpandingArray<D> or_kernel(const ExpandingArray<D>& stride, const ExpandingArray<D>& k) {
   return stride.set ? stride : k;
 }
 }  // namespace
@@ -75,6 +76,67 @@ std::string AdaptiveAvgPool2d::extra_repr() const {
   return "output_size=" + (output_size[0] == output_size[1]
                                ? std::to_string(output_size[0])
                                : repr::py_tuple({output_size[0], output_size[1]}));
+}
+
+MaxPool1d::MaxPool1d(ExpandingArray<1> k, ExpandingArray<1> s, ExpandingArray<1> p,
+                     ExpandingArray<1> d, bool ceil)
+    : Module("MaxPool1d"),
+      kernel_size(k),
+      stride(or_kernel(s, k)),
+      padding(p),
+      dilation(d),
+      ceil_mode(ceil) {
+  SL_CHECK(k.set, "MaxPool1d: kernel_size must be given");
+}
+
+Tensor MaxPool1d::forward(const Tensor& x) {
+  SL_CHECK(x.defined(), "MaxPool1d: the input is undefined");
+  return max_pool1d(x, kernel_size, stride, padding, dilation, ceil_mode);
+}
+
+std::string MaxPool1d::extra_repr() const {
+  // torch.nn.MaxPool1d keeps its ints as given
+  return "kernel_size=" + std::to_string(kernel_size[0]) + ", stride=" + std::to_string(stride[0]) +
+         ", padding=" + std::to_string(padding[0]) + ", dilation=" + std::to_string(dilation[0]) +
+         ", ceil_mode=" + repr::py_bool(ceil_mode);
+}
+
+AvgPool1d::AvgPool1d(ExpandingArray<1> k, ExpandingArray<1> s, ExpandingArray<1> p, bool ceil,
+                     bool include_pad)
+    : Module("AvgPool1d"),
+      kernel_size(k),
+      stride(or_kernel(s, k)),
+      padding(p),
+      ceil_mode(ceil),
+      count_include_pad(include_pad) {
+  SL_CHECK(k.set, "AvgPool1d: kernel_size must be given");
+}
+
+Tensor AvgPool1d::forward(const Tensor& x) {
+  SL_CHECK(x.defined(), "AvgPool1d: the input is undefined");
+  return avg_pool1d(x, kernel_size, stride, padding, ceil_mode, count_include_pad);
+}
+
+std::string AvgPool1d::extra_repr() const {
+  // torch.nn.AvgPool1d stores _single(...) tuples, so it prints "(3,)"
+  return "kernel_size=" + repr::py_tuple({kernel_size[0]}) +
+         ", stride=" + repr::py_tuple({stride[0]}) + ", padding=" + repr::py_tuple({padding[0]});
+}
+
+AdaptiveAvgPool1d::AdaptiveAvgPool1d(ExpandingArray<1> out)
+    : Module("AdaptiveAvgPool1d"), output_size(out) {
+  // 0 is accepted, as AdaptiveAvgPool2d (Note [Empty adaptive output] in core/ops/pool.cpp)
+  SL_CHECK(out.set && out[0] >= 0, "AdaptiveAvgPool1d: output_size must be non-negative, got ",
+           out[0]);
+}
+
+Tensor AdaptiveAvgPool1d::forward(const Tensor& x) {
+  SL_CHECK(x.defined(), "AdaptiveAvgPool1d: the input is undefined");
+  return adaptive_avg_pool1d(x, output_size);
+}
+
+std::string AdaptiveAvgPool1d::extra_repr() const {
+  return "output_size=" + std::to_string(output_size[0]);
 }
 
 }  // namespace sl::nn

@@ -310,6 +310,28 @@ def gen_pooling(w):
     run_case(w, "adaptive_avg_pool2d", nn.AdaptiveAvgPool2d((3, 2)), [torch.randn(2, 3, 7, 5)])
     seeded(35)
     run_case(w, "adaptive_avg_pool2d_1", nn.AdaptiveAvgPool2d(1), [torch.randn(2, 3, 4, 4)])
+    # 1-d pooling (the 2-d ops over a height of 1 in Shardlight): [N, C, L] and unbatched [C, L].
+    # Inputs from randn (distinct almost surely), so no max ties steer the gradient.
+    for i, (name, m, shape) in enumerate([
+            ("max_pool1d", nn.MaxPool1d(2), (2, 3, 7)),
+            ("max_pool1d_pad_dil_ceil", nn.MaxPool1d(3, stride=2, padding=1, dilation=2,
+                                                     ceil_mode=True), (2, 3, 10)),
+            ("max_pool1d_ceil_unbatched", nn.MaxPool1d(3, stride=2, ceil_mode=True), (3, 8)),
+            ("avg_pool1d", nn.AvgPool1d(3), (2, 3, 7)),
+            ("avg_pool1d_pad_incl", nn.AvgPool1d(3, stride=2, padding=1), (2, 3, 8)),
+            ("avg_pool1d_pad_excl_ceil", nn.AvgPool1d(3, stride=2, padding=1, ceil_mode=True,
+                                                      count_include_pad=False), (2, 3, 8)),
+            ("avg_pool1d_unbatched", nn.AvgPool1d(2, stride=1, padding=1), (3, 5)),
+            ("adaptive_avg_pool1d", nn.AdaptiveAvgPool1d(3), (2, 3, 7)),
+            ("adaptive_avg_pool1d_up_unbatched", nn.AdaptiveAvgPool1d(5), (3, 3))]):
+        seeded(200 + i)
+        run_case(w, name, m, [torch.randn(*shape)])
+        w.put_module_strings(name, m)
+    # F.max_pool1d(..., return_indices=True): the indices are the second output (no gradient)
+    seeded(210)
+    run_case(w, "max_pool1d_indices",
+             lambda x: F.max_pool1d(x, 3, stride=2, padding=1, return_indices=True),
+             [torch.randn(2, 3, 9)])
 
 
 def gen_activation(w):

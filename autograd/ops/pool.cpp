@@ -62,4 +62,84 @@ Tensor adaptive_avg_pool2d(const Tensor& input, ExpandingArray<2> output_size) {
   return out;
 }
 
+namespace {
+
+/// Checks a 1-d pooling input: defined, [C, L] or [N, C, L], floating, non-empty L.
+void check_pool1d_input(const char* op, const Tensor& input) {
+  ops::check_defined(op, input);
+  SL_CHECK_SHAPE(input.dim() == 2 || input.dim() == 3, op,
+                 ": expected a 2-d [C, L] or 3-d [N, C, L] input, got ", shape_str(input.sizes()));
+  SL_CHECK_DTYPE(is_floating(input.dtype()), op, ": expected a floating input, got ",
+                 dtype_name(input.dtype()));
+  SL_CHECK_SHAPE(input.size(-1) > 0, op, ": expected a non-empty length dim, got ",
+                 shape_str(input.sizes()));
+}
+
+/// The 1-d arguments checked in 1-d terms, then widened to the 2-d op's over a height of 1:
+/// kernel {1, k}, stride {1, s} (unset: k), padding {0, p}, dilation {1, d}.
+struct Pool1dAsPool2d {
+  ExpandingArray<2> kernel_size, stride, padding, dilation;
+};
+
+Pool1dAsPool2d pool1d_as_pool2d(const char* op, const Tensor& input, ExpandingArray<1> kernel_size,
+                                ExpandingArray<1> stride, ExpandingArray<1> padding,
+                                ExpandingArray<1> dilation, bool ceil_mode) {
+  check_pool1d_input(op, input);
+  SL_CHECK(kernel_size.set, op, ": kernel_size must be given");
+  const int64_t k = kernel_size[0];
+  const int64_t s = stride.set ? stride[0] : k;
+  const int64_t p = padding.set ? padding[0] : 0;
+  const int64_t d = dilation.set ? dilation[0] : 1;
+  SL_CHECK(k > 0, op, ": kernel_size must be positive, got ", k);
+  SL_CHECK(s > 0, op, ": stride must be positive, got ", s);
+  SL_CHECK(d > 0, op, ": dilation must be positive, got ", d);
+  SL_CHECK(p >= 0 && p <= k / 2, op,
+           ": padding should be non-negative and at most half of the kernel size, got padding ", p,
+           " for kernel_size ", k);
+  const int64_t out = ops::pool_output_size(input.size(-1), k, p, s, d, ceil_mode);
+  SL_CHECK_SHAPE(out >= 1, op, ": input of shape ", shape_str(input.sizes()),
+                 " is too small for kernel_size ", k, " with padding ", p, " and dilation ", d,
+                 " (output size ", out, ")");
+  return {ExpandingArray<2>({1, k}), ExpandingArray<2>({1, s}), ExpandingArray<2>({0, p}),
+          ExpandingArray<2>({1, d})};
+}
+
+}  // namespace
+
+std::pair<Tensor, Tensor> max_pool1d_with_indices(const Tensor& input,
+                                                  ExpandingArray<1> kernel_size,
+                                                  ExpandingArray<1> stride,
+                                                  ExpandingArray<1> padding,
+                                                  ExpandingArray<1> dilation, bool ceil_mode) {
+  const Pool1dAsPool2d a =
+      pool1d_as_pool2d("max_pool1d", input, kernel_size, stride, padding, dilation, ceil_mode);
+  // [N, C, 1, L] (or [C, 1, L]); the flat index h * L + w of the 2-d op is w with h = 0
+  auto [out, indices] = max_pool2d_with_indices(input.unsqueeze(-2), a.kernel_size, a.stride,
+                                                a.padding, a.dilation, ceil_mode);
+  return {out.squeeze(-2), indices.squeeze(-2)};
+}
+
+Tensor max_pool1d(const Tensor& input, ExpandingArray<1> kernel_size, ExpandingArray<1> stride,
+                  ExpandingArray<1> padding, ExpandingArray<1> dilation, bool ceil_mode) {
+  return max_pool1d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode).first;
+}
+
+Tensor avg_pool1d(const Tensor& input, ExpandingArray<1> kernel_size, ExpandingArray<1> stride,
+                  ExpandingArray<1> padding, bool ceil_mode, bool count_include_pad) {
+  const Pool1dAsPool2d a =
+      pool1d_as_pool2d("avg_pool1d", input, kernel_size, stride, padding, 1, ceil_mode);
+  return avg_pool2d(input.unsqueeze(-2), a.kernel_size, a.stride, a.padding, ceil_mode,
+                    count_include_pad)
+      .squeeze(-2);
+}
+
+Tensor adaptive_avg_pool1d(const Tensor& input, ExpandingArray<1> output_size) {
+  check_pool1d_input("adaptive_avg_pool1d", input);
+  SL_CHECK(output_size.set, "adaptive_avg_pool1d: output_size must be given");
+  SL_CHECK_SHAPE(output_size[0] >= 0, "adaptive_avg_pool1d: output_size must be non-negative, got ",
+                 output_size[0]);
+  return adaptive_avg_pool2d(input.unsqueeze(-2), ExpandingArray<2>({1, output_size[0]}))
+      .squeeze(-2);
+}
+
 }  // namespace sl

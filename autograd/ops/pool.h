@@ -1,6 +1,6 @@
-// Differentiable 2-d pooling, named and ordered as torch.nn.functional; backward beside the
-// forward in autograd/ops/pool.cpp (kernels: core/ops/pool.h). Inputs are [N, C, H, W] or
-// unbatched [C, H, W]; outputs keep the leading dims.
+// Differentiable 2-d and 1-d pooling, named and ordered as torch.nn.functional; backward beside
+// the forward in autograd/ops/pool.cpp (kernels: core/ops/pool.h). 2-d inputs are [N, C, H, W] or
+// unbatched [C, H, W], 1-d ones [N, C, L] or unbatched [C, L]; outputs keep the leading dims.
 #pragma once
 
 #include <cstdint>
@@ -35,5 +35,33 @@ Tensor avg_pool2d(const Tensor& input, ExpandingArray<2> kernel_size, ExpandingA
 /// (and a zero gradient), as PyTorch's forward. Throws ShapeError for a bad rank or size
 /// (negative output size, empty spatial input dim).
 Tensor adaptive_avg_pool2d(const Tensor& input, ExpandingArray<2> output_size);
+
+// The 1-d ops are the 2-d ones over a height of 1 (as conv1d is conv2d), checked first in 1-d
+// terms so that each error names the 1-d op and its own values.
+
+/// Input [N, C, L] or [C, L] -> [N, C, Lo] or [C, Lo]: max over windows of kernel_size (stride
+/// unset: kernel_size), implicit -inf padding (at most kernel_size / 2), dilation, ceil_mode as
+/// max_pool2d. The gradient goes to the (first) maximum of each window. Throws ShapeError (rank,
+/// empty L, an output size < 1: PyTorch 1.13's max_pool1d gives an empty output there, its
+/// max_pool2d and avg_pool1d throw), ValueError (non-positive kernel/stride/dilation, padding
+/// out of [0, kernel_size / 2]), DTypeError (non-floating).
+Tensor max_pool1d(const Tensor& input, ExpandingArray<1> kernel_size, ExpandingArray<1> stride = {},
+                  ExpandingArray<1> padding = 0, ExpandingArray<1> dilation = 1,
+                  bool ceil_mode = false);
+/// max_pool1d that also returns the indices (i64, positions in L), as
+/// F.max_pool1d(..., return_indices=True). The indices are not differentiable.
+std::pair<Tensor, Tensor> max_pool1d_with_indices(
+    const Tensor& input, ExpandingArray<1> kernel_size, ExpandingArray<1> stride = {},
+    ExpandingArray<1> padding = 0, ExpandingArray<1> dilation = 1, bool ceil_mode = false);
+/// Window averages over L (F.avg_pool1d: no dilation, no divisor_override); count_include_pad:
+/// padded zeros count in the divisor. Shapes and errors as max_pool1d (an output size < 1
+/// throws, as PyTorch).
+Tensor avg_pool1d(const Tensor& input, ExpandingArray<1> kernel_size, ExpandingArray<1> stride = {},
+                  ExpandingArray<1> padding = 0, bool ceil_mode = false,
+                  bool count_include_pad = true);
+/// [N, C, L] or [C, L] -> [..., output_size]: output j averages input positions
+/// [floor(j L / Lo), ceil((j + 1) L / Lo)). An output size of 0 gives an empty output, as
+/// adaptive_avg_pool2d. Throws ShapeError (rank, empty L, negative output size), DTypeError.
+Tensor adaptive_avg_pool1d(const Tensor& input, ExpandingArray<1> output_size);
 
 }  // namespace sl

@@ -34,16 +34,6 @@ void check_pool_input(const char* op, const Tensor& input) {
   }
 }
 
-/// PyTorch's pooling_output_shape.
-int64_t pool_out_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil,
-                      bool ceil_mode) {
-  int64_t num = in + 2 * pad - dil * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
-  // floor division (num may be negative)
-  int64_t out = (num >= 0 ? num / stride : -((-num + stride - 1) / stride)) + 1;
-  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
-  return out;
-}
-
 /// input as contiguous [P, H, W] planes.
 Tensor planes(const Tensor& t) {
   Tensor c = contiguous(t);
@@ -58,6 +48,16 @@ Shape with_spatial(const Shape& s, int64_t h, int64_t w) {
 }
 
 }  // namespace
+
+int64_t pool_output_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil,
+                         bool ceil_mode) {
+  // PyTorch's pooling_output_shape
+  int64_t num = in + 2 * pad - dil * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
+  // floor division (num may be negative)
+  int64_t out = (num >= 0 ? num / stride : -((-num + stride - 1) / stride)) + 1;
+  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
+  return out;
+}
 
 Pool2dGeometry pool2d_geometry(const char* op, const Tensor& input, ExpandingArray<2> kernel_size,
                                ExpandingArray<2> stride, ExpandingArray<2> padding,
@@ -89,8 +89,8 @@ Pool2dGeometry pool2d_geometry(const char* op, const Tensor& input, ExpandingArr
   g.dilation_h = dilation[0];
   g.dilation_w = dilation[1];
   const int64_t H = input.size(-2), W = input.size(-1);
-  g.out_h = pool_out_size(H, g.kh, g.pad_h, g.stride_h, g.dilation_h, ceil_mode);
-  g.out_w = pool_out_size(W, g.kw, g.pad_w, g.stride_w, g.dilation_w, ceil_mode);
+  g.out_h = pool_output_size(H, g.kh, g.pad_h, g.stride_h, g.dilation_h, ceil_mode);
+  g.out_w = pool_output_size(W, g.kw, g.pad_w, g.stride_w, g.dilation_w, ceil_mode);
   SL_CHECK_SHAPE(g.out_h >= 1 && g.out_w >= 1, op, ": input of shape ", shape_str(input.sizes()),
                  " is too small for kernel_size ", shape_str({g.kh, g.kw}), " with padding ",
                  shape_str({g.pad_h, g.pad_w}), " and dilation ",

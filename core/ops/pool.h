@@ -66,6 +66,10 @@ namespace ops {
 Pool2dGeometry pool2d_geometry(const char* op, const Tensor& input, ExpandingArray<2> kernel_size,
                                ExpandingArray<2> stride, ExpandingArray<2> padding,
                                ExpandingArray<2> dilation, bool ceil_mode);
+/// PyTorch's pooling output size along one dim (may be < 1: callers check), ceil_mode's rule
+/// included (a last window that would start in the padding is dropped). stride > 0.
+int64_t pool_output_size(int64_t in, int64_t kernel, int64_t pad, int64_t stride, int64_t dilation,
+                         bool ceil_mode);
 /// (out, indices) of shape [..., Ho, Wo] for a 3-d or 4-d input.
 std::pair<Tensor, Tensor> max_pool2d_forward(const Tensor& input, const Pool2dGeometry& g);
 /// Gradient w.r.t. the input (input_sizes) from grad_out and the indices saved by
