@@ -3,7 +3,10 @@
 #include <cmath>
 
 #include "autograd/ops/elementwise.h"
+#include "autograd/ops/softmax.h"
 #include "core/creation.h"
+#include "core/ops/copy.h"
+#include "core/shape.h"
 
 namespace sl::nn {
 
@@ -185,6 +188,41 @@ Tensor PReLU::forward(const Tensor& x) {
 }
 std::string PReLU::extra_repr() const {
   return "num_parameters=" + std::to_string(num_parameters);
+}
+
+namespace functional {
+Tensor softmin(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  // checked here so that the errors name softmin, not the softmax it is composed of
+  ops::check_defined("softmin", x);
+  SL_CHECK_DTYPE(is_floating(dtype.value_or(x.dtype())), "softmin: expected a floating dtype, got ",
+                 dtype_name(dtype.value_or(x.dtype())));
+  wrap_dim(dim, x.dim(), "softmin");
+  return softmax(-x, dim, dtype);  // as PyTorch: (-input).softmax(dim, dtype=dtype)
+}
+}  // namespace functional
+
+Softmax::Softmax(int64_t d) : Module("Softmax"), dim(d) {}
+Tensor Softmax::forward(const Tensor& x) {
+  return softmax(checked(x, "Softmax"), dim);
+}
+std::string Softmax::extra_repr() const {
+  return "dim=" + std::to_string(dim);
+}
+
+LogSoftmax::LogSoftmax(int64_t d) : Module("LogSoftmax"), dim(d) {}
+Tensor LogSoftmax::forward(const Tensor& x) {
+  return log_softmax(checked(x, "LogSoftmax"), dim);
+}
+std::string LogSoftmax::extra_repr() const {
+  return "dim=" + std::to_string(dim);
+}
+
+Softmin::Softmin(int64_t d) : Module("Softmin"), dim(d) {}
+Tensor Softmin::forward(const Tensor& x) {
+  return functional::softmin(checked(x, "Softmin"), dim);
+}
+std::string Softmin::extra_repr() const {
+  return "dim=" + std::to_string(dim);
 }
 
 Flatten::Flatten(int64_t s, int64_t e) : Module("Flatten"), start_dim(s), end_dim(e) {}

@@ -1,5 +1,6 @@
 // Activation modules (torch.nn.ReLU, GELU, Tanh, Sigmoid, SiLU, Hardtanh, LeakyReLU, Softplus,
-// ELU, SELU, Mish, Hardswish, Hardsigmoid, PReLU) and the shape modules Flatten / Unflatten. Each
+// ELU, SELU, Mish, Hardswish, Hardsigmoid, PReLU), the normalizing Softmax / LogSoftmax / Softmin
+// (over one dim) and the shape modules Flatten / Unflatten. Each
 // forward is the elementwise function of the same name; any shape is accepted. The first seven
 // are single ops (autograd/ops/elementwise.h); the others are composed here from those ops in
 // sl::nn::functional, with `where` choosing each piece so that the gradient at every kink is
@@ -7,6 +8,8 @@
 #pragma once
 
 #include <string>
+
+#include <optional>
 
 #include "nn/module.h"
 
@@ -137,6 +140,41 @@ class PReLU : public Module {
   std::string extra_repr() const override;
   const int64_t num_parameters;
   Tensor weight;
+};
+
+namespace functional {
+/// F.softmin: softmax(-x) along dim (negative dims count from the end); with `dtype`, -x is
+/// converted first. Same sizes as x. Throws ValueError (undefined x), IndexError (bad dim),
+/// DTypeError (a non-floating input without a floating `dtype`), each naming softmin.
+Tensor softmin(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
+}  // namespace functional
+
+/// sl::softmax along dim, as torch.nn.Softmax(dim) (the dim is required: PyTorch's implicit-dim
+/// default is deprecated). Any rank; errors as sl::softmax, at forward.
+class Softmax : public Module {
+ public:
+  explicit Softmax(int64_t dim);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  const int64_t dim;
+};
+
+/// sl::log_softmax along dim, as torch.nn.LogSoftmax(dim). Errors as sl::log_softmax, at forward.
+class LogSoftmax : public Module {
+ public:
+  explicit LogSoftmax(int64_t dim);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  const int64_t dim;
+};
+
+/// functional::softmin along dim, as torch.nn.Softmin(dim). Errors as sl::softmax, at forward.
+class Softmin : public Module {
+ public:
+  explicit Softmin(int64_t dim);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  const int64_t dim;
 };
 
 /// Flattens dims start_dim..end_dim (default: all but the batch dim), as torch.nn.Flatten.

@@ -374,6 +374,13 @@ def gen_activation(w):
     with torch.no_grad():
         m.weight.uniform_(-1.0, 1.0)
     run_case(w, "prelu_at_zero", m, [torch.zeros(2, 3, 2)], m)
+    # Softmax-family modules over one dim, on [2, 3, 4] (dims 1, -1 and 0 each used once).
+    for i, (name, m) in enumerate([("softmax_dim1", nn.Softmax(dim=1)),
+                                   ("log_softmax_dim_neg1", nn.LogSoftmax(dim=-1)),
+                                   ("softmin_dim0", nn.Softmin(dim=0))]):
+        seeded(220 + i)
+        run_case(w, name, m, [torch.randn(2, 3, 4) * 2])
+        w.put_module_strings(name, m)
 
 
 def gen_attention(w):

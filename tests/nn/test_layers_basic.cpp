@@ -53,6 +53,52 @@ TEST_CASE("activation modules match PyTorch") {
   }
 }
 
+TEST_CASE("Softmax, LogSoftmax and Softmin modules match PyTorch, reprs included") {
+  Fixture fx("activation");
+  std::vector<std::pair<std::string, std::shared_ptr<nn::Module>>> cases = {
+      {"softmax_dim1", std::make_shared<nn::Softmax>(1)},
+      {"log_softmax_dim_neg1", std::make_shared<nn::LogSoftmax>(-1)},
+      {"softmin_dim0", std::make_shared<nn::Softmin>(0)},
+  };
+  for (auto& [name, m] : cases) {
+    CAPTURE(name);
+    Tensor x = fx.input(name, 0);
+    fx.check_backward(name, {m->forward(x)}, {x}, m.get(), kRtol, kAtol);
+    CHECK(m->str() == fx.meta(name + ".repr"));
+  }
+}
+
+TEST_CASE("Softmax-family modules: gradcheck in float64, the dim used, errors") {
+  namespace F = sl::nn::functional;
+  manual_seed(7);
+  Tensor x = randn({2, 3, 4}, {.dtype = DType::f64}).requires_grad_();
+  nn::Softmax sm(1);
+  nn::LogSoftmax lsm(-1);
+  nn::Softmin smin(0);
+  CHECK(gradcheck([&](const TensorList& in) { return sm.forward(in[0]); }, {x}));
+  CHECK(gradcheck([&](const TensorList& in) { return lsm.forward(in[0]); }, {x}));
+  CHECK(gradcheck([&](const TensorList& in) { return smin.forward(in[0]); }, {x}));
+  CHECK(gradcheck([&](const TensorList& in) { return F::softmin(in[0], -2); }, {x}));
+  // each normalizes along its own dim: the sums over it are 1 (log: of the exponentials)
+  Tensor d = x.detach();
+  SL_CHECK_CLOSE(sm.forward(d).sum({1}), ones({2, 4}, {.dtype = DType::f64}), 1e-12, 1e-12);
+  SL_CHECK_CLOSE(lsm.forward(d).exp().sum({2}), ones({2, 3}, {.dtype = DType::f64}), 1e-12, 1e-12);
+  SL_CHECK_CLOSE(smin.forward(d).sum({0}), ones({3, 4}, {.dtype = DType::f64}), 1e-12, 1e-12);
+  // softmin is the softmax of the negation, and picks the smallest: 1 / (1 + e^-1) at x = 0
+  SL_CHECK_CLOSE(F::softmin(tensor({0.0, 1.0}), 0),
+                 tensor({1 / (1 + std::exp(-1.0)), 1 / (1 + std::exp(1.0))}), 1e-15, 1e-15);
+  // with a dtype, as F.softmin(x, 0, dtype=torch.float64)
+  CHECK(F::softmin(tensor({1.f, 2.f}), 0, DType::f64).dtype() == DType::f64);
+  SL_CHECK_THROWS(nn::Softmax(3).forward(d), IndexError, "softmax: dim 3 out of range");
+  SL_CHECK_THROWS(nn::LogSoftmax(-4).forward(d), IndexError, "log_softmax: dim -4 out of range");
+  SL_CHECK_THROWS(nn::Softmin(5).forward(d), IndexError, "softmin: dim 5 out of range");
+  SL_CHECK_THROWS(nn::Softmin(0).forward(ones({2}, {.dtype = DType::i64})), DTypeError,
+                  "softmin: expected a floating dtype, got int64");
+  SL_CHECK_THROWS(nn::Softmax(0).forward(Tensor()), ValueError, "Softmax: the input is undefined");
+  SL_CHECK_THROWS(nn::Softmin(0).forward(Tensor()), ValueError, "Softmin: the input is undefined");
+  SL_CHECK_THROWS(F::softmin(Tensor(), 0), ValueError, "softmin");
+}
+
 TEST_CASE("hardtanh's gradient is 0 at its bounds, clamp's is 1, as in PyTorch") {
   // PyTorch 1.13: hardtanh([0, 20, 5, -1, 21], 0, 20).sum().backward() gives [0, 0, 1, 0, 0]
   // (hardtanh_backward compares strictly); clamp(x, 0, 20) gives [1, 1, 1, 0, 0]. A finite
