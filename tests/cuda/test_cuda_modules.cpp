@@ -8,10 +8,11 @@
 // (BatchNorm's running statistics and batch count) after the forward.
 //
 // Covered module classes (a new Module needs a case here):
-//   Linear, Identity, Conv1d, Conv2d, BatchNorm1d, BatchNorm2d, LayerNorm, GroupNorm,
-//   InstanceNorm1d, InstanceNorm2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Dropout, Embedding,
-//   ReLU, GELU, Tanh, Sigmoid, SiLU, Hardtanh, LeakyReLU, PReLU, Softplus, ELU, SELU, Mish,
-//   Hardswish, Hardsigmoid, Flatten, Unflatten, MultiheadAttention, TransformerEncoderLayer,
+//   Linear, Identity, Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, BatchNorm1d, BatchNorm2d,
+//   LayerNorm, GroupNorm, InstanceNorm1d, InstanceNorm2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d,
+//   MaxPool1d, AvgPool1d, AdaptiveAvgPool1d, Dropout, Embedding, ReLU, GELU, Tanh, Sigmoid, SiLU,
+//   Hardtanh, LeakyReLU, PReLU, Softplus, ELU, SELU, Mish, Hardswish, Hardsigmoid, Softmax,
+//   LogSoftmax, Softmin, Flatten, Unflatten, MultiheadAttention, TransformerEncoderLayer,
 //   TransformerDecoderLayer, TransformerEncoder, TransformerDecoder, Transformer, GRU, LSTM,
 //   Sequential, ModuleList, CheckpointWrapper; the losses' modules are in test_cuda_loss.cpp; every
 //   model of models::model_names() (a new model needs an input in zoo_input).
@@ -436,6 +437,40 @@ TEST_CASE("cuda module parity: MaxPool2d, AvgPool2d, AdaptiveAvgPool2d" *
         rnd({2, 3, 7, 11}, dt), dt);
     check_unary<nn::AdaptiveAvgPool2d>([] { return std::make_shared<nn::AdaptiveAvgPool2d>(1); },
                                        rnd({2, 4, 5, 5}, dt), dt);
+  }
+}
+
+TEST_CASE("cuda module parity: MaxPool1d, AvgPool1d, AdaptiveAvgPool1d" *
+          sl::testing::needs_gpu()) {
+  SL_REQUIRE_CUDA("1-d pool module parity");
+  manual_seed(147);
+  for (DType dt : kDtypes) {
+    // overlapping windows, padding, dilation and ceil_mode; then unbatched [C, L]
+    check_unary<nn::MaxPool1d>([] { return std::make_shared<nn::MaxPool1d>(3, 2, 1, 2, true); },
+                               rnd({2, 3, 13}, dt), dt);
+    check_unary<nn::MaxPool1d>([] { return std::make_shared<nn::MaxPool1d>(2); }, rnd({3, 8}, dt),
+                               dt);
+    check_unary<nn::AvgPool1d>([] { return std::make_shared<nn::AvgPool1d>(3, 2, 1, true, false); },
+                               rnd({2, 3, 10}, dt), dt);
+    check_unary<nn::AvgPool1d>([] { return std::make_shared<nn::AvgPool1d>(2, 1, 1); },
+                               rnd({4, 7}, dt), dt);
+    check_unary<nn::AdaptiveAvgPool1d>([] { return std::make_shared<nn::AdaptiveAvgPool1d>(4); },
+                                       rnd({2, 3, 11}, dt), dt);
+    check_unary<nn::AdaptiveAvgPool1d>([] { return std::make_shared<nn::AdaptiveAvgPool1d>(7); },
+                                       rnd({3, 5}, dt), dt);
+  }
+}
+
+TEST_CASE("cuda module parity: Softmax, LogSoftmax, Softmin" * sl::testing::needs_gpu()) {
+  SL_REQUIRE_CUDA("softmax module parity");
+  manual_seed(148);
+  for (DType dt : kDtypes) {
+    check_unary<nn::Softmax>([] { return std::make_shared<nn::Softmax>(1); }, rnd({2, 5, 3}, dt),
+                             dt);
+    check_unary<nn::LogSoftmax>([] { return std::make_shared<nn::LogSoftmax>(-1); },
+                                rnd({4, 6}, dt), dt);
+    check_unary<nn::Softmin>([] { return std::make_shared<nn::Softmin>(0); }, rnd({3, 2, 4}, dt),
+                             dt);
   }
 }
 
