@@ -16,6 +16,7 @@
 #include "autograd/ops/upsample.h"
 #include "nn/activation.h"
 #include "nn/checkpoint.h"
+#include "nn/dropout.h"
 #include "nn/loss.h"
 
 namespace sl::nn::functional {

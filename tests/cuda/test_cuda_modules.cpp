@@ -10,12 +10,13 @@
 // Covered module classes (a new Module needs a case here):
 //   Linear, Identity, Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, BatchNorm1d, BatchNorm2d,
 //   LayerNorm, GroupNorm, InstanceNorm1d, InstanceNorm2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d,
-//   MaxPool1d, AvgPool1d, AdaptiveAvgPool1d, Dropout, Embedding, ReLU, GELU, Tanh, Sigmoid, SiLU,
-//   Hardtanh, LeakyReLU, PReLU, Softplus, ELU, SELU, Mish, Hardswish, Hardsigmoid, Softmax,
-//   LogSoftmax, Softmin, Flatten, Unflatten, MultiheadAttention, TransformerEncoderLayer,
-//   TransformerDecoderLayer, TransformerEncoder, TransformerDecoder, Transformer, GRU, LSTM,
-//   Sequential, ModuleList, CheckpointWrapper; the losses' modules are in test_cuda_loss.cpp; every
-//   model of models::model_names() (a new model needs an input in zoo_input).
+//   MaxPool1d, AvgPool1d, AdaptiveAvgPool1d, Dropout, Dropout1d, Dropout2d, Embedding, ReLU, GELU,
+//   Tanh, Sigmoid, SiLU, Hardtanh, LeakyReLU, PReLU, Softplus, ELU, SELU, Mish, Hardswish,
+//   Hardsigmoid, Softmax, LogSoftmax, Softmin, Flatten, Unflatten, MultiheadAttention,
+//   TransformerEncoderLayer, TransformerDecoderLayer, TransformerEncoder, TransformerDecoder,
+//   Transformer, GRU, LSTM, Sequential, ModuleList, CheckpointWrapper; the losses' modules are in
+//   test_cuda_loss.cpp; every model of models::model_names() (a new model needs an input in
+//   zoo_input).
 //
 // Tolerances: float64 1e-10 relative and absolute (the same math on both devices, sums and
 // products in different orders and CUDA's libm, a few double ulps per op, far below 1e-10 for
@@ -474,7 +475,8 @@ TEST_CASE("cuda module parity: Softmax, LogSoftmax, Softmin" * sl::testing::need
   }
 }
 
-TEST_CASE("cuda module parity: Dropout in train and eval mode" * sl::testing::needs_gpu()) {
+TEST_CASE("cuda module parity: Dropout, Dropout1d, Dropout2d in train and eval mode" *
+          sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("Dropout module parity");
   manual_seed(45);
   for (DType dt : kDtypes) {
@@ -485,6 +487,15 @@ TEST_CASE("cuda module parity: Dropout in train and eval mode" * sl::testing::ne
     }
     check_unary<nn::Dropout>([] { return std::make_shared<nn::Dropout>(1.0); }, rnd({5, 3}, dt),
                              dt);
+    // channel dropout: the mask is sl::dropout of ones, the same Philox draws on both sides
+    for (bool train : {true, false}) {
+      check_unary<nn::Dropout1d>([] { return std::make_shared<nn::Dropout1d>(0.3); },
+                                 rnd({4, 9, 5}, dt), dt, train);
+      check_unary<nn::Dropout1d>([] { return std::make_shared<nn::Dropout1d>(0.3); },
+                                 rnd({9, 5}, dt), dt, train);  // unbatched [C, L]
+      check_unary<nn::Dropout2d>([] { return std::make_shared<nn::Dropout2d>(0.5); },
+                                 rnd({3, 6, 4, 5}, dt), dt, train);
+    }
   }
 }
 

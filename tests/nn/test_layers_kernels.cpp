@@ -1,11 +1,13 @@
 // Parity with PyTorch for LayerNorm, GroupNorm, BatchNorm, InstanceNorm, Conv, ConvTranspose,
 // pooling and Dropout (fixtures: normalization, conv, pooling), gradchecks in float64,
-// eval-vs-train and errors.
+// eval-vs-train and errors; the channel dropouts (Dropout1d / Dropout2d) by their mask's
+// structure and statistics.
 #include <cmath>
 
 #include "fixture.h"
 #include "nn/conv.h"
 #include "nn/dropout.h"
+#include "nn/functional.h"
 #include "nn/normalization.h"
 #include "nn/pooling.h"
 
@@ -450,6 +452,104 @@ TEST_CASE("Dropout: train statistics, eval identity, gradient follows the mask")
   SL_CHECK_CLOSE(z, x, 0, 0);
   CHECK(drop.str() == "Dropout(p=0.25, inplace=False)");
   SL_CHECK_THROWS(nn::Dropout(1.5), ValueError, "p must be in [0, 1], got 1.5");
+}
+
+namespace {
+/// Checks a channel dropout's output y of an all-ones input: every entry is 0 or 1 / (1 - p)
+/// rounded to y's dtype, exactly, and constant over `spatial` (the dims a channel spans); returns
+/// the kept fraction of channels.
+double check_channel_mask(const Tensor& y, double p, const std::vector<int64_t>& spatial) {
+  Tensor d = y.detach().to(DType::f64);
+  const double scale = scalar_tensor(1.0 / (1.0 - p), {.dtype = y.dtype()}).item<double>();
+  CHECK(d.eq(0.0).logical_or(d.eq(scale)).all().item<bool>());
+  SL_CHECK_CLOSE(d.amax(spatial), d.amin(spatial), 0, 0);  // whole channels
+  return d.amax(spatial).ne(0.0).to(DType::f64).mean().item<double>();
+}
+}  // namespace
+
+TEST_CASE("Dropout1d and Dropout2d zero whole channels, as PyTorch 1.13") {
+  namespace F = sl::nn::functional;
+  manual_seed(10);
+  const double p = 0.25;
+  // 10000 channels: the kept fraction's standard error is sqrt(0.75 * 0.25 / 1e4) = 0.0043; the
+  // bound 0.022 is ~5 standard errors
+  SUBCASE("Dropout1d, batched [N, C, L]: mask per (n, c), gradient follows it") {
+    nn::Dropout1d drop(p);
+    Tensor x = ones({100, 100, 6}).requires_grad_();
+    Tensor y = drop.forward(x);
+    CHECK(y.sizes() == x.sizes());
+    CHECK(std::fabs(check_channel_mask(y, p, {2}) - 0.75) < 0.022);
+    y.sum().backward();
+    SL_CHECK_CLOSE(x.grad(), y.detach(), 0, 0);  // d y / d x = mask / (1 - p) = y here
+    drop.eval();
+    CHECK(drop.forward(x).is_same(x));
+  }
+  SUBCASE("Dropout1d, unbatched [C, L]: mask per channel") {
+    Tensor y = nn::Dropout1d(p).forward(ones({10000, 3}));
+    CHECK(y.sizes() == Shape{10000, 3});
+    CHECK(std::fabs(check_channel_mask(y, p, {1}) - 0.75) < 0.022);
+  }
+  SUBCASE("Dropout2d, [N, C, H, W]: mask per (n, c) over H, W") {
+    Tensor x = ones({100, 100, 2, 3}).requires_grad_();
+    Tensor y = nn::Dropout2d(p).forward(x);
+    CHECK(std::fabs(check_channel_mask(y, p, {2, 3}) - 0.75) < 0.022);
+    y.sum().backward();
+    SL_CHECK_CLOSE(x.grad(), y.detach(), 0, 0);
+  }
+  SUBCASE("Dropout2d on 3-d input is PyTorch 1.13's [N, C, L] (1-d) dropout, not [C, H, W]") {
+    // as unbatched [C, H, W], each x[c] would be all zero or all kept; as [N, C, L] the rows
+    // x[n][c] are masked apart: among 200 rows of one x[n] both occur (all alike: 2 * 0.5^200)
+    Tensor y = F::dropout2d(ones({2, 200, 5}), 0.5);
+    check_channel_mask(y, 0.5, {2});
+    Tensor row_kept = y[0].amax({1}).ne(0.0);
+    CHECK(row_kept.any().item<bool>());
+    CHECK_FALSE(row_kept.all().item<bool>());
+  }
+  SUBCASE("p = 1 zeroes, p = 0 and eval are the identity") {
+    Tensor x = randn({2, 3, 4});
+    SL_CHECK_CLOSE(F::dropout1d(x, 1.0), zeros_like(x), 0, 0);
+    SL_CHECK_CLOSE(F::dropout2d(x.unsqueeze(0), 1.0), zeros({1, 2, 3, 4}), 0, 0);
+    CHECK(F::dropout1d(x, 0.0).is_same(x));
+    CHECK(F::dropout2d(x, 0.7, false).is_same(x));
+    nn::Dropout2d d2(0.5);
+    d2.eval();
+    CHECK(d2.forward(x).is_same(x));
+  }
+  SUBCASE("gradcheck in float64 with a fixed mask (the generator reseeded per call)") {
+    Tensor x = randn({2, 3, 4}, {.dtype = DType::f64}).requires_grad_();
+    CHECK(gradcheck(
+        [](const TensorList& in) {
+          manual_seed(77);
+          return F::dropout1d(in[0], 0.4);
+        },
+        {x}));
+    Tensor x4 = randn({2, 3, 2, 2}, {.dtype = DType::f64}).requires_grad_();
+    CHECK(gradcheck(
+        [](const TensorList& in) {
+          manual_seed(78);
+          return nn::Dropout2d(0.4).forward(in[0]);
+        },
+        {x4}));
+  }
+  SUBCASE("errors and reprs") {
+    CHECK(nn::Dropout1d(0.25).str() == "Dropout1d(p=0.25, inplace=False)");  // torch 1.13's
+    CHECK(nn::Dropout2d().str() == "Dropout2d(p=0.5, inplace=False)");
+    SL_CHECK_THROWS(nn::Dropout1d(1.5), ValueError, "Dropout1d: p must be in [0, 1], got 1.5");
+    SL_CHECK_THROWS(nn::Dropout2d(-0.5), ValueError, "Dropout2d: p must be in [0, 1], got -0.5");
+    SL_CHECK_THROWS(F::dropout1d(ones({2, 3}), -0.1), ValueError,
+                    "dropout1d: p must be in [0, 1], got -0.1");
+    SL_CHECK_THROWS(F::dropout1d(ones({2, 3, 4, 5})), ShapeError,
+                    "dropout1d: expected a 2-d [C, L] or 3-d [N, C, L] input, got [2, 3, 4, 5]");
+    SL_CHECK_THROWS(F::dropout1d(ones({4})), ShapeError,
+                    "dropout1d: expected a 2-d [C, L] or 3-d [N, C, L] input, got [4]");
+    SL_CHECK_THROWS(F::dropout2d(ones({4})), ShapeError,
+                    "dropout2d: expected an input of at least 2 dims, got [4]");
+    SL_CHECK_THROWS(F::dropout2d(ones({2, 3, 4}, {.dtype = DType::i64})), DTypeError,
+                    "dropout2d: expected a floating input, got int64");
+    SL_CHECK_THROWS(nn::Dropout1d().forward(Tensor()), ValueError,
+                    "Dropout1d: the input is undefined");
+    SL_CHECK_THROWS(F::dropout2d(Tensor()), ValueError, "dropout2d");
+  }
 }
 
 TEST_CASE("conv, norm and pooling modules gradcheck in float64") {
