@@ -128,6 +128,32 @@ TEST_CASE("a parameter without a gradient is left alone in every mode, as single
   }
 }
 
+TEST_CASE("dp leaves a parameter alone when no replica computed its gradient") {
+  // dp's master keeps .grad undefined unless some replica's forward used the parameter, so the
+  // optimizer skips it as in single. With fc2_rank, fc2 is used by one replica only: its gradient
+  // comes from that replica's share alone (the reference forwards the shares one by one, each
+  // with its replica's fc2 setting; dp splits 12 rows into equal chunks for 2 and 3 replicas,
+  // so the gathered output's mean is the mean of the shares' means).
+  std::vector<TrainConfig> configs;
+  for (OptKind ok : {OptKind::adamw, OptKind::sgd_mixed, OptKind::adagrad}) {
+    configs.push_back({.opt = ok, .steps = 5, .fc2_every = 2});
+  }
+  configs.push_back({.opt = OptKind::sgd_dampened, .steps = 5, .fc2_from = 2});
+  configs.push_back({.opt = OptKind::adamw, .steps = 3, .fc2_from = 100});  // never used
+  for (int r : {0, 1, 2}) configs.push_back({.opt = OptKind::adamw, .steps = 5, .fc2_rank = r});
+  for (const TrainConfig& c : configs) {
+    for (int k : {2, 3}) {
+      if (c.fc2_rank >= k) continue;
+      CAPTURE(c.str());
+      CAPTURE(k);
+      RunResult ref = sl::testing::train_reference(c, c.fc2_rank >= 0 ? k : 1);
+      // f32 summation order across replicas, as in the dp test above
+      check_same_params(sl::testing::train_strategy("dp", c, nullptr, {.dp_replicas = k}), ref,
+                        1e-5, 1e-6);
+    }
+  }
+}
+
 TEST_CASE("zero2 consumes gradients: no .grad, shard holds them; memory report by category") {
   auto pg = make_single_group();
   auto net = sl::testing::make_tiny_net();

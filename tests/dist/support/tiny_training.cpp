@@ -167,7 +167,13 @@ TinyTrainer::TinyTrainer(const std::string& kind, const TrainConfig& c, dist::Pr
   opts.group = group;
   opts.max_grad_norm = c.clip;
   opts.bucket_cap_bytes = c.bucket_cap;
-  if (!opts.replica_factory) opts.replica_factory = [] { return make_tiny_net(); };
+  replicas = std::make_shared<std::vector<std::shared_ptr<TinyNet>>>();
+  if (!opts.replica_factory) {
+    opts.replica_factory = [built = replicas] {
+      built->push_back(make_tiny_net());
+      return built->back();
+    };
+  }
   strategy = dist::make_strategy(kind, net, *opt, opts);
 }
 
@@ -186,6 +192,9 @@ std::vector<double> TinyTrainer::run(int from, int to) {
     }
     strategy->zero_grad();
     net->use_fc2 = c.uses_fc2(s, rank);
+    for (size_t i = 0; i < replicas->size(); ++i) {
+      (*replicas)[i]->use_fc2 = c.uses_fc2(s, static_cast<int>(i) + 1);
+    }
     int64_t micro = share / c.accum;
     double loss_sum = 0;
     for (int m = 0; m < c.accum; ++m) {

@@ -55,7 +55,8 @@ struct TrainConfig {
   int fc2_every = 0;
   /// fc2 takes part in the forward from this step on (before, it has no gradient)
   int fc2_from = 0;
-  /// >= 0: fc2 takes part in the forward only on this rank (train_strategy, TinyTrainer)
+  /// >= 0: fc2 takes part in the forward only on this rank (train_strategy, TinyTrainer; dp:
+  /// only on this replica, the model itself being replica 0)
   int fc2_rank = -1;
   /// Whether fc2 takes part in step `step`'s forward on rank `rank`.
   bool uses_fc2(int step, int rank) const;
@@ -91,6 +92,9 @@ struct TinyTrainer {
   std::unique_ptr<optim::StepLR> sched;
   std::unique_ptr<dist::Strategy> strategy;
   std::vector<dist::StepResult> results;
+  /// dp: the replicas the default replica_factory built (replica i + 1), so run() can set their
+  /// fc2 use per replica; empty for the other kinds or a caller's factory.
+  std::shared_ptr<std::vector<std::shared_ptr<TinyNet>>> replicas;
 };
 
 /// The reference: one process, the whole global batch, model + optimizer + clip_grad_norm_ +
