@@ -7,11 +7,7 @@ namespace sl::nn {
 namespace {
 const InterpolateOptions& checked(const InterpolateOptions& o) {
   constexpr const char* op = "Upsample";
-  SL_CHECK(o.mode == "nearest" || o.mode == "linear" || o.mode == "bilinear", op,
-           ": mode must be one of nearest | linear | bilinear, got '", o.mode, "'");
-  SL_CHECK(!(o.mode == "nearest" && o.align_corners.has_value()), op,
-           ": align_corners option can only be set with the interpolating modes linear | "
-           "bilinear, got mode 'nearest'");
+  check_interpolate_mode(o, op);
   SL_CHECK(o.size.empty() != o.scale_factor.empty(), op,
            ": exactly one of size or scale_factor should be defined, got ", o.size.size(),
            " size and ", o.scale_factor.size(), " scale_factor values");

@@ -665,8 +665,8 @@ def gen_loss(w):
 
 
 def gen_upsample(w):
-    """F.interpolate / nn.Upsample: nearest, linear, bilinear; each case's call is repeated in
-    tests/nn/test_upsample.cpp next to its name."""
+    """F.interpolate / nn.Upsample: nearest, nearest-exact, area, linear, bilinear; each case's
+    call is repeated in tests/nn/test_upsample.cpp next to its name."""
     def interp(**kw):
         return lambda x: F.interpolate(x, **kw)
 
@@ -700,6 +700,26 @@ def gen_upsample(w):
     seeded(90)
     run_case(w, "bilinear_f64", interp(scale_factor=1.5, mode="bilinear"),
              [torch.randn(1, 2, 3, 4, dtype=torch.float64)], seed=90)
+    # nearest-exact (pixel centres) and area (adaptive average pooling to the output size)
+    more = [
+        ("nearest_exact_up", interp(scale_factor=1.7, mode="nearest-exact"), (1, 2, 5, 6)),
+        ("nearest_exact_shrink", interp(size=(3, 4), mode="nearest-exact"), (1, 2, 5, 7)),
+        ("nearest_exact_1d", interp(scale_factor=2.05, mode="nearest-exact"), (1, 2, 10)),
+        ("nearest_exact_module", nn.Upsample(size=(7, 3), mode="nearest-exact"), (2, 2, 4, 5)),
+        ("area_down", interp(size=(3, 2), mode="area"), (2, 2, 7, 5)),
+        ("area_scale", interp(scale_factor=0.6, mode="area"), (1, 2, 5, 8)),
+        ("area_up", nn.Upsample(size=(6, 9), mode="area"), (1, 2, 4, 4)),
+        ("area_1d", interp(size=4, mode="area"), (2, 3, 10)),
+    ]
+    for i, (name, fn, shape) in enumerate(more):
+        seeded(91 + i)
+        run_case(w, name, fn, [torch.randn(*shape)], seed=91 + i)
+    # float64 nearest-exact: PyTorch's CPU forward computes (o + 0.5) * (2 / 41) in double, which
+    # reaches 1 at o = 20 (float arithmetic stays below 1 and reads index 0)
+    w.put("nearest_exact_f64_41.in.0", torch.arange(2, dtype=torch.float64).view(1, 1, 2))
+    w.put("nearest_exact_f64_41.out.0",
+          F.interpolate(torch.arange(2, dtype=torch.float64).view(1, 1, 2), size=41,
+                        mode="nearest-exact"))
 
 
 FAMILIES = {

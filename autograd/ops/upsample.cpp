@@ -5,10 +5,24 @@
 #include <cmath>
 
 #include "autograd/function.h"
+#include "autograd/ops/pool.h"
 #include "core/ops/copy.h"
 #include "core/ops/upsample.h"
 
 namespace sl {
+
+void check_interpolate_mode(const InterpolateOptions& o, const char* op) {
+  const std::string& mode = o.mode;
+  SL_CHECK(mode == "nearest" || mode == "nearest-exact" || mode == "area" || mode == "linear" ||
+               mode == "bilinear",
+           op, ": mode must be one of nearest | nearest-exact | area | linear | bilinear, got '",
+           mode, "'");
+  const bool interpolating = mode == "linear" || mode == "bilinear";
+  SL_CHECK(interpolating || !o.align_corners.has_value(), op,
+           ": align_corners option can only be set with the interpolating modes linear | "
+           "bilinear, got align_corners=",
+           *o.align_corners ? "True" : "False", " with mode '", mode, "'");
+}
 
 namespace {
 
@@ -27,6 +41,7 @@ std::vector<V> per_dim(const std::vector<V>& v, int64_t dims) {
 struct Resolved {
   UpsampleGeometry g;
   bool linear = false;
+  bool area = false;  ///< adaptive average pooling to the output size, as PyTorch's "area"
   const char* backward_name = "";
 };
 
@@ -34,16 +49,11 @@ Resolved resolve(const Tensor& input, const InterpolateOptions& o) {
   constexpr const char* op = "interpolate";
   ops::check_defined(op, input);
   const std::string& mode = o.mode;
-  SL_CHECK(mode == "nearest" || mode == "linear" || mode == "bilinear", op,
-           ": mode must be one of nearest | linear | bilinear, got '", mode, "'");
-  const bool nearest = mode == "nearest";
-  SL_CHECK(!(nearest && o.align_corners.has_value()), op,
-           ": align_corners option can only be set with the interpolating modes linear | "
-           "bilinear, got align_corners=",
-           *o.align_corners ? "True" : "False", " with mode 'nearest'");
-  if (nearest) {
-    SL_CHECK_SHAPE(input.dim() == 3 || input.dim() == 4, op,
-                   ": mode 'nearest' expects a 3-d [N, C, W] or 4-d [N, C, H, W] input, got ",
+  check_interpolate_mode(o, op);
+  const bool interpolating = mode == "linear" || mode == "bilinear";
+  if (!interpolating) {
+    SL_CHECK_SHAPE(input.dim() == 3 || input.dim() == 4, op, ": mode '", mode,
+                   "' expects a 3-d [N, C, W] or 4-d [N, C, H, W] input, got ",
                    shape_str(input.sizes()));
   } else {
     const int64_t want = mode == "linear" ? 3 : 4;
@@ -93,7 +103,9 @@ Resolved resolve(const Tensor& input, const InterpolateOptions& o) {
     if (o.recompute_scale_factor.value_or(false)) std::fill(scale.begin(), scale.end(), 0.0);
   }
   Resolved r;
-  r.linear = !nearest;
+  r.linear = interpolating;
+  r.area = mode == "area";
+  r.g.exact = mode == "nearest-exact";
   r.g.align_corners = o.align_corners.value_or(false);
   r.g.out_w = out.back();
   r.g.scale_w = scale.back();
@@ -101,9 +113,14 @@ Resolved resolve(const Tensor& input, const InterpolateOptions& o) {
     r.g.out_h = out[0];
     r.g.scale_h = scale[0];
   }
-  r.backward_name = nearest
-                        ? (dims == 1 ? "UpsampleNearest1DBackward" : "UpsampleNearest2DBackward")
-                        : (dims == 1 ? "UpsampleLinear1DBackward" : "UpsampleBilinear2DBackward");
+  if (interpolating) {
+    r.backward_name = dims == 1 ? "UpsampleLinear1DBackward" : "UpsampleBilinear2DBackward";
+  } else if (r.g.exact) {
+    r.backward_name =
+        dims == 1 ? "UpsampleNearestExact1DBackward" : "UpsampleNearestExact2DBackward";
+  } else {
+    r.backward_name = dims == 1 ? "UpsampleNearest1DBackward" : "UpsampleNearest2DBackward";
+  }
   return r;
 }
 
@@ -111,6 +128,11 @@ Resolved resolve(const Tensor& input, const InterpolateOptions& o) {
 
 Tensor interpolate(const Tensor& input, const InterpolateOptions& options) {
   const Resolved r = resolve(input, options);
+  if (r.area) {
+    // PyTorch's "area" is adaptive average pooling to the output size (its grad_fn names it too)
+    if (input.dim() == 3) return adaptive_avg_pool1d(input, r.g.out_w);
+    return adaptive_avg_pool2d(input, {r.g.out_h, r.g.out_w});
+  }
   Tensor out = ops::upsample_forward(input, r.g, r.linear);
   if (needs_grad(input)) {
     Shape in_sizes = input.sizes();

@@ -18,9 +18,10 @@ int64_t plane_grain(int64_t work_per_plane) {
   return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, work_per_plane));
 }
 
-std::vector<int64_t> nearest_table(int64_t in, int64_t out, double scale) {
+template <class T>
+std::vector<int64_t> nearest_table(int64_t in, int64_t out, double scale, bool exact) {
   std::vector<int64_t> t(static_cast<size_t>(out));
-  for (int64_t o = 0; o < out; ++o) t[o] = upsample::nearest_source(o, in, out, scale);
+  for (int64_t o = 0; o < out; ++o) t[o] = upsample::nearest_source<T>(o, in, out, scale, exact);
   return t;
 }
 
@@ -38,7 +39,8 @@ template <class T>
 void nearest_fwd(const Tensor& out, const Tensor& input, const UpsampleGeometry& g) {
   const int64_t P = input.size(0), H = input.size(1), W = input.size(2);
   const int64_t Ho = g.out_h, Wo = g.out_w;
-  const auto th = nearest_table(H, Ho, g.scale_h), tw = nearest_table(W, Wo, g.scale_w);
+  const auto th = nearest_table<T>(H, Ho, g.scale_h, g.exact);
+  const auto tw = nearest_table<T>(W, Wo, g.scale_w, g.exact);
   const T* x = input.data_ptr<T>();
   T* y = out.data_ptr<T>();
   parallel_for(0, P, plane_grain(Ho * Wo), [&](int64_t p0, int64_t p1) {
@@ -57,7 +59,8 @@ template <class T>
 void nearest_bwd(const Tensor& grad_input, const Tensor& grad_out, const UpsampleGeometry& g) {
   const int64_t P = grad_input.size(0), H = grad_input.size(1), W = grad_input.size(2);
   const int64_t Ho = g.out_h, Wo = g.out_w;
-  const auto th = nearest_table(H, Ho, g.scale_h), tw = nearest_table(W, Wo, g.scale_w);
+  const auto th = nearest_table<T>(H, Ho, g.scale_h, g.exact);
+  const auto tw = nearest_table<T>(W, Wo, g.scale_w, g.exact);
   T* gi = grad_input.data_ptr<T>();
   const T* go = grad_out.data_ptr<T>();
   parallel_for(0, P, plane_grain(H * W + Ho * Wo), [&](int64_t p0, int64_t p1) {

@@ -17,6 +17,7 @@ struct UpsampleGeom {
   int64_t P, H, W, out_h, out_w;
   double scale_h, scale_w;
   bool align_corners;
+  bool exact;
 };
 
 /// One thread per output element.

@@ -7,8 +7,8 @@ namespace sl::cuda {
 namespace {
 
 UpsampleGeom geom(const Tensor& in_planes, const UpsampleGeometry& g) {
-  return UpsampleGeom{in_planes.size(0), in_planes.size(1), in_planes.size(2), g.out_h,
-                      g.out_w,           g.scale_h,         g.scale_w,         g.align_corners};
+  return UpsampleGeom{in_planes.size(0), in_planes.size(1), in_planes.size(2), g.out_h, g.out_w,
+                      g.scale_h,         g.scale_w,         g.align_corners,   g.exact};
 }
 
 void forward(const Tensor& out, const Tensor& input, const UpsampleGeometry& g, bool linear) {

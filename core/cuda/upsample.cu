@@ -16,8 +16,8 @@ template <class T>
 __global__ void nearest_fwd_kernel(T* y, const T* x, UpsampleGeom g) {
   grid_stride(g.P * g.out_h * g.out_w, [&](int64_t t) {
     const int64_t ow = t % g.out_w, oh = (t / g.out_w) % g.out_h, p = t / (g.out_w * g.out_h);
-    const int64_t h = upsample::nearest_source(oh, g.H, g.out_h, g.scale_h);
-    const int64_t w = upsample::nearest_source(ow, g.W, g.out_w, g.scale_w);
+    const int64_t h = upsample::nearest_source<comp_t<T>>(oh, g.H, g.out_h, g.scale_h, g.exact);
+    const int64_t w = upsample::nearest_source<comp_t<T>>(ow, g.W, g.out_w, g.scale_w, g.exact);
     y[t] = x[(p * g.H + h) * g.W + w];
   });
 }
@@ -28,8 +28,8 @@ __global__ void nearest_bwd_kernel(T* gi, const T* go, UpsampleGeom g) {
   grid_stride(g.P * g.H * g.W, [&](int64_t t) {
     const int64_t w = t % g.W, h = (t / g.W) % g.H, p = t / (g.W * g.H);
     int64_t oh0, oh1, ow0, ow1;
-    upsample::nearest_readers(h, g.H, g.out_h, g.scale_h, oh0, oh1);
-    upsample::nearest_readers(w, g.W, g.out_w, g.scale_w, ow0, ow1);
+    upsample::nearest_readers<C>(h, g.H, g.out_h, g.scale_h, g.exact, oh0, oh1);
+    upsample::nearest_readers<C>(w, g.W, g.out_w, g.scale_w, g.exact, ow0, ow1);
     const T* gp = go + p * g.out_h * g.out_w;
     C s = 0;
     for (int64_t oh = oh0; oh < oh1; ++oh) {

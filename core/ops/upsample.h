@@ -1,7 +1,7 @@
-// The "upsample" family: nearest and linear (1-d linear, 2-d bilinear) resampling of contiguous
-// [P, H, W] planes (P = N * C; a 1-d input is a plane of height 1), forward and backward, with
-// PyTorch 1.13's index rules (core/ops/upsample_index.h, Note [Upsample source index]). Not
-// differentiable (see autograd/ops/upsample.h).
+// The "upsample" family: nearest (legacy and exact) and linear (1-d linear, 2-d bilinear)
+// resampling of contiguous [P, H, W] planes (P = N * C; a 1-d input is a plane of height 1),
+// forward and backward, with PyTorch 1.13's index rules (core/ops/upsample_index.h, Note [Upsample
+// source index]). Not differentiable (see autograd/ops/upsample.h).
 #pragma once
 
 #include <cstdint>
@@ -17,9 +17,11 @@ struct UpsampleGeometry {
   int64_t out_h = 1, out_w = 1;
   double scale_h = 0, scale_w = 0;  ///< the scale_factor given per dim (0: none, in / out ratio)
   bool align_corners = false;       ///< linear modes only
+  bool exact = false;               ///< nearest only: "nearest-exact"'s index rule
 };
 
-/// out [P, Ho, Wo]: out[p, oh, ow] = input[p, nearest_source(oh), nearest_source(ow)].
+/// out [P, Ho, Wo]: out[p, oh, ow] = input[p, nearest_source(oh), nearest_source(ow)] (g.exact
+/// selects nearest-exact's rule).
 SL_DECLARE_KERNEL(upsample_nearest_forward_kernel,
                   void(const Tensor& out, const Tensor& input, const UpsampleGeometry& g));
 /// grad_input [P, H, W] (overwritten) = for each input element, the sum of grad_out over the

@@ -11,11 +11,15 @@
 //    is PyTorch's rule for [N, C, ...] tensors in the default (contiguous) memory format; its
 //    channels-last kernel (which 1.13 also picks for some 4-d tensors with C = 1) takes shortcuts
 //    instead, copying when out == in and halving when out == 2 * in;
+//  - nearest-exact: src = min(floor((o + 0.5) * s), in - 1), the product in A (below) rounded to
+//    float before the floor, as PyTorch's floorf. This is PyTorch 1.13's CPU forward; its CUDA
+//    kernel and its CPU backward compute in float for f64 too, so for a few f64 sizes they read
+//    another position than its CPU forward (2 -> 41: output 20); we keep one rule everywhere;
 //  - linear: out == in copies; else with align_corners src = r * o, r = (in - 1) / (out - 1)
 //    (0 when out == 1; a given scale is ignored), without it src = max(r * (o + 0.5) - 0.5, 0)
 //    with r = 1 / scale or in / out; i0 = min(floor(src), in - 1), i1 = i0 + 1 inside the input
-//    (else i0), weights 1 - l and l with l = clamp(src - i0, 0, 1). The arithmetic is in A: float
-//    for f32 and the 16-bit types, double for f64 (PyTorch's opmath type).
+//    (else i0), weights 1 - l and l with l = clamp(src - i0, 0, 1).
+// The arithmetic type A is float for f32 and the 16-bit types, double for f64 (PyTorch's opmath).
 // Both source indices are non-decreasing in o, so the outputs that read an input position form one
 // range (first_output_reading), which is how the CUDA backward gathers.
 #pragma once
@@ -37,10 +41,19 @@ SL_UPSAMPLE_HD A source_scale(double scale, int64_t in, int64_t out) {
   return scale > 0 ? static_cast<A>(1.0 / scale) : static_cast<A>(in) / static_cast<A>(out);
 }
 
-/// The input index that nearest output o reads (Note [Upsample source index]).
-SL_UPSAMPLE_HD int64_t nearest_source(int64_t o, int64_t in, int64_t out, double scale) {
-  const float s = source_scale<float>(scale, in, out);
-  const int64_t i = static_cast<int64_t>(floorf(static_cast<float>(o) * s));
+/// The input index that nearest output o reads (Note [Upsample source index]): the legacy rule,
+/// or with `exact` the "nearest-exact" one. A is the arithmetic type of the exact rule.
+template <class A>
+SL_UPSAMPLE_HD int64_t nearest_source(int64_t o, int64_t in, int64_t out, double scale,
+                                      bool exact) {
+  float src;
+  if (exact) {
+    const A s = source_scale<A>(scale, in, out);
+    src = static_cast<float>((static_cast<A>(o) + static_cast<A>(0.5)) * s);
+  } else {
+    src = static_cast<float>(o) * source_scale<float>(scale, in, out);
+  }
+  const int64_t i = static_cast<int64_t>(floorf(src));
   return i < in - 1 ? i : in - 1;
 }
 
@@ -94,9 +107,10 @@ SL_UPSAMPLE_HD int64_t first_output_reading(int64_t v, int64_t out, const Key& k
 }
 
 /// Outputs [lo, hi) along one dimension whose nearest source is input position i.
-SL_UPSAMPLE_HD void nearest_readers(int64_t i, int64_t in, int64_t out, double scale, int64_t& lo,
-                                    int64_t& hi) {
-  auto key = [&](int64_t o) { return nearest_source(o, in, out, scale); };
+template <class A>
+SL_UPSAMPLE_HD void nearest_readers(int64_t i, int64_t in, int64_t out, double scale, bool exact,
+                                    int64_t& lo, int64_t& hi) {
+  auto key = [&](int64_t o) { return nearest_source<A>(o, in, out, scale, exact); };
   lo = first_output_reading(i, out, key);
   hi = first_output_reading(i + 1, out, key);
 }

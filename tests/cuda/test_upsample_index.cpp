@@ -28,19 +28,28 @@ std::vector<Dim> dims() {
 }
 }  // namespace
 
-TEST_CASE("upsample gather ranges: nearest readers are exactly the outputs that read i") {
+template <class A>
+void check_nearest_readers(bool exact) {
   for (const Dim& d : dims()) {
     CAPTURE(d.in);
     CAPTURE(d.out);
     CAPTURE(d.scale);
     for (int64_t i = 0; i < d.in; ++i) {
       int64_t lo = 0, hi = 0;
-      upsample::nearest_readers(i, d.in, d.out, d.scale, lo, hi);
+      upsample::nearest_readers<A>(i, d.in, d.out, d.scale, exact, lo, hi);
       for (int64_t o = 0; o < d.out; ++o) {
-        const bool reads = upsample::nearest_source(o, d.in, d.out, d.scale) == i;
+        const bool reads = upsample::nearest_source<A>(o, d.in, d.out, d.scale, exact) == i;
         CHECK(reads == (o >= lo && o < hi));
       }
     }
+  }
+}
+
+TEST_CASE("upsample gather ranges: nearest readers are exactly the outputs that read i") {
+  for (bool exact : {false, true}) {
+    CAPTURE(exact);
+    check_nearest_readers<float>(exact);
+    check_nearest_readers<double>(exact);
   }
 }
 

@@ -73,6 +73,28 @@ TEST_CASE("interpolate matches PyTorch: linear and bilinear") {
   run_case(fx, "bilinear_f64", interp({.scale_factor = {1.5}, .mode = "bilinear"}), 1e-12, 1e-12);
 }
 
+TEST_CASE("interpolate matches PyTorch: nearest-exact and area") {
+  Fixture fx("upsample");
+  run_case(fx, "nearest_exact_up", interp({.scale_factor = {1.7}, .mode = "nearest-exact"}));
+  run_case(fx, "nearest_exact_shrink", interp({.size = {3, 4}, .mode = "nearest-exact"}));
+  run_case(fx, "nearest_exact_1d", interp({.scale_factor = {2.05}, .mode = "nearest-exact"}));
+  nn::Upsample exact({.size = {7, 3}, .mode = "nearest-exact"});
+  run_case(fx, "nearest_exact_module", [&](const Tensor& x) { return exact.forward(x); });
+  // area is adaptive average pooling: the same window sums as PyTorch's, in float32
+  run_case(fx, "area_down", interp({.size = {3, 2}, .mode = "area"}));
+  run_case(fx, "area_scale", interp({.scale_factor = {0.6}, .mode = "area"}));
+  nn::Upsample area_up({.size = {6, 9}, .mode = "area"});
+  run_case(fx, "area_up", [&](const Tensor& x) { return area_up.forward(x); });
+  run_case(fx, "area_1d", interp({.size = {4}, .mode = "area"}));
+  // float64 computes the exact rule's product in double, as PyTorch's CPU forward: (20 + 0.5) *
+  // (2 / 41) reaches 1 there, so output 20 reads index 1 (float arithmetic would read 0)
+  SL_CHECK_CLOSE(
+      F::interpolate(fx.input("nearest_exact_f64_41", 0), {.size = {41}, .mode = "nearest-exact"}),
+      fx.get("nearest_exact_f64_41.out.0"), 0, 0);
+  CHECK(nn::Upsample({.scale_factor = {2}, .mode = "nearest-exact"}).str() ==
+        "Upsample(scale_factor=2.0, mode=nearest-exact)");
+}
+
 TEST_CASE("interpolate: hand-computed values") {
   // corners aligned: [0, 1, 2] to 5 samples steps by (3 - 1) / (5 - 1) = 0.5
   Tensor x = tensor({0.0, 1.0, 2.0}).view({1, 1, 3});
@@ -86,6 +108,13 @@ TEST_CASE("interpolate: hand-computed values") {
   Tensor y = tensor({0.0, 1.0}).view({1, 1, 2});
   SL_CHECK_CLOSE(F::interpolate(y, {.scale_factor = {1.5}}),
                  tensor({0.0, 0.0, 1.0}).view({1, 1, 3}), 0, 0);
+  // nearest-exact x1.5 on [0, 1]: floor((o + 0.5) / 1.5) = 0, 1, 1 (centres, not left edges)
+  SL_CHECK_CLOSE(F::interpolate(y, {.scale_factor = {1.5}, .mode = "nearest-exact"}),
+                 tensor({0.0, 1.0, 1.0}).view({1, 1, 3}), 0, 0);
+  // area from 4 to 2 samples averages pairs
+  SL_CHECK_CLOSE(
+      F::interpolate(tensor({1.0, 3.0, 5.0, 9.0}).view({1, 1, 4}), {.size = {2}, .mode = "area"}),
+      tensor({2.0, 7.0}).view({1, 1, 2}), 0, 0);
 }
 
 TEST_CASE("interpolate gradchecks in float64") {
@@ -100,6 +129,10 @@ TEST_CASE("interpolate gradchecks in float64") {
       {.scale_factor = {1.7}, .mode = "nearest"},
       {.size = {3, 2}, .mode = "nearest"},
       {.scale_factor = {1.1, 2.05}, .mode = "nearest"},  // out == in and out == 2 * in
+      {.scale_factor = {1.7}, .mode = "nearest-exact"},
+      {.size = {3, 7}, .mode = "nearest-exact"},
+      {.size = {3, 2}, .mode = "area"},
+      {.scale_factor = {1.6}, .mode = "area"},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     CAPTURE(i);
@@ -110,7 +143,9 @@ TEST_CASE("interpolate gradchecks in float64") {
        std::vector<InterpolateOptions>{{.scale_factor = {2.5}, .mode = "linear"},
                                        {.size = {3}, .mode = "linear", .align_corners = true},
                                        {.scale_factor = {1.3}, .mode = "nearest"},
-                                       {.scale_factor = {2.05}, .mode = "nearest"}}) {
+                                       {.scale_factor = {2.05}, .mode = "nearest"},
+                                       {.scale_factor = {0.7}, .mode = "nearest-exact"},
+                                       {.size = {4}, .mode = "area"}}) {
     Tensor x = randn({2, 3, 6}, f64).requires_grad_();
     CHECK(gradcheck([&](const TensorList& t) { return F::interpolate(t[0], o); }, {x}));
   }
@@ -146,6 +181,13 @@ TEST_CASE("interpolate errors name the op, the values and the expectation") {
   SL_CHECK_THROWS(F::interpolate(x, {.size = {3}, .align_corners = false}), ValueError,
                   "interpolate: align_corners option can only be set with the interpolating "
                   "modes linear | bilinear, got align_corners=False with mode 'nearest'");
+  SL_CHECK_THROWS(F::interpolate(x, {.size = {3}, .mode = "area", .align_corners = true}),
+                  ValueError,
+                  "interpolate: align_corners option can only be set with the interpolating "
+                  "modes linear | bilinear, got align_corners=True with mode 'area'");
+  SL_CHECK_THROWS(F::interpolate(randn({2, 4}), {.size = {3}, .mode = "nearest-exact"}), ShapeError,
+                  "interpolate: mode 'nearest-exact' expects a 3-d [N, C, W] or 4-d [N, C, H, W] "
+                  "input, got [2, 4]");
   SL_CHECK_THROWS(F::interpolate(x, {.size = {3}, .mode = "linear"}), ShapeError,
                   "interpolate: mode 'linear' expects a 3-d input [N, C, W], got [1, 2, 4, 4]");
   SL_CHECK_THROWS(F::interpolate(randn({1, 2, 4}), {.size = {3}, .mode = "bilinear"}), ShapeError,
@@ -154,7 +196,8 @@ TEST_CASE("interpolate errors name the op, the values and the expectation") {
                   "interpolate: mode 'nearest' expects a 3-d [N, C, W] or 4-d [N, C, H, W] "
                   "input, got [2, 4]");
   SL_CHECK_THROWS(F::interpolate(x, {.size = {3}, .mode = "bicubic"}), ValueError,
-                  "interpolate: mode must be one of nearest | linear | bilinear, got 'bicubic'");
+                  "interpolate: mode must be one of nearest | nearest-exact | area | linear | "
+                  "bilinear, got 'bicubic'");
   SL_CHECK_THROWS(F::interpolate(x, {.size = {3, 0}}), ValueError,
                   "interpolate: size must be positive, got [3, 0]");
   SL_CHECK_THROWS(F::interpolate(x, {.size = {-3}}), ValueError,
@@ -203,6 +246,7 @@ TEST_CASE("Upsample: repr and construction errors as PyTorch") {
                   "Upsample: scale_factor must be positive and finite, got -1.0");
   SL_CHECK_THROWS(nn::Upsample({.size = {0, 2}}), ValueError,
                   "Upsample: size must be positive, got (0, 2)");
-  SL_CHECK_THROWS(nn::Upsample({.size = {2}, .mode = "area"}), ValueError,
-                  "Upsample: mode must be one of nearest | linear | bilinear, got 'area'");
+  SL_CHECK_THROWS(nn::Upsample({.size = {2}, .mode = "trilinear"}), ValueError,
+                  "Upsample: mode must be one of nearest | nearest-exact | area | linear | "
+                  "bilinear, got 'trilinear'");
 }
