@@ -222,6 +222,111 @@ void adagrad_typed(const Tensor& param, const Tensor& grad, const Tensor& sum, i
   });
 }
 
+// ---- Adamax / NAdam / RAdam -----------------------------------------------------------------
+
+template <class T, class G>
+void adamax_typed(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                  const Tensor& exp_inf, int64_t step, const AdamaxHyper& h) {
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  T* p = param.data_ptr<T>();
+  G* g = grad.data_ptr<G>();
+  T* m = exp_avg.data_ptr<T>();
+  T* u = exp_inf.data_ptr<T>();
+  const C beta1 = static_cast<C>(h.beta1), beta2 = static_cast<C>(h.beta2);
+  const C one_minus_beta1 = static_cast<C>(1.0 - h.beta1);
+  const C wd = static_cast<C>(h.weight_decay), eps = static_cast<C>(h.eps);
+  const C neg_clr = static_cast<C>(-adamax_clr(h, step));
+  for_chunks(param.numel(), [&](int64_t s, int64_t n) {
+    ChunkView<T, C> P(p + s, n, true), M(m + s, n, true), U(u + s, n, true);
+    C g_local[kChunk];
+    Arr<C> Gr(g_local, n);
+    for (int64_t i = 0; i < n; ++i) g_local[i] = static_cast<C>(g[s + i]);
+    if (h.maximize) Gr = -Gr;
+    if (h.weight_decay != 0.0) Gr = Gr + P.arr() * wd;  // grad.add(param, alpha=weight_decay)
+    M.arr() = M.arr() * beta1 + Gr * one_minus_beta1;   // exp_avg.mul_(beta1).add_(grad, 1 - b1)
+    // torch.amax(cat([exp_inf.mul_(beta2), grad.abs().add_(eps)]), 0): NaN propagates
+    U.arr() = (U.arr() * beta2).binaryExpr(Gr.abs() + eps, [](C a, C b) {
+      return a < b || b != b ? b : a;
+    });
+    P.arr() = P.arr() + (M.arr() * neg_clr) / U.arr();  // param.addcdiv_(exp_avg, exp_inf, -clr)
+    P.store();
+    M.store();
+    U.store();
+  });
+}
+
+template <class T, class G>
+void nadam_typed(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                 const Tensor& exp_avg_sq, int64_t step, double mu_product, const NadamHyper& h) {
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const NadamStepScalars sc = nadam_step_scalars(h, step, mu_product);
+  T* p = param.data_ptr<T>();
+  G* g = grad.data_ptr<G>();
+  T* m = exp_avg.data_ptr<T>();
+  T* v = exp_avg_sq.data_ptr<T>();
+  const C beta1 = static_cast<C>(h.beta1), beta2 = static_cast<C>(h.beta2);
+  const C one_minus_beta1 = static_cast<C>(1.0 - h.beta1);
+  const C one_minus_beta2 = static_cast<C>(1.0 - h.beta2);
+  const C wd = static_cast<C>(h.weight_decay), eps = static_cast<C>(h.eps);
+  const C bc2 = static_cast<C>(sc.bias_correction2);
+  const C grad_coef = static_cast<C>(sc.grad_coef), avg_coef = static_cast<C>(sc.exp_avg_coef);
+  for_chunks(param.numel(), [&](int64_t s, int64_t n) {
+    ChunkView<T, C> P(p + s, n, true), M(m + s, n, true), V(v + s, n, true);
+    C g_local[kChunk], denom_local[kChunk];
+    Arr<C> Gr(g_local, n), Den(denom_local, n);
+    for (int64_t i = 0; i < n; ++i) g_local[i] = static_cast<C>(g[s + i]);
+    if (h.weight_decay != 0.0) Gr = Gr + P.arr() * wd;  // grad.add(param, alpha=weight_decay)
+    M.arr() = M.arr() * beta1 + Gr * one_minus_beta1;   // exp_avg.mul_(beta1).add_(grad, 1 - b1)
+    // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+    V.arr() = V.arr() * beta2 + (Gr * one_minus_beta2) * Gr;
+    Den = (V.arr() / bc2).sqrt() + eps;  // exp_avg_sq.div(bias_correction2).sqrt().add_(eps)
+    // param.addcdiv_(grad, denom, value=grad_coef), then addcdiv_(exp_avg, denom, exp_avg_coef)
+    P.arr() = P.arr() + (Gr * grad_coef) / Den;
+    P.arr() = P.arr() + (M.arr() * avg_coef) / Den;
+    P.store();
+    M.store();
+    V.store();
+  });
+}
+
+template <class T, class G>
+void radam_typed(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                 const Tensor& exp_avg_sq, int64_t step, const RadamHyper& h) {
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const RadamStepScalars sc = radam_step_scalars(h, step);
+  T* p = param.data_ptr<T>();
+  G* g = grad.data_ptr<G>();
+  T* m = exp_avg.data_ptr<T>();
+  T* v = exp_avg_sq.data_ptr<T>();
+  const C beta1 = static_cast<C>(h.beta1), beta2 = static_cast<C>(h.beta2);
+  const C one_minus_beta1 = static_cast<C>(1.0 - h.beta1);
+  const C one_minus_beta2 = static_cast<C>(1.0 - h.beta2);
+  const C wd = static_cast<C>(h.weight_decay), eps = static_cast<C>(h.eps);
+  const C bc1 = static_cast<C>(sc.bias_correction1),
+          bc2_sqrt = static_cast<C>(sc.bias_correction2_sqrt);
+  const C lr = static_cast<C>(h.lr), rect = static_cast<C>(sc.rect);
+  for_chunks(param.numel(), [&](int64_t s, int64_t n) {
+    ChunkView<T, C> P(p + s, n, true), M(m + s, n, true), V(v + s, n, true);
+    C g_local[kChunk], upd_local[kChunk];
+    Arr<C> Gr(g_local, n), Upd(upd_local, n);
+    for (int64_t i = 0; i < n; ++i) g_local[i] = static_cast<C>(g[s + i]);
+    if (h.weight_decay != 0.0) Gr = Gr + P.arr() * wd;  // grad.add(param, alpha=weight_decay)
+    M.arr() = M.arr() * beta1 + Gr * one_minus_beta1;   // exp_avg.mul_(beta1).add_(grad, 1 - b1)
+    // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+    V.arr() = V.arr() * beta2 + (Gr * one_minus_beta2) * Gr;
+    Upd = (M.arr() / bc1) * lr;  // bias_corrected_exp_avg = exp_avg / bc1; (.. * lr)
+    if (sc.rectified) {
+      // adaptive_lr = sqrt(bc2) / exp_avg_sq.sqrt().add_(eps): Tensor.__rtruediv__ is
+      // reciprocal() * sqrt(bc2), two roundings; then (.. * adaptive_lr) * rect
+      Upd = (Upd * ((V.arr().sqrt() + eps).inverse() * bc2_sqrt)) * rect;
+    }
+    P.arr() = P.arr() - Upd;  // param.add_(.., alpha=-1.0)
+    P.store();
+    M.store();
+    V.store();
+  });
+}
+
 // ---- LAMB (Note [LAMB over flat spans]) -----------------------------------------------------
 
 /// Blocks of this many elements are summed independently, then combined in order.
@@ -356,6 +461,31 @@ void adagrad_step_cpu(const Tensor& param, const Tensor& grad, const Tensor& sum
   });
 }
 
+void adamax_step_cpu(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                     const Tensor& exp_inf, int64_t step, const AdamaxHyper& h) {
+  visit_param_grad(param.dtype(), grad.dtype(), [&](auto pt, auto gt) {
+    adamax_typed<typename decltype(pt)::type, typename decltype(gt)::type>(param, grad, exp_avg,
+                                                                           exp_inf, step, h);
+  });
+}
+
+void nadam_step_cpu(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                    const Tensor& exp_avg_sq, int64_t step, double mu_product,
+                    const NadamHyper& h) {
+  visit_param_grad(param.dtype(), grad.dtype(), [&](auto pt, auto gt) {
+    nadam_typed<typename decltype(pt)::type, typename decltype(gt)::type>(
+        param, grad, exp_avg, exp_avg_sq, step, mu_product, h);
+  });
+}
+
+void radam_step_cpu(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                    const Tensor& exp_avg_sq, int64_t step, const RadamHyper& h) {
+  visit_param_grad(param.dtype(), grad.dtype(), [&](auto pt, auto gt) {
+    radam_typed<typename decltype(pt)::type, typename decltype(gt)::type>(param, grad, exp_avg,
+                                                                          exp_avg_sq, step, h);
+  });
+}
+
 void lamb_moments_cpu(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                       const Tensor& exp_avg_sq, const Tensor& update,
                       const std::vector<int64_t>& bounds, const std::vector<int64_t>& rows,
@@ -445,6 +575,9 @@ SL_REGISTER_KERNEL(sgd_step_kernel, DeviceKind::cpu, &sgd_step_cpu);
 SL_REGISTER_KERNEL(adam_step_kernel, DeviceKind::cpu, &adam_step_cpu);
 SL_REGISTER_KERNEL(rmsprop_step_kernel, DeviceKind::cpu, &rmsprop_step_cpu);
 SL_REGISTER_KERNEL(adagrad_step_kernel, DeviceKind::cpu, &adagrad_step_cpu);
+SL_REGISTER_KERNEL(adamax_step_kernel, DeviceKind::cpu, &adamax_step_cpu);
+SL_REGISTER_KERNEL(nadam_step_kernel, DeviceKind::cpu, &nadam_step_cpu);
+SL_REGISTER_KERNEL(radam_step_kernel, DeviceKind::cpu, &radam_step_cpu);
 SL_REGISTER_KERNEL(lamb_moments_kernel, DeviceKind::cpu, &lamb_moments_cpu);
 SL_REGISTER_KERNEL(lamb_apply_kernel, DeviceKind::cpu, &lamb_apply_cpu);
 SL_REGISTER_KERNEL(unscale_check_kernel, DeviceKind::cpu, &unscale_check_cpu);

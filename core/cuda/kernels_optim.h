@@ -33,6 +33,21 @@ struct AdagradArgs {
   bool maximize;
 };
 
+/// The scalars of one Adamax step (AdamaxHyper; clr = adamax_clr at the step).
+struct AdamaxArgs {
+  double beta1, beta2, eps, weight_decay, clr;
+  bool maximize;
+};
+/// The scalars of one NAdam step (NadamHyper and NadamStepScalars).
+struct NadamArgs {
+  double beta1, beta2, eps, weight_decay, bias_correction2, grad_coef, exp_avg_coef;
+};
+/// The scalars of one RAdam step (RadamHyper and RadamStepScalars).
+struct RadamArgs {
+  double beta1, beta2, eps, weight_decay, lr, bias_correction1, bias_correction2_sqrt, rect;
+  bool rectified;
+};
+
 /// The scalars of one LAMB step (LambHyper and LambStepScalars).
 struct LambArgs {
   double beta1, beta2, eps, weight_decay, bias_correction1, bias_correction2;
@@ -51,6 +66,12 @@ void launch_rmsprop_step(DType pt, DType gt, void* param, const void* grad, void
                          cudaStream_t s);
 void launch_adagrad_step(DType pt, DType gt, void* param, const void* grad, void* sum, int64_t n,
                          const AdagradArgs& a, cudaStream_t s);
+void launch_adamax_step(DType pt, DType gt, void* param, const void* grad, void* exp_avg,
+                        void* exp_inf, int64_t n, const AdamaxArgs& a, cudaStream_t s);
+void launch_nadam_step(DType pt, DType gt, void* param, const void* grad, void* exp_avg,
+                       void* exp_avg_sq, int64_t n, const NadamArgs& a, cudaStream_t s);
+void launch_radam_step(DType pt, DType gt, void* param, const void* grad, void* exp_avg,
+                       void* exp_avg_sq, int64_t n, const RadamArgs& a, cudaStream_t s);
 /// LAMB phase 1's element-wise part (Note [LAMB over flat spans]): moments and update u (of
 /// param's dtype) over n elements; the sums of squares come from launch_norm_partial.
 void launch_lamb_moments(DType pt, DType gt, const void* param, const void* grad, void* exp_avg,

@@ -59,6 +59,45 @@ void adagrad_step_cuda(const Tensor& param, const Tensor& grad, const Tensor& su
                       sum.data_ptr(), param.numel(), a, compute_stream(param.device()));
 }
 
+void adamax_step_cuda(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                      const Tensor& exp_inf, int64_t step, const AdamaxHyper& h) {
+  AdamaxArgs a{h.beta1, h.beta2, h.eps, h.weight_decay, adamax_clr(h, step), h.maximize};
+  DeviceGuard g(param.device());
+  launch_adamax_step(param.dtype(), grad.dtype(), param.data_ptr(), grad.data_ptr(),
+                     exp_avg.data_ptr(), exp_inf.data_ptr(), param.numel(), a,
+                     compute_stream(param.device()));
+}
+
+void nadam_step_cuda(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                     const Tensor& exp_avg_sq, int64_t step, double mu_product,
+                     const NadamHyper& h) {
+  const NadamStepScalars sc = nadam_step_scalars(h, step, mu_product);
+  NadamArgs a{h.beta1,      h.beta2,        h.eps, h.weight_decay, sc.bias_correction2,
+              sc.grad_coef, sc.exp_avg_coef};
+  DeviceGuard g(param.device());
+  launch_nadam_step(param.dtype(), grad.dtype(), param.data_ptr(), grad.data_ptr(),
+                    exp_avg.data_ptr(), exp_avg_sq.data_ptr(), param.numel(), a,
+                    compute_stream(param.device()));
+}
+
+void radam_step_cuda(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                     const Tensor& exp_avg_sq, int64_t step, const RadamHyper& h) {
+  const RadamStepScalars sc = radam_step_scalars(h, step);
+  RadamArgs a{h.beta1,
+              h.beta2,
+              h.eps,
+              h.weight_decay,
+              h.lr,
+              sc.bias_correction1,
+              sc.bias_correction2_sqrt,
+              sc.rect,
+              sc.rectified};
+  DeviceGuard g(param.device());
+  launch_radam_step(param.dtype(), grad.dtype(), param.data_ptr(), grad.data_ptr(),
+                    exp_avg.data_ptr(), exp_avg_sq.data_ptr(), param.numel(), a,
+                    compute_stream(param.device()));
+}
+
 /// The address of element `offset` of a flat tensor's data.
 void* at(const Tensor& t, int64_t offset) {
   return static_cast<char*>(t.data_ptr()) + static_cast<size_t>(offset) * t.element_size();
@@ -123,6 +162,9 @@ SL_REGISTER_KERNEL(sgd_step_kernel, DeviceKind::cuda, &sgd_step_cuda);
 SL_REGISTER_KERNEL(adam_step_kernel, DeviceKind::cuda, &adam_step_cuda);
 SL_REGISTER_KERNEL(rmsprop_step_kernel, DeviceKind::cuda, &rmsprop_step_cuda);
 SL_REGISTER_KERNEL(adagrad_step_kernel, DeviceKind::cuda, &adagrad_step_cuda);
+SL_REGISTER_KERNEL(adamax_step_kernel, DeviceKind::cuda, &adamax_step_cuda);
+SL_REGISTER_KERNEL(nadam_step_kernel, DeviceKind::cuda, &nadam_step_cuda);
+SL_REGISTER_KERNEL(radam_step_kernel, DeviceKind::cuda, &radam_step_cuda);
 SL_REGISTER_KERNEL(lamb_moments_kernel, DeviceKind::cuda, &lamb_moments_cuda);
 SL_REGISTER_KERNEL(lamb_apply_kernel, DeviceKind::cuda, &lamb_apply_cuda);
 SL_REGISTER_KERNEL(unscale_check_kernel, DeviceKind::cuda, &unscale_check_cuda);

@@ -151,6 +151,79 @@ __global__ void adagrad_kernel(T* p, const G* g, T* sm, int64_t n, AdagradArgs a
 }
 
 template <class T, class G>
+__global__ void adamax_kernel(T* p, const G* g, T* m, T* u, int64_t n, AdamaxArgs a) {
+  using C = opt_c<T>;
+  const C beta1 = static_cast<C>(a.beta1), beta2 = static_cast<C>(a.beta2);
+  const C omb1 = static_cast<C>(1.0 - a.beta1);
+  const C wd = static_cast<C>(a.weight_decay), eps = static_cast<C>(a.eps);
+  const C neg_clr = static_cast<C>(-a.clr);
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    const C pv = static_cast<C>(to_comp(p[i]));
+    C gv = static_cast<C>(to_comp(g[i]));
+    if (a.maximize) gv = -gv;
+    if (a.weight_decay != 0.0) gv = add(gv, mul(pv, wd));
+    const C mv = add(mul(static_cast<C>(to_comp(m[i])), beta1), mul(gv, omb1));
+    const C x = mul(static_cast<C>(to_comp(u[i])), beta2);
+    const C y = add(gv < C(0) ? -gv : gv, eps);
+    const C uv = (x < y || y != y) ? y : x;  // torch.amax: NaN in either operand wins
+    p[i] = convert<T>(add(pv, div(mul(mv, neg_clr), uv)));
+    m[i] = convert<T>(mv);
+    u[i] = convert<T>(uv);
+  }
+}
+
+template <class T, class G>
+__global__ void nadam_kernel(T* p, const G* g, T* m, T* v, int64_t n, NadamArgs a) {
+  using C = opt_c<T>;
+  const C beta1 = static_cast<C>(a.beta1), beta2 = static_cast<C>(a.beta2);
+  const C omb1 = static_cast<C>(1.0 - a.beta1), omb2 = static_cast<C>(1.0 - a.beta2);
+  const C wd = static_cast<C>(a.weight_decay), eps = static_cast<C>(a.eps);
+  const C bc2 = static_cast<C>(a.bias_correction2);
+  const C grad_coef = static_cast<C>(a.grad_coef), avg_coef = static_cast<C>(a.exp_avg_coef);
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    C pv = static_cast<C>(to_comp(p[i]));
+    C gv = static_cast<C>(to_comp(g[i]));
+    if (a.weight_decay != 0.0) gv = add(gv, mul(pv, wd));
+    const C mv = add(mul(static_cast<C>(to_comp(m[i])), beta1), mul(gv, omb1));
+    const C vv = add(mul(static_cast<C>(to_comp(v[i])), beta2), mul(mul(gv, omb2), gv));
+    const C den = add(sqrt_rn(div(vv, bc2)), eps);
+    pv = add(pv, div(mul(gv, grad_coef), den));
+    pv = add(pv, div(mul(mv, avg_coef), den));
+    p[i] = convert<T>(pv);
+    m[i] = convert<T>(mv);
+    v[i] = convert<T>(vv);
+  }
+}
+
+template <class T, class G>
+__global__ void radam_kernel(T* p, const G* g, T* m, T* v, int64_t n, RadamArgs a) {
+  using C = opt_c<T>;
+  const C beta1 = static_cast<C>(a.beta1), beta2 = static_cast<C>(a.beta2);
+  const C omb1 = static_cast<C>(1.0 - a.beta1), omb2 = static_cast<C>(1.0 - a.beta2);
+  const C wd = static_cast<C>(a.weight_decay), eps = static_cast<C>(a.eps);
+  const C lr = static_cast<C>(a.lr), bc1 = static_cast<C>(a.bias_correction1);
+  const C bc2_sqrt = static_cast<C>(a.bias_correction2_sqrt), rect = static_cast<C>(a.rect);
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    const C pv = static_cast<C>(to_comp(p[i]));
+    C gv = static_cast<C>(to_comp(g[i]));
+    if (a.weight_decay != 0.0) gv = add(gv, mul(pv, wd));
+    const C mv = add(mul(static_cast<C>(to_comp(m[i])), beta1), mul(gv, omb1));
+    const C vv = add(mul(static_cast<C>(to_comp(v[i])), beta2), mul(mul(gv, omb2), gv));
+    C upd = mul(div(mv, bc1), lr);
+    if (a.rectified) {
+      const C adaptive = mul(div(C(1), add(sqrt_rn(vv), eps)), bc2_sqrt);
+      upd = mul(mul(upd, adaptive), rect);
+    }
+    p[i] = convert<T>(add(pv, -upd));
+    m[i] = convert<T>(mv);
+    v[i] = convert<T>(vv);
+  }
+}
+
+template <class T, class G>
 __global__ void lamb_moments_kernel(const T* p, const G* g, T* m, T* v, T* u, int64_t n,
                                     LambArgs a) {
   using C = opt_c<T>;
@@ -293,6 +366,45 @@ void launch_adagrad_step(DType pt, DType gt, void* param, const void* grad, void
     using G = typename decltype(gtag)::type;
     adagrad_kernel<T, G><<<grid_for(n), kBlockThreads, 0, s>>>(
         static_cast<T*>(param), static_cast<const G*>(grad), static_cast<T*>(sum), n, a);
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+void launch_adamax_step(DType pt, DType gt, void* param, const void* grad, void* exp_avg,
+                        void* exp_inf, int64_t n, const AdamaxArgs& a, cudaStream_t s) {
+  if (n <= 0) return;
+  visit_param_grad(pt, gt, [&](auto ptag, auto gtag) {
+    using T = typename decltype(ptag)::type;
+    using G = typename decltype(gtag)::type;
+    adamax_kernel<T, G><<<grid_for(n), kBlockThreads, 0, s>>>(
+        static_cast<T*>(param), static_cast<const G*>(grad), static_cast<T*>(exp_avg),
+        static_cast<T*>(exp_inf), n, a);
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+void launch_nadam_step(DType pt, DType gt, void* param, const void* grad, void* exp_avg,
+                       void* exp_avg_sq, int64_t n, const NadamArgs& a, cudaStream_t s) {
+  if (n <= 0) return;
+  visit_param_grad(pt, gt, [&](auto ptag, auto gtag) {
+    using T = typename decltype(ptag)::type;
+    using G = typename decltype(gtag)::type;
+    nadam_kernel<T, G><<<grid_for(n), kBlockThreads, 0, s>>>(
+        static_cast<T*>(param), static_cast<const G*>(grad), static_cast<T*>(exp_avg),
+        static_cast<T*>(exp_avg_sq), n, a);
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+void launch_radam_step(DType pt, DType gt, void* param, const void* grad, void* exp_avg,
+                       void* exp_avg_sq, int64_t n, const RadamArgs& a, cudaStream_t s) {
+  if (n <= 0) return;
+  visit_param_grad(pt, gt, [&](auto ptag, auto gtag) {
+    using T = typename decltype(ptag)::type;
+    using G = typename decltype(gtag)::type;
+    radam_kernel<T, G><<<grid_for(n), kBlockThreads, 0, s>>>(
+        static_cast<T*>(param), static_cast<const G*>(grad), static_cast<T*>(exp_avg),
+        static_cast<T*>(exp_avg_sq), n, a);
     CUDA_CHECK_LAUNCH();
   });
 }

@@ -19,6 +19,15 @@ SL_DEFINE_KERNEL(rmsprop_step_kernel,
                       const Tensor& grad_avg, const Tensor& momentum_buf, const RmspropHyper& h));
 SL_DEFINE_KERNEL(adagrad_step_kernel, void(const Tensor& param, const Tensor& grad,
                                            const Tensor& sum, int64_t step, const AdagradHyper& h));
+SL_DEFINE_KERNEL(adamax_step_kernel,
+                 void(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                      const Tensor& exp_inf, int64_t step, const AdamaxHyper& h));
+SL_DEFINE_KERNEL(nadam_step_kernel, void(const Tensor& param, const Tensor& grad,
+                                         const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                                         int64_t step, double mu_product, const NadamHyper& h));
+SL_DEFINE_KERNEL(radam_step_kernel,
+                 void(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                      const Tensor& exp_avg_sq, int64_t step, const RadamHyper& h));
 SL_DEFINE_KERNEL(lamb_moments_kernel,
                  void(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                       const Tensor& exp_avg_sq, const Tensor& update,
@@ -149,6 +158,35 @@ void check_adagrad_hyper(const AdagradHyper& h, const char* op) {
   check_finite_nonneg(op, "epsilon value", h.eps);
 }
 
+namespace {
+
+/// The checks of torch.optim.Adamax / NAdam / RAdam's constructors, in their order.
+void check_adam_like(const char* op, double lr, double eps, double beta1, double beta2,
+                     double weight_decay) {
+  check_finite_nonneg(op, "learning rate", lr);
+  check_finite_nonneg(op, "epsilon value", eps);
+  SL_CHECK(beta1 >= 0.0 && beta1 < 1.0, op, ": invalid beta parameter at index 0: ", beta1,
+           " (expected 0 <= beta1 < 1)");
+  SL_CHECK(beta2 >= 0.0 && beta2 < 1.0, op, ": invalid beta parameter at index 1: ", beta2,
+           " (expected 0 <= beta2 < 1)");
+  check_finite_nonneg(op, "weight_decay value", weight_decay);
+}
+
+}  // namespace
+
+void check_adamax_hyper(const AdamaxHyper& h, const char* op) {
+  check_adam_like(op, h.lr, h.eps, h.beta1, h.beta2, h.weight_decay);
+}
+
+void check_nadam_hyper(const NadamHyper& h, const char* op) {
+  check_adam_like(op, h.lr, h.eps, h.beta1, h.beta2, h.weight_decay);
+  check_finite_nonneg(op, "momentum_decay value", h.momentum_decay);
+}
+
+void check_radam_hyper(const RadamHyper& h, const char* op) {
+  check_adam_like(op, h.lr, h.eps, h.beta1, h.beta2, h.weight_decay);
+}
+
 void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& momentum_buf,
               const SgdHyper& h, bool init_momentum) {
   const char* op = "sgd_step";
@@ -211,6 +249,56 @@ void adagrad_step(const Tensor& param, const Tensor& grad, const Tensor& sum, in
   adagrad_step_kernel(param.device().kind, flat(param), flat(grad), flat(sum), step, h);
   param.bump_version();
   sum.bump_version();
+}
+
+void adamax_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                 const Tensor& exp_inf, int64_t step, const AdamaxHyper& h) {
+  const char* op = "adamax_step";
+  check_param_grad(op, param, grad);
+  check_adamax_hyper(h, op);
+  SL_CHECK(step >= 1, op, ": step must be >= 1 (the step number after incrementing), got ", step);
+  check_state(op, "exp_avg", param, exp_avg);
+  check_state(op, "exp_inf", param, exp_inf);
+  if (param.numel() == 0) return;
+  adamax_step_kernel(param.device().kind, flat(param), flat(grad), flat(exp_avg), flat(exp_inf),
+                     step, h);
+  param.bump_version();
+  exp_avg.bump_version();
+  exp_inf.bump_version();
+}
+
+void nadam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                const Tensor& exp_avg_sq, int64_t step, double mu_product, const NadamHyper& h) {
+  const char* op = "nadam_step";
+  check_param_grad(op, param, grad);
+  check_nadam_hyper(h, op);
+  SL_CHECK(step >= 1, op, ": step must be >= 1 (the step number after incrementing), got ", step);
+  SL_CHECK(mu_product >= 0.0 && mu_product < 1.0, op,
+           ": mu_product must be in [0, 1) after a step, got ", mu_product);
+  check_state(op, "exp_avg", param, exp_avg);
+  check_state(op, "exp_avg_sq", param, exp_avg_sq);
+  if (param.numel() == 0) return;
+  nadam_step_kernel(param.device().kind, flat(param), flat(grad), flat(exp_avg), flat(exp_avg_sq),
+                    step, mu_product, h);
+  param.bump_version();
+  exp_avg.bump_version();
+  exp_avg_sq.bump_version();
+}
+
+void radam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                const Tensor& exp_avg_sq, int64_t step, const RadamHyper& h) {
+  const char* op = "radam_step";
+  check_param_grad(op, param, grad);
+  check_radam_hyper(h, op);
+  SL_CHECK(step >= 1, op, ": step must be >= 1 (the step number after incrementing), got ", step);
+  check_state(op, "exp_avg", param, exp_avg);
+  check_state(op, "exp_avg_sq", param, exp_avg_sq);
+  if (param.numel() == 0) return;
+  radam_step_kernel(param.device().kind, flat(param), flat(grad), flat(exp_avg), flat(exp_avg_sq),
+                    step, h);
+  param.bump_version();
+  exp_avg.bump_version();
+  exp_avg_sq.bump_version();
 }
 
 void lamb_moments(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,

@@ -7,11 +7,11 @@
 // (a ZeRO shard), because the update of element i depends only on element i of each operand and
 // on the scalars in the hyperparameter struct. The element update follows the order of
 // operations of PyTorch 1.13's single-tensor implementations
-// (torch/optim/{sgd,adam,adamw,rmsprop,adagrad}.py, foreach=False), each operation rounded to the
-// compute type as PyTorch's separate in-place ops round, so results agree with PyTorch to f32
-// rounding (the only freedom left is whether a backend contracts a*b+c into one fused
-// multiply-add). The scalars derived from the hyperparameters (bias corrections, step size) are
-// computed once in double by adam_step_scalars / sgd_step_scalars, shared by all backends.
+// (torch/optim/{sgd,adam,adamw,rmsprop,adagrad,adamax,nadam,radam}.py, foreach=False), each
+// operation rounded to the compute type as PyTorch's separate in-place ops round, so results agree
+// with PyTorch to f32 rounding (the only freedom left is whether a backend contracts a*b+c into one
+// fused multiply-add). The scalars derived from the hyperparameters (bias corrections, step size)
+// are computed once in double by adam_step_scalars / sgd_step_scalars, shared by all backends.
 //
 // Dtypes: param is f32, f64, f16 or bf16; state buffers have param's dtype; grad has param's
 // dtype, or is f16/bf16 when param is f32 (an fp32 master copy of a low-precision parameter
@@ -93,6 +93,96 @@ inline double adagrad_clr(const AdagradHyper& h, int64_t step) {
   return h.lr / (1.0 + static_cast<double>(step - 1) * h.lr_decay);
 }
 
+/// Hyperparameters of torch.optim.Adamax (one parameter group).
+struct AdamaxHyper {
+  double lr = 2e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+  bool maximize = false;
+};
+/// Adamax's step size at `step` (>= 1), in double as PyTorch's Python floats: lr / (1 -
+/// beta1^step).
+inline double adamax_clr(const AdamaxHyper& h, int64_t step) {
+  return h.lr / (1.0 - std::pow(h.beta1, static_cast<double>(step)));
+}
+
+/// Hyperparameters of torch.optim.NAdam (one parameter group; PyTorch 1.13's has no maximize).
+struct NadamHyper {
+  double lr = 2e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+  double momentum_decay = 4e-3;
+};
+/// NAdam's momentum coefficient mu_t = beta1 (1 - 0.5 * 0.96^(t * momentum_decay)), in double.
+inline double nadam_mu(const NadamHyper& h, int64_t step) {
+  return h.beta1 * (1.0 - 0.5 * std::pow(0.96, static_cast<double>(step) * h.momentum_decay));
+}
+/// Note [NAdam's mu_product]
+/// PyTorch 1.13 keeps mu_product, the product of mu_1 .. mu_t, per parameter as a float32 scalar
+/// tensor (whatever the parameter's dtype): `mu_product *= mu` rounds mu to float32 and the
+/// product to float32. It is per-parameter state, not a function of the step alone (beta1 and
+/// momentum_decay may change between steps), so it is stored beside the step count: ParamState
+/// holds it for the unsharded optimizer, ShardedOptimizer one per flat parameter (the same on
+/// every rank), and both are saved in state_dicts and sharded checkpoints. Held here as the
+/// double of that float32 value.
+/// The mu_product after step `step` (>= 1) from the one before (1 before the first step).
+inline double nadam_mu_product(const NadamHyper& h, int64_t step, double mu_product_before) {
+  return static_cast<float>(static_cast<float>(mu_product_before) *
+                            static_cast<float>(nadam_mu(h, step)));
+}
+/// Scalars of one NAdam step at `step` (>= 1), with `mu_product` the value after this step
+/// (nadam_mu_product), computed as PyTorch does (Python floats, float32 products).
+struct NadamStepScalars {
+  double bias_correction2;  ///< 1 - beta2^step
+  double grad_coef;         ///< -lr (1 - mu) / (1 - mu_product)
+  double exp_avg_coef;      ///< -lr mu_next / (1 - mu_product mu mu_next), the product in float32
+};
+inline NadamStepScalars nadam_step_scalars(const NadamHyper& h, int64_t step, double mu_product) {
+  const double mu = nadam_mu(h, step), mu_next = nadam_mu(h, step + 1);
+  // mu_product_next = mu_product * mu * mu_next: a float32 tensor times two Python floats
+  const double mu_product_next = static_cast<float>(
+      static_cast<float>(static_cast<float>(mu_product) * static_cast<float>(mu)) *
+      static_cast<float>(mu_next));
+  return {1.0 - std::pow(h.beta2, static_cast<double>(step)),
+          -h.lr * (1.0 - mu) / (1.0 - mu_product), -h.lr * mu_next / (1.0 - mu_product_next)};
+}
+
+/// Hyperparameters of torch.optim.RAdam (one parameter group; PyTorch 1.13's has no maximize).
+struct RadamHyper {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+};
+/// Scalars of one RAdam step, in double as PyTorch's Python floats. The update is rectified
+/// (adaptive) when the length of the approximated SMA rho_t = rho_inf - 2 t beta2^t /
+/// (1 - beta2^t), rho_inf = 2 / (1 - beta2) - 1, exceeds 5; otherwise it is SGD with momentum
+/// on the bias-corrected first moment.
+struct RadamStepScalars {
+  double bias_correction1;       ///< 1 - beta1^step
+  double bias_correction2_sqrt;  ///< sqrt(1 - beta2^step)
+  double rho_t;
+  bool rectified;  ///< rho_t > 5
+  double rect;     ///< the variance rectification term (when rectified)
+};
+inline RadamStepScalars radam_step_scalars(const RadamHyper& h, int64_t step) {
+  const double s = static_cast<double>(step);
+  const double bc1 = 1.0 - std::pow(h.beta1, s), bc2 = 1.0 - std::pow(h.beta2, s);
+  const double rho_inf = 2 / (1 - h.beta2) - 1;
+  const double rho_t = rho_inf - 2 * s * std::pow(h.beta2, s) / bc2;
+  RadamStepScalars sc{bc1, std::sqrt(bc2), rho_t, rho_t > 5.0, 0.0};
+  if (sc.rectified) {
+    sc.rect =
+        std::sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t));
+  }
+  return sc;
+}
+
 /// Hyperparameters of LAMB (optim/lamb.h, Note [LAMB]) for one parameter group.
 struct LambHyper {
   double lr = 1e-3;
@@ -157,6 +247,18 @@ SL_DECLARE_KERNEL(rmsprop_step_kernel,
 SL_DECLARE_KERNEL(adagrad_step_kernel,
                   void(const Tensor& param, const Tensor& grad, const Tensor& sum, int64_t step,
                        const AdagradHyper& h));
+/// One Adamax step (exp_avg, exp_inf start as zeros); `step` >= 1 after incrementing.
+SL_DECLARE_KERNEL(adamax_step_kernel,
+                  void(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                       const Tensor& exp_inf, int64_t step, const AdamaxHyper& h));
+/// One NAdam step; `mu_product` is the value after this step (Note [NAdam's mu_product]).
+SL_DECLARE_KERNEL(nadam_step_kernel, void(const Tensor& param, const Tensor& grad,
+                                          const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                                          int64_t step, double mu_product, const NadamHyper& h));
+/// One RAdam step; `step` >= 1 after incrementing.
+SL_DECLARE_KERNEL(radam_step_kernel,
+                  void(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                       const Tensor& exp_avg_sq, int64_t step, const RadamHyper& h));
 /// LAMB phase 1 (Note [LAMB over flat spans]): bounds has rows.size() + 1 entries, from 0 to
 /// param.numel(), non-decreasing; `step` >= 1 is the step number after incrementing.
 SL_DECLARE_KERNEL(lamb_moments_kernel,
@@ -199,6 +301,16 @@ void rmsprop_step(const Tensor& param, const Tensor& grad, const Tensor& square_
 /// "adagrad_step".
 void adagrad_step(const Tensor& param, const Tensor& grad, const Tensor& sum, int64_t step,
                   const AdagradHyper& h);
+/// Checks as adam_step does and runs adamax_step_kernel; throws naming "adamax_step".
+void adamax_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                 const Tensor& exp_inf, int64_t step, const AdamaxHyper& h);
+/// Checks as adam_step does and runs nadam_step_kernel with `mu_product`, the value after this
+/// step (nadam_mu_product; in (0, 1], ValueError otherwise); throws naming "nadam_step".
+void nadam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                const Tensor& exp_avg_sq, int64_t step, double mu_product, const NadamHyper& h);
+/// Checks as adam_step does and runs radam_step_kernel; throws naming "radam_step".
+void radam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                const Tensor& exp_avg_sq, int64_t step, const RadamHyper& h);
 /// LAMB phase 1 over a span of segments (Note [LAMB over flat spans]): checks param / grad /
 /// exp_avg / exp_avg_sq / update as adam_step checks its operands (update as a state buffer),
 /// the hyperparameters, step >= 1, the segments (bounds from 0 to param.numel(), one more than
@@ -223,6 +335,11 @@ void check_adam_hyper(const AdamHyper& h, const char* op);
 void check_lamb_hyper(const LambHyper& h, const char* op);
 void check_rmsprop_hyper(const RmspropHyper& h, const char* op);
 void check_adagrad_hyper(const AdagradHyper& h, const char* op);
+/// PyTorch 1.13's constructor checks and messages, in its order (lr, eps, betas, weight_decay,
+/// NAdam's momentum_decay), each value also finite.
+void check_adamax_hyper(const AdamaxHyper& h, const char* op);
+void check_nadam_hyper(const NadamHyper& h, const char* op);
+void check_radam_hyper(const RadamHyper& h, const char* op);
 
 }  // namespace ops
 }  // namespace sl

@@ -1,4 +1,5 @@
-// The optim-fused family on CUDA: SGD / Adam / AdamW / RMSprop / Adagrad steps give the CPU's bits
+// The optim-fused family on CUDA: SGD / Adam / AdamW / RMSprop / Adagrad / Adamax / NAdam / RAdam
+// steps give the CPU's bits
 // (both backends round every statement of the update once, without FMA contraction: Note [Optimizer
 // kernels over flat spans]), unscale/inf checks, norms, and GradScaler end to end with an injected
 // inf.
@@ -120,6 +121,55 @@ TEST_CASE("cuda parity: fused RMSprop and Adagrad steps are bit-identical to the
       }
       SL_CHECK_CLOSE(qg.cpu(), qc, 0, 0);
       SL_CHECK_CLOSE(ug.cpu(), uc, 0, 0);
+    }
+  }
+}
+
+TEST_CASE("cuda parity: fused Adamax, NAdam and RAdam steps are bit-identical to the CPU" *
+          sl::testing::needs_gpu()) {
+  SL_REQUIRE_CUDA("optimizer kernels");
+  manual_seed(24);
+  for (PG pg : kPairs) {
+    CAPTURE(pg.p);
+    CAPTURE(pg.g);
+    const int64_t n = 1037;
+    Tensor p0 = randn({n}).to(pg.p);
+    for (int variant = 0; variant < 3; ++variant) {
+      CAPTURE(variant);
+      const double wd = variant == 1 ? 1e-2 : 0.0, eps = variant == 2 ? 1e-3 : 1e-8;
+      const AdamaxHyper xh{.lr = 0.01, .eps = eps, .weight_decay = wd, .maximize = variant == 2};
+      const NadamHyper nh{
+          .lr = 0.01, .eps = eps, .weight_decay = wd, .momentum_decay = variant == 2 ? 0.1 : 4e-3};
+      // beta2 0.9: rho_t > 5 from step 6, so 7 steps take both of RAdam's branches
+      const RadamHyper rh{.lr = 0.01, .beta2 = 0.9, .eps = eps, .weight_decay = wd};
+      auto zc = [&] { return zeros({n}, {.dtype = pg.p}); };
+      Tensor xp = p0.clone(), xm = zc(), xu = zc(), np = p0.clone(), nm = zc(), nv = zc();
+      Tensor rp = p0.clone(), rm = zc(), rv = zc();
+      Tensor xpg = xp.to(kGPU), xmg = xm.to(kGPU), xug = xu.to(kGPU);
+      Tensor npg = np.to(kGPU), nmg = nm.to(kGPU), nvg = nv.to(kGPU);
+      Tensor rpg = rp.to(kGPU), rmg = rm.to(kGPU), rvg = rv.to(kGPU);
+      double mu_product = 1.0;
+      for (int64_t step = 1; step <= 7; ++step) {
+        Tensor g = (randn({n}) * (step % 3 + 0.5)).to(pg.g), gg = g.to(kGPU);
+        mu_product = nadam_mu_product(nh, step, mu_product);
+        ops::adamax_step(xp, g, xm, xu, step, xh);
+        ops::adamax_step(xpg, gg, xmg, xug, step, xh);
+        ops::nadam_step(np, g, nm, nv, step, mu_product, nh);
+        ops::nadam_step(npg, gg, nmg, nvg, step, mu_product, nh);
+        ops::radam_step(rp, g, rm, rv, step, rh);
+        ops::radam_step(rpg, gg, rmg, rvg, step, rh);
+      }
+      for (auto [a, b] : {std::pair{xpg, xp},
+                          {xmg, xm},
+                          {xug, xu},
+                          {npg, np},
+                          {nmg, nm},
+                          {nvg, nv},
+                          {rpg, rp},
+                          {rmg, rm},
+                          {rvg, rv}}) {
+        SL_CHECK_CLOSE(a.cpu(), b, 0, 0);
+      }
     }
   }
 }
