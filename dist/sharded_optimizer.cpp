@@ -38,8 +38,8 @@ UpdateRule update_rule_of(const optim::Optimizer& opt) {
 }
 
 Tensor& ShardState::tensor(size_t k) {
-  Tensor* fields[] = {&momentum_buffer, &exp_avg,  &exp_avg_sq, &max_exp_avg_sq,
-                      &square_avg,      &grad_avg, &sum,        &master};
+  Tensor* fields[] = {&momentum_buffer, &exp_avg, &exp_avg_sq, &max_exp_avg_sq, &square_avg,
+                      &grad_avg,        &sum,     &exp_inf,    &master};
   static_assert(std::size(fields) == optim::ParamState::kNumTensors);
   return *fields[k];
 }
@@ -366,8 +366,9 @@ void ShardedOptimizer::lamb_step(const std::vector<Tensor>& grad_shards,
 int64_t ShardedOptimizer::state_bytes() const {
   int64_t b = 0;
   for (const ShardState& s : state_) {
-    b += tensor_bytes({s.momentum_buffer, s.exp_avg, s.exp_avg_sq, s.max_exp_avg_sq, s.square_avg,
-                       s.grad_avg, s.sum});
+    for (size_t k = 0; k + 1 < optim::ParamState::kNumTensors; ++k) {  // all but the master, last
+      b += tensor_bytes({s.tensor(k)});
+    }
   }
   return b;
 }

@@ -77,6 +77,7 @@ struct ShardState {
   Tensor square_avg;      ///< RMSprop
   Tensor grad_avg;        ///< centered RMSprop
   Tensor sum;             ///< Adagrad
+  Tensor exp_inf;         ///< Adamax
   Tensor master;          ///< fp32 master weights of an f16/bf16 group
   /// The tensor of key optim::ParamState::kKeys[k] (the same order as ParamState::tensor).
   Tensor& tensor(size_t k);

@@ -232,8 +232,7 @@ MemoryReport Strategy::memory_report() const {
   for (size_t g = 0; g < opt_.num_param_groups(); ++g) {
     for (size_t i = 0; i < opt_.params(g).size(); ++i) {
       const optim::ParamState& s = opt_.state(g, i);
-      m.optimizer_state_bytes += tensor_bytes({s.momentum_buffer, s.exp_avg, s.exp_avg_sq,
-                                               s.max_exp_avg_sq, s.square_avg, s.grad_avg, s.sum});
+      m.optimizer_state_bytes += tensor_bytes(s.state_tensors());
       m.master_weight_bytes += tensor_bytes({s.master});
     }
   }

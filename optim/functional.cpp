@@ -113,6 +113,41 @@ void adagrad_update(const Tensor& param, const Tensor& grad, ParamState& st, con
               });
 }
 
+void adamax_update(const Tensor& param, const Tensor& grad, ParamState& st, const AdamaxHyper& h,
+                   bool master_weights) {
+  with_target(param, grad, st, master_weights, "adamax_step",
+              [&](const Tensor& p, const Tensor& g) {
+                if (!st.exp_avg.defined()) st.exp_avg = zeros_for(p);
+                if (!st.exp_inf.defined()) st.exp_inf = zeros_for(p);
+                ops::adamax_step(p, g, st.exp_avg, st.exp_inf, st.step + 1, h);
+                ++st.step;
+              });
+}
+
+void nadam_update(const Tensor& param, const Tensor& grad, ParamState& st, const NadamHyper& h,
+                  bool master_weights) {
+  with_target(param, grad, st, master_weights, "nadam_step", [&](const Tensor& p, const Tensor& g) {
+    SL_CHECK(st.mu_product || st.step == 0, "nadam_step: the state has taken ", st.step,
+             " steps but holds no mu_product");
+    if (!st.exp_avg.defined()) st.exp_avg = zeros_for(p);
+    if (!st.exp_avg_sq.defined()) st.exp_avg_sq = zeros_for(p);
+    const double mu_product = nadam_mu_product(h, st.step + 1, st.mu_product.value_or(1.0));
+    ops::nadam_step(p, g, st.exp_avg, st.exp_avg_sq, st.step + 1, mu_product, h);
+    st.mu_product = mu_product;
+    ++st.step;
+  });
+}
+
+void radam_update(const Tensor& param, const Tensor& grad, ParamState& st, const RadamHyper& h,
+                  bool master_weights) {
+  with_target(param, grad, st, master_weights, "radam_step", [&](const Tensor& p, const Tensor& g) {
+    if (!st.exp_avg.defined()) st.exp_avg = zeros_for(p);
+    if (!st.exp_avg_sq.defined()) st.exp_avg_sq = zeros_for(p);
+    ops::radam_step(p, g, st.exp_avg, st.exp_avg_sq, st.step + 1, h);
+    ++st.step;
+  });
+}
+
 void lamb_update(const Tensor& param, const Tensor& grad, ParamState& st, const LambHyper& h,
                  bool master_weights) {
   with_target(param, grad, st, master_weights, "lamb_step", [&](const Tensor& p, const Tensor& g) {

@@ -125,7 +125,9 @@ Section Optimizer::state_dict() const {
       ids.push_back(static_cast<int64_t>(index));
       ParamState st = state_[g][i];
       if (st.empty()) continue;
-      state.set(std::to_string(index), Json::object({{"step", st.step}}));
+      Json sj = Json::object({{"step", st.step}});
+      if (st.mu_product) sj.set("mu_product", *st.mu_product);  // NAdam's
+      state.set(std::to_string(index), std::move(sj));
       for (size_t k = 0; k < std::size(kStateKeys); ++k) {
         const Tensor& t = state_tensor(st, k);
         if (t.defined()) {
@@ -178,6 +180,11 @@ void Optimizer::load_state_dict(const Section& s) {
     ParamState ps;
     ps.step = st.at("step").as_int();
     SL_CHECK(ps.step >= 0, name(), ".", op, ": negative step for parameter ", idx);
+    if (const Json* mp = st.find("mu_product")) {
+      SL_CHECK(mp->is_number(), name(), ".", op, ": mu_product of parameter ", idx,
+               " is not a number");
+      ps.mu_product = mp->as_double();
+    }
     // state of a low-precision parameter with master weights lives in f32, like its master
     DType state_dtype = master_weights(g) && is_low_precision(p.dtype()) ? DType::f32 : p.dtype();
     for (size_t k = 0; k < std::size(kStateKeys); ++k) {

@@ -8,10 +8,11 @@
 // Note [Optimizer state_dict]
 // state_dict() returns a Section (nn/serialize/state_dict.h):
 //   tensors: "state.<i>.<key>" for each defined state tensor of parameter i, with PyTorch's keys
-//            (momentum_buffer, exp_avg, exp_avg_sq, max_exp_avg_sq, square_avg, grad_avg, sum:
-//            ParamState::kKeys) plus "master";
+//            (momentum_buffer, exp_avg, exp_avg_sq, max_exp_avg_sq, square_avg, grad_avg, sum,
+//            exp_inf: ParamState::kKeys) plus "master";
 //   meta:    {"optimizer": "AdamW", "param_groups": [{<hyperparameters>, "params": [0, 1]}],
-//             "state": {"<i>": {"step": n}}}
+//             "state": {"<i>": {"step": n}}} (NAdam: {"step": n, "mu_product": x}, Note [NAdam's
+//             mu_product])
 // load_state_dict checks the optimizer type, the group sizes and every tensor's shape against
 // the current parameters, restores the hyperparameters (as PyTorch does), and converts the
 // state tensors to each parameter's device (and dtype: the parameter's, f32 for masters).
@@ -40,7 +41,7 @@ class Optimizer {
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
 
-  /// "SGD", "Adam", "AdamW", "Lamb", "RMSprop", "Adagrad".
+  /// "SGD", "Adam", "AdamW", "Lamb", "RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam".
   virtual const char* name() const = 0;
   /// One update of every parameter that has a gradient (parameters whose grad() is undefined
   /// are skipped, as in PyTorch). Runs under no-grad. Throws ShapeError when a gradient's shape
@@ -74,8 +75,10 @@ class Optimizer {
   /// step keeps for each parameter of a group: SGD momentum_buffer with momentum, else none;
   /// Adam/AdamW exp_avg and exp_avg_sq, plus max_exp_avg_sq with amsgrad; Lamb exp_avg and
   /// exp_avg_sq; RMSprop square_avg, plus grad_avg when centered and momentum_buffer with
-  /// momentum; Adagrad sum. Sharded modes keep one buffer per dtype group for the union over
-  /// optimizer groups and checkpoint each parameter's own keys only, as unsharded modes do.
+  /// momentum; Adagrad sum; Adamax exp_avg and exp_inf; NAdam and RAdam exp_avg and exp_avg_sq
+  /// (NAdam's scalar mu_product is not a tensor of the parameter's size). Sharded modes keep one
+  /// buffer per dtype group for the union over optimizer groups and checkpoint each parameter's own
+  /// keys only, as unsharded modes do.
   virtual StateKeys state_keys(size_t group) const = 0;
   /// How many element-wise state tensors a step keeps for each parameter of a group (the size
   /// of state_keys), each of the parameter's size (in float32 beside a master copy, else in the
@@ -133,7 +136,7 @@ void Optimizer::for_each_with_grad(const char* op, const F& f) {
 
 /// An optimizer whose groups each hold one Options struct (with `lr` and `master_weights`): the
 /// members that only read or append the groups' options, written once for SGD, Adam/AdamW, Lamb,
-/// RMSprop and Adagrad. A derived class supplies check_options.
+/// RMSprop, Adagrad, Adamax, NAdam and RAdam. A derived class supplies check_options.
 template <class Options>
 class GroupedOptimizer : public Optimizer {
  public:

@@ -6,12 +6,13 @@
 Writes three small safetensors files, read by tests/optim/test_optim_parity.cpp:
 
 optimizers.safetensors
-    For each case <c>: "<c>/init/<k>" the initial parameters, and for steps s = 1..5
-    "<c>/grad/<s>/<k>" the gradient fed to step s, "<c>/param/<s>/<k>" the parameters after it
-    and "<c>/state/<s>/<k>/<name>" the optimizer state after it (PyTorch's state keys; SGD, Adam,
-    AdamW, RMSprop and Adagrad). The
-    metadata key "cases" holds a JSON list of {"name", "optimizer", "dtype", "groups": [{"params":
-    [k...], <hyperparameters>}]}; hyperparameter names are PyTorch's.
+    For each case <c>: "<c>/init/<k>" the initial parameters, and for steps s = 1..5 (1..steps
+    when the case has "steps") "<c>/grad/<s>/<k>" the gradient fed to step s, "<c>/param/<s>/<k>"
+    the parameters after it and "<c>/state/<s>/<k>/<name>" the optimizer state after it (PyTorch's
+    state keys; SGD, Adam, AdamW, RMSprop, Adagrad, Adamax, NAdam, RAdam; NAdam's 0-d float32
+    mu_product too). The metadata key "cases" holds a JSON list of {"name", "optimizer", "dtype",
+    ["steps",] "groups": [{"params": [k...], <hyperparameters>}]}; hyperparameter names are
+    PyTorch's, and a group without one takes PyTorch's default.
 schedulers.safetensors
     For each case <c>: "<c>/lr" (f64, [steps + 1, groups]) the lrs after construction and after
     each scheduler step, and for OneCycle "<c>/momentum" (SGD momentum or Adam beta1) likewise.
@@ -99,7 +100,37 @@ def optimizer_cases():
     more.append(dict(name="adagrad_f64", optimizer="Adagrad", dtype="float64",
                      groups=[dict(params=[0, 1], lr=0.1, lr_decay=0.3, weight_decay=0.05,
                                   initial_accumulator_value=0.2)]))
-    return c + more
+    # Adamax, NAdam, RAdam: appended after the cases above (whose tensors stay bit-identical).
+    # RAdam's rho_t exceeds 5 from step 6 for beta2 = 0.999, 0.9 or 0.85 (rho_5 < 5 for any beta2),
+    # so its cases take 8 steps: the unrectified branch first, then the rectified one.
+    last = []
+    add = lambda name, opt, steps=None, dtype="float32", **kw: last.append(
+        dict(name=name, optimizer=opt, dtype=dtype, groups=[dict(params=[0, 1], **kw)],
+             **({"steps": steps} if steps else {})))
+    add("adamax_default", "Adamax")
+    add("adamax_weight_decay", "Adamax", lr=0.01, weight_decay=0.1)
+    add("adamax_betas_eps", "Adamax", lr=0.05, betas=[0.8, 0.9], eps=0.1)
+    add("adamax_maximize", "Adamax", lr=0.01, maximize=True, weight_decay=0.02)
+    last.append(dict(name="adamax_groups", optimizer="Adamax", dtype="float32",
+                     groups=[dict(params=[0], lr=0.01, weight_decay=0.1),
+                             dict(params=[1], lr=0.03, betas=[0.5, 0.99])]))
+    add("adamax_f64", "Adamax", dtype="float64", lr=0.01, weight_decay=0.05, eps=1e-3)
+    add("nadam_default", "NAdam")
+    add("nadam_weight_decay", "NAdam", lr=0.01, weight_decay=0.1)
+    add("nadam_momentum_decay", "NAdam", lr=0.01, momentum_decay=0.3)
+    add("nadam_betas_eps", "NAdam", lr=0.05, betas=[0.8, 0.9], eps=0.1, momentum_decay=0.05)
+    last.append(dict(name="nadam_groups", optimizer="NAdam", dtype="float32",
+                     groups=[dict(params=[0], lr=0.01, weight_decay=0.1, momentum_decay=0.01),
+                             dict(params=[1], lr=0.03, betas=[0.5, 0.99])]))
+    add("nadam_f64", "NAdam", dtype="float64", lr=0.01, weight_decay=0.05, momentum_decay=0.2)
+    add("radam_default", "RAdam", steps=8)
+    add("radam_weight_decay", "RAdam", steps=8, lr=0.01, weight_decay=0.1)
+    add("radam_betas_eps", "RAdam", steps=8, lr=0.05, betas=[0.8, 0.9], eps=0.1)
+    last.append(dict(name="radam_groups", optimizer="RAdam", dtype="float32", steps=8,
+                     groups=[dict(params=[0], lr=0.01, weight_decay=0.1),
+                             dict(params=[1], lr=0.03, betas=[0.5, 0.85])]))
+    add("radam_f64", "RAdam", steps=8, dtype="float64", lr=0.01, weight_decay=0.05)
+    return c + more + last
 
 
 def gen_optimizers(tensors, meta_cases):
@@ -122,9 +153,10 @@ def gen_optimizers(tensors, meta_cases):
             assert len(inits) == 1, case["name"]
             kw["initial_accumulator_value"] = inits.pop()
         opt = getattr(torch.optim, case["optimizer"])(groups, foreach=False, **kw)
-        for s in range(1, STEPS + 1):
+        for s in range(1, case.get("steps", STEPS) + 1):
             for k, p in enumerate(params):
-                grad = (torch.randn(p.shape, generator=gen, dtype=torch.float64) * GRAD_SCALES[s - 1]).to(dtype)
+                scale = GRAD_SCALES[(s - 1) % len(GRAD_SCALES)]
+                grad = (torch.randn(p.shape, generator=gen, dtype=torch.float64) * scale).to(dtype)
                 p.grad = grad
                 tensors[f"{name}/grad/{s}/{k}"] = grad.clone()
             opt.step()

@@ -112,6 +112,43 @@ std::unique_ptr<Optimizer> make_optimizer(const Json& c, const TensorList& param
     }
     return std::make_unique<Adagrad>(gs);
   }
+  // Adamax, NAdam, RAdam: a hyperparameter the case leaves out takes the Options default, which
+  // must then be PyTorch's (the *_default cases give none)
+  auto betas_etc = [&](const Json& g, auto o) {
+    o.lr = get(g, "lr", o.lr);
+    if (const Json* b = g.find("betas")) {
+      o.beta1 = (*b)[0].as_double();
+      o.beta2 = (*b)[1].as_double();
+    }
+    o.eps = get(g, "eps", o.eps);
+    o.weight_decay = get(g, "weight_decay", o.weight_decay);
+    return o;
+  };
+  if (kind == "Adamax") {
+    std::vector<ParamGroup<AdamaxOptions>> gs;
+    for (const Json& g : groups.items()) {
+      AdamaxOptions o = betas_etc(g, AdamaxOptions{});
+      o.maximize = get_bool(g, "maximize");
+      gs.push_back({pick(params, g.at("params")), o});
+    }
+    return std::make_unique<Adamax>(gs);
+  }
+  if (kind == "NAdam") {
+    std::vector<ParamGroup<NAdamOptions>> gs;
+    for (const Json& g : groups.items()) {
+      NAdamOptions o = betas_etc(g, NAdamOptions{});
+      o.momentum_decay = get(g, "momentum_decay", o.momentum_decay);
+      gs.push_back({pick(params, g.at("params")), o});
+    }
+    return std::make_unique<NAdam>(gs);
+  }
+  if (kind == "RAdam") {
+    std::vector<ParamGroup<RAdamOptions>> gs;
+    for (const Json& g : groups.items()) {
+      gs.push_back({pick(params, g.at("params")), betas_etc(g, RAdamOptions{})});
+    }
+    return std::make_unique<RAdam>(gs);
+  }
   REQUIRE(kind == "AdamW");
   std::vector<ParamGroup<AdamWOptions>> gs;
   for (const Json& g : groups.items()) {
@@ -146,7 +183,7 @@ double max_abs(const Tensor& t) {
 // 1e-6 times the tensor's largest element rather than 1e-6. f64: rtol 1e-12, same reasoning.
 TEST_CASE("optimizers match PyTorch 1.13 over 5 steps: parameters and state") {
   Fixture f = load_fixture("optimizers.safetensors");
-  REQUIRE(f.cases.size() >= 39);
+  REQUIRE(f.cases.size() >= 39 + 17);
   std::set<std::string> kinds;
   for (const Json& c : f.cases.items()) {
     const std::string name = c.at("name").as_string();
@@ -161,7 +198,9 @@ TEST_CASE("optimizers match PyTorch 1.13 over 5 steps: parameters and state") {
     }
     REQUIRE(params.size() == 2);
     auto opt = make_optimizer(c, params);
-    for (int s = 1; s <= 5; ++s) {
+    const Json* case_steps = c.find("steps");
+    const int64_t steps = case_steps ? case_steps->as_int() : 5;
+    for (int s = 1; s <= steps; ++s) {
       CAPTURE(s);
       for (size_t k = 0; k < params.size(); ++k) {
         params[k].set_grad(
@@ -182,7 +221,8 @@ TEST_CASE("optimizers match PyTorch 1.13 over 5 steps: parameters and state") {
             {"max_exp_avg_sq", &st.max_exp_avg_sq},
             {"square_avg", &st.square_avg},
             {"grad_avg", &st.grad_avg},
-            {"sum", &st.sum}};
+            {"sum", &st.sum},
+            {"exp_inf", &st.exp_inf}};
         for (const auto& [key, t] : fields) {
           CAPTURE(key);
           const Tensor* ref = f.tensors.find(sp + key);
@@ -191,10 +231,16 @@ TEST_CASE("optimizers match PyTorch 1.13 over 5 steps: parameters and state") {
             SL_CHECK_CLOSE(*t, *ref, rtol, atol * std::max(max_abs(*ref), 1e-30));
           }
         }
+        // NAdam's mu_product: PyTorch's float32 scalar, computed the same way (in float32), so
+        // exactly equal
+        const Tensor* mu_ref = f.tensors.find(sp + "mu_product");
+        CHECK(st.mu_product.has_value() == (mu_ref != nullptr));
+        if (mu_ref && st.mu_product) CHECK(*st.mu_product == mu_ref->item<double>());
       }
     }
   }
-  CHECK(kinds == std::set<std::string>{"Adagrad", "Adam", "AdamW", "RMSprop", "SGD"});
+  CHECK(kinds == std::set<std::string>{"Adagrad", "Adam", "AdamW", "Adamax", "NAdam", "RAdam",
+                                       "RMSprop", "SGD"});
 }
 
 namespace {

@@ -114,7 +114,7 @@ TEST_CASE("master weights: bf16 parameters follow an fp32 run exactly in their m
 
 TEST_CASE(
     "optimizer state_dict round trip continues bit for bit (SGD, Adam, AdamW, RMSprop, "
-    "Adagrad)") {
+    "Adagrad, Adamax, NAdam, RAdam)") {
   auto run = [](auto make_opt) {
     TensorList ref = make_params(), p = make_params();
     auto ref_opt = make_opt(ref);
@@ -161,6 +161,17 @@ TEST_CASE(
   run([](TensorList& ps) {
     return std::make_unique<Adagrad>(
         ps, AdagradOptions{.lr = 0.1, .lr_decay = 0.2, .initial_accumulator_value = 0.1});
+  });
+  run([](TensorList& ps) {
+    return std::make_unique<Adamax>(ps, AdamaxOptions{.lr = 0.01, .weight_decay = 0.1});
+  });
+  run([](TensorList& ps) {  // the resumed steps need the saved mu_product
+    return std::make_unique<NAdam>(std::vector<ParamGroup<NAdamOptions>>{
+        {{ps[0]}, {.lr = 0.01, .momentum_decay = 0.2}}, {{ps[1]}, {.lr = 0.02}}});
+  });
+  run([](TensorList& ps) {  // beta2 0.5 and 0.9: rho_t <= 5 in the 5 steps (rectified: the fixture)
+    return std::make_unique<RAdam>(std::vector<ParamGroup<RAdamOptions>>{
+        {{ps[0]}, {.lr = 0.01, .beta2 = 0.5}}, {{ps[1]}, {.lr = 0.02, .beta2 = 0.9}}});
   });
 }
 
