@@ -338,19 +338,27 @@ void save_sharded_checkpoint(const std::string& dir, Strategy& s, const Json& ex
         }
       }
     }
+    Json mu_products = Json::object();  // NAdam's (Note [NAdam's mu_product])
     for (size_t i = 0; i < named.size(); ++i) {
       int64_t step = 0;
+      std::optional<double> mu_product;
       if (src.sharded) {
         step = src.sharded->step_count(static_cast<int>(i));
+        if (src.sharded->rule() == UpdateRule::nadam && step > 0) {
+          mu_product = src.sharded->mu_product(static_cast<int>(i));
+        }
       } else {
         auto [g, j] = src.opt_index[i];
         step = s.optimizer().state(g, j).step;
+        mu_product = s.optimizer().state(g, j).mu_product;
       }
       steps.set(named[i].first, step);
+      if (mu_product) mu_products.set(named[i].first, *mu_product);
     }
     Json meta = s.optimizer().state_dict().meta;
     meta.set("state", Json::object());
     meta.set("steps", std::move(steps));
+    if (!mu_products.members().empty()) meta.set("mu_products", std::move(mu_products));
     optim.meta = std::move(meta);
     if (rank == 0) {
       serialize::Section& buffers = ck.section("buffers");
@@ -497,6 +505,14 @@ Json load_sharded_checkpoint(const std::string& dir, Strategy& s) {
   Source src = source_of(s);
   optim::Optimizer& opt = s.optimizer();
   const Json& steps = idx.optimizer_meta.at("steps");
+  const Json* mu_products = idx.optimizer_meta.find("mu_products");
+  auto saved_mu_product = [&](const std::string& pname) -> std::optional<double> {
+    const Json* v = mu_products ? mu_products->find(pname) : nullptr;
+    if (!v) return std::nullopt;
+    SL_CHECK(v->is_number(), "load_sharded_checkpoint: mu_product of '", pname,
+             "' is not a number");
+    return v->as_double();
+  };
   auto has_state = [&](const std::string& sname, const std::string& pname) {
     return idx.pieces.count(sname + "/" + pname) != 0;
   };
@@ -509,6 +525,7 @@ Json load_sharded_checkpoint(const std::string& dir, Strategy& s) {
     for (size_t i = 0; i < named.size(); ++i) {
       const Json* st = steps.find(named[i].first);
       so.set_step_count(static_cast<int>(i), st ? st->as_int() : 0);
+      so.set_mu_product(static_cast<int>(i), saved_mu_product(named[i].first).value_or(1.0));
     }
     for (size_t i = 0; i < named.size(); ++i) {
       so.set_has_momentum(static_cast<int>(i), has_state("momentum_buffer", named[i].first));
@@ -566,7 +583,11 @@ Json load_sharded_checkpoint(const std::string& dir, Strategy& s) {
       }
       const Json* st = steps.find(pname);
       int64_t step = st ? st->as_int() : 0;
-      if (any || step > 0) state.set(gi, Json::object({{"step", step}}));
+      if (any || step > 0) {
+        Json sj = Json::object({{"step", step}});
+        if (auto mp = saved_mu_product(pname)) sj.set("mu_product", *mp);
+        state.set(gi, std::move(sj));
+      }
     }
     meta.set("state", std::move(state));
     sec.meta = std::move(meta);
@@ -610,6 +631,9 @@ serialize::StateDict full_optimizer_state(Strategy& s) {
           out[std::string(kStateNames[k]) + "/" + named[i].first] = ps.tensor(k).clone();
       }
       out["step/" + named[i].first] = scalar_tensor(ps.step, {.dtype = DType::i64});
+      if (ps.mu_product) {
+        out["mu_product/" + named[i].first] = scalar_tensor(*ps.mu_product, {.dtype = DType::f64});
+      }
     }
     return sorted_state_dict(out);
   }
@@ -642,6 +666,11 @@ serialize::StateDict full_optimizer_state(Strategy& s) {
   for (size_t i = 0; i < named.size(); ++i) {
     out["step/" + named[i].first] =
         scalar_tensor(src.sharded->step_count(static_cast<int>(i)), {.dtype = DType::i64});
+    if (src.sharded->rule() == UpdateRule::nadam &&
+        src.sharded->step_count(static_cast<int>(i)) > 0) {
+      out["mu_product/" + named[i].first] =
+          scalar_tensor(src.sharded->mu_product(static_cast<int>(i)), {.dtype = DType::f64});
+    }
   }
   return sorted_state_dict(out);
 }

@@ -53,7 +53,8 @@ serialize::Json load_sharded_checkpoint(const std::string& dir, Strategy& s);
 serialize::StateDict consolidate_sharded_checkpoint(const std::string& dir);
 
 /// Collective: the full optimizer state, "<state>/<param name>" -> parameter-shaped tensor
-/// (all-gathering the shards in zero modes), plus "step/<param name>" as 0-d int64.
+/// (all-gathering the shards in zero modes), plus "step/<param name>" as 0-d int64 and, for NAdam
+/// after a parameter's first step, "mu_product/<param name>" as 0-d float64.
 serialize::StateDict full_optimizer_state(Strategy& s);
 
 /// The manifest of a sharded checkpoint (resolving an interrupted swap). Throws IOError.

@@ -11,7 +11,10 @@
 #include "core/ops/view.h"
 #include "optim/adagrad.h"
 #include "optim/adam.h"
+#include "optim/adamax.h"
 #include "optim/lamb.h"
+#include "optim/nadam.h"
+#include "optim/radam.h"
 #include "optim/rmsprop.h"
 #include "optim/sgd.h"
 
@@ -32,9 +35,12 @@ UpdateRule update_rule_of(const optim::Optimizer& opt) {
   if (dynamic_cast<const optim::Lamb*>(&opt)) return UpdateRule::lamb;
   if (dynamic_cast<const optim::RMSprop*>(&opt)) return UpdateRule::rmsprop;
   if (dynamic_cast<const optim::Adagrad*>(&opt)) return UpdateRule::adagrad;
+  if (dynamic_cast<const optim::Adamax*>(&opt)) return UpdateRule::adamax;
+  if (dynamic_cast<const optim::NAdam*>(&opt)) return UpdateRule::nadam;
+  if (dynamic_cast<const optim::RAdam*>(&opt)) return UpdateRule::radam;
   detail::throw_error<ValueError>(
       "zero: optimizer ", opt.name(),
-      " is not supported (SGD, Adam, AdamW, Lamb, RMSprop and Adagrad are)");
+      " is not supported (SGD, Adam, AdamW, Lamb, RMSprop, Adagrad, Adamax, NAdam and RAdam are)");
 }
 
 Tensor& ShardState::tensor(size_t k) {
@@ -116,6 +122,8 @@ ShardedOptimizer::ShardedOptimizer(const FlatBuffers& flat, int rank, optim::Opt
   state_.resize(L.groups().size());
   steps_.assign(L.params().size(), 0);
   momentum_ready_.assign(L.params().size(), 0);
+  mu_products_.assign(L.params().size(), 1.0);
+  for (const auto& [g, i] : opt_index) opt_group_.push_back(g);
   if (offload_) {
     host_params_.resize(L.groups().size());
     host_grads_.resize(L.groups().size());
@@ -266,14 +274,16 @@ std::vector<ShardedOptimizer::Run> ShardedOptimizer::active_runs(
       const int64_t step = steps_[static_cast<size_t>(r.params[j])];
       size_t k = j + 1;
       const uint8_t ready = momentum_ready_[static_cast<size_t>(r.params[j])];
+      const double mu_product = mu_products_[static_cast<size_t>(r.params[j])];
       while (k < r.params.size() && !skipped(r.params[k]) &&
              steps_[static_cast<size_t>(r.params[k])] == step &&
-             momentum_ready_[static_cast<size_t>(r.params[k])] == ready) {
+             momentum_ready_[static_cast<size_t>(r.params[k])] == ready &&
+             mu_products_[static_cast<size_t>(r.params[k])] == mu_product) {
         ++k;
       }
       const int64_t b = r.bounds[j];
       Run sub{r.group, r.opt_group, r.flat_offset + b, r.shard_offset + b, r.bounds[k] - b, {},
-              {},      step};
+              {},      step,        mu_product};
       for (size_t i = j; i <= k; ++i) sub.bounds.push_back(r.bounds[i] - b);
       sub.params.assign(r.params.begin() + static_cast<std::ptrdiff_t>(j),
                         r.params.begin() + static_cast<std::ptrdiff_t>(k));
@@ -294,6 +304,17 @@ void ShardedOptimizer::step(const std::vector<Tensor>& grad_shards_in,
   const std::vector<Tensor>& grad_shards = stage_gradients(grad_shards_in);
   for (size_t p = 0; p < steps_.size(); ++p) {
     if (skip.empty() || !skip[p]) steps_[p] += 1;
+  }
+  if (rule_ == UpdateRule::nadam) {
+    // every rank advances every stepped parameter's product, owner of a piece of it or not
+    auto& nadam = static_cast<optim::NAdam&>(opt_);
+    for (size_t g = 0; g < opt_.num_param_groups(); ++g) nadam.options(g);  // range checks
+    for (size_t p = 0; p < steps_.size(); ++p) {
+      if (skip.empty() || !skip[p]) {
+        mu_products_[p] =
+            nadam_mu_product(nadam.options(opt_group_[p]).hyper(), steps_[p], mu_products_[p]);
+      }
+    }
   }
   const std::vector<Run> runs = active_runs(skip);
   if (rule_ == UpdateRule::lamb) {
@@ -321,6 +342,18 @@ void ShardedOptimizer::step(const std::vector<Tensor>& grad_shards_in,
     } else if (rule_ == UpdateRule::adagrad) {
       AdagradHyper h = static_cast<optim::Adagrad&>(opt_).options(r.opt_group).hyper();
       ops::adagrad_step(param, grad, slice(s.sum, r.shard_offset, r.numel), r.step, h);
+    } else if (rule_ == UpdateRule::adamax) {
+      AdamaxHyper h = static_cast<optim::Adamax&>(opt_).options(r.opt_group).hyper();
+      ops::adamax_step(param, grad, slice(s.exp_avg, r.shard_offset, r.numel),
+                       slice(s.exp_inf, r.shard_offset, r.numel), r.step, h);
+    } else if (rule_ == UpdateRule::nadam) {
+      NadamHyper h = static_cast<optim::NAdam&>(opt_).options(r.opt_group).hyper();
+      ops::nadam_step(param, grad, slice(s.exp_avg, r.shard_offset, r.numel),
+                      slice(s.exp_avg_sq, r.shard_offset, r.numel), r.step, r.mu_product, h);
+    } else if (rule_ == UpdateRule::radam) {
+      RadamHyper h = static_cast<optim::RAdam&>(opt_).options(r.opt_group).hyper();
+      ops::radam_step(param, grad, slice(s.exp_avg, r.shard_offset, r.numel),
+                      slice(s.exp_avg_sq, r.shard_offset, r.numel), r.step, h);
     } else {
       AdamHyper h = rule_ == UpdateRule::adam ? static_cast<optim::Adam&>(opt_).hyper(r.opt_group)
                                               : static_cast<optim::AdamW&>(opt_).hyper(r.opt_group);

@@ -1,12 +1,12 @@
 // ShardedOptimizer: the ZeRO optimizer update of one rank's shard of the flat buffers.
 //
-// The user's optimizer (SGD, Adam, AdamW, Lamb, RMSprop or Adagrad) supplies the parameter groups
-// and, at every step, their hyperparameters (so learning-rate schedulers and OneCycle's momentum
-// work unchanged); the state lives here, in buffers of the shard layout (Note [Flat buffer
-// layout]): one buffer per state kind per dtype group, each 1/N of the group. The update runs the
-// fused kernels of core/ops/optim.h (Note [Optimizer kernels over flat spans]) over runs of
-// consecutive owned pieces that share a parameter group, so it is the same element-wise math
-// as the unsharded optimizer. For f16/bf16 parameters whose group asks for master weights, an
+// The user's optimizer (SGD, Adam, AdamW, Lamb, RMSprop, Adagrad, Adamax, NAdam or RAdam) supplies
+// the parameter groups and, at every step, their hyperparameters (so learning-rate schedulers and
+// OneCycle's momentum work unchanged); the state lives here, in buffers of the shard layout (Note
+// [Flat buffer layout]): one buffer per state kind per dtype group, each 1/N of the group. The
+// update runs the fused kernels of core/ops/optim.h (Note [Optimizer kernels over flat spans]) over
+// runs of consecutive owned pieces that share a parameter group, so it is the same element-wise
+// math as the unsharded optimizer. For f16/bf16 parameters whose group asks for master weights, an
 // fp32 master shard (and fp32 state) is updated and rounded into the parameter buffer.
 //
 // LAMB's trust ratio needs norms over whole parameters, which a rank sees only pieces of: every
@@ -43,10 +43,10 @@
 namespace sl::dist {
 
 /// Which update rule the optimizer applies.
-enum class UpdateRule : uint8_t { sgd, adam, adamw, lamb, rmsprop, adagrad };
+enum class UpdateRule : uint8_t { sgd, adam, adamw, lamb, rmsprop, adagrad, adamax, nadam, radam };
 
 /// The rule `opt` applies. Throws ValueError for an optimizer zero cannot shard (SGD, Adam, AdamW,
-/// Lamb, RMSprop and Adagrad are supported).
+/// Lamb, RMSprop, Adagrad, Adamax, NAdam and RAdam are supported).
 UpdateRule update_rule_of(const optim::Optimizer& opt);
 
 /// What zero keeps per dtype group of a flat layout (Note [Flat buffer layout] 5): one buffer per
@@ -116,6 +116,10 @@ class ShardedOptimizer {
   /// Whether flat parameter `param` has a momentum buffer in PyTorch's terms (it has taken a step
   /// with momentum: SGD's first one copies the gradient into it, RMSprop's starts from zeros).
   /// Before, zero's buffer holds nothing of it and checkpoints leave it out.
+  /// NAdam's mu_product of flat parameter `param` (Note [NAdam's mu_product]): 1 before its first
+  /// step, then advanced at each step it takes, the same on every rank (as step_count).
+  double mu_product(int param) const { return mu_products_[static_cast<size_t>(param)]; }
+  void set_mu_product(int param, double m) { mu_products_[static_cast<size_t>(param)] = m; }
   bool has_momentum(int param) const { return momentum_ready_[static_cast<size_t>(param)] != 0; }
   void set_has_momentum(int param, bool b) { momentum_ready_[static_cast<size_t>(param)] = b; }
   /// The value state tensor k (ParamState::kKeys) starts from in optimizer group `group`: 0, or
@@ -156,6 +160,7 @@ class ShardedOptimizer {
     std::vector<int64_t> bounds;
     std::vector<int64_t> params;
     int64_t step = 0;  ///< the step count of all its parameters (set by active_runs)
+    double mu_product = 1.0;  ///< NAdam: the mu_product of all its parameters (after the step)
   };
   bool uses_master(int group) const;
   /// Where run `r`'s parameters are updated: the master shard, the offloaded parameter copy, or
@@ -179,8 +184,8 @@ class ShardedOptimizer {
   /// Records that run r's parameters have taken a step with momentum.
   void mark_momentum(const Run& r);
   /// runs_ without the pieces of the parameters `skip` flags, split where the parameters' step
-  /// counts or has_momentum differ, each with its parameters' step count (as runs_ in the usual
-  /// case).
+  /// counts, has_momentum or NAdam's mu_product differ, each with its parameters' step count
+  /// (as runs_ in the usual case).
   std::vector<Run> active_runs(const std::vector<bool>& skip) const;
 
   const FlatBuffers& flat_;
@@ -196,6 +201,8 @@ class ShardedOptimizer {
   std::vector<Tensor> host_grads_;   // offload: per group, the gradient shard
   std::vector<int64_t> steps_;       // per flat parameter
   std::vector<uint8_t> momentum_ready_;  // per flat parameter: has_momentum
+  std::vector<double> mu_products_;      // per flat parameter: NAdam's mu_product
+  std::vector<size_t> opt_group_;        // per flat parameter: its optimizer group
 };
 
 }  // namespace sl::dist

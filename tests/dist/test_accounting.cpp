@@ -27,7 +27,7 @@ void check_same_model_states(const MemoryReport& est, const MemoryReport& m) {
 TEST_CASE("accounting: estimate_memory matches single and dp after a step") {
   using sl::testing::OptKind;
   for (OptKind k : {OptKind::sgd, OptKind::adam, OptKind::adamw, OptKind::lamb, OptKind::rmsprop,
-                    OptKind::adagrad}) {
+                    OptKind::adagrad, OptKind::adamax, OptKind::nadam, OptKind::radam}) {
     for (const std::string kind : {"single", "dp"}) {
       CAPTURE(kind);
       CAPTURE(sl::testing::opt_name(k));

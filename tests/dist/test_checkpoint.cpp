@@ -47,7 +47,8 @@ void check_state_dicts_equal(const serialize::StateDict& a, const serialize::Sta
 
 TEST_CASE("checkpoint: every mode saves, every mode loads, bit for bit on one rank") {
   auto pg = make_single_group();
-  for (OptKind ok : {OptKind::sgd, OptKind::adamw, OptKind::rmsprop, OptKind::adagrad}) {
+  for (OptKind ok : {OptKind::sgd, OptKind::adamw, OptKind::rmsprop, OptKind::adagrad,
+                     OptKind::adamax, OptKind::nadam, OptKind::radam}) {
     // RMSprop without clipping: with it, single's continuation differs from the flat modes' in
     // the last bit of the float64 `scale` (the clip factor's norm summed in another order, it
     // seems), which RMSprop's update carries through where SGD's and AdamW's happen not to
@@ -91,7 +92,10 @@ TEST_CASE("checkpoint: a parameter has its own group's optimizer state in every 
                                  {.opt = OptKind::adamw, .fc2_every = 2},
                                  {.opt = OptKind::adagrad, .fc2_every = 2},
                                  {.opt = OptKind::adagrad, .fc2_from = 100},
-                                 {.opt = OptKind::sgd_dampened, .fc2_from = 2}};
+                                 {.opt = OptKind::sgd_dampened, .fc2_from = 2},
+                                 {.opt = OptKind::adamax, .fc2_every = 2},
+                                 {.opt = OptKind::nadam, .fc2_every = 2},
+                                 {.opt = OptKind::radam, .fc2_from = 1}};
   for (const TrainConfig& c : configs) {
     CAPTURE(c.str());
     TinyTrainer single("single", c, pg);
@@ -105,7 +109,10 @@ TEST_CASE("checkpoint: a parameter has its own group's optimizer state in every 
     for (size_t g = 0; g < opt.num_param_groups(); ++g) {
       for (const Tensor& p : opt.params(g)) {
         const bool fc2 = p.is_same(single.net->fc2->weight) || p.is_same(single.net->fc2->bias);
-        own_keys += 1 + (fc2 && !fc2_stepped ? 0 : static_cast<size_t>(opt.state_tensors(g)));
+        // NAdam: and its scalar mu_product once stepped
+        const size_t stepped_keys =
+            static_cast<size_t>(opt.state_tensors(g)) + (c.opt == OptKind::nadam ? 1 : 0);
+        own_keys += 1 + (fc2 && !fc2_stepped ? 0 : stepped_keys);
       }
     }
     CHECK(want.keys().size() == own_keys);

@@ -32,6 +32,9 @@ const TrainConfig kConfigs[] = {
     {.opt = OptKind::sgd_mixed},
     {.opt = OptKind::adam_mixed, .clip = 0.5},
     {.opt = OptKind::rmsprop_mixed},
+    {.opt = OptKind::adamax, .clip = 0.4},
+    {.opt = OptKind::nadam, .accum = 2},
+    {.opt = OptKind::radam},
 };
 
 }  // namespace
@@ -111,10 +114,14 @@ TEST_CASE("a parameter without a gradient is left alone in every mode, as single
   // later (which copies the gradient instead of dampening it).
   auto pg = make_single_group();
   std::vector<TrainConfig> configs;
-  for (OptKind ok :
-       {OptKind::adamw, OptKind::sgd_mixed, OptKind::lamb, OptKind::rmsprop, OptKind::adagrad}) {
+  for (OptKind ok : {OptKind::adamw, OptKind::sgd_mixed, OptKind::lamb, OptKind::rmsprop,
+                     OptKind::adagrad, OptKind::adamax, OptKind::nadam}) {
     configs.push_back({.opt = ok, .steps = 5, .fc2_every = 2});
   }
+  // RAdam's rectified branch from a parameter's step 6: fc2 used on every other of 12 steps
+  configs.push_back({.opt = OptKind::radam, .steps = 12, .fc2_every = 2});
+  // NAdam: fc2 first used at step 2, so its mu_product runs behind fc1's (split runs in zero)
+  configs.push_back({.opt = OptKind::nadam, .steps = 5, .fc2_from = 2});
   configs.push_back({.opt = OptKind::sgd_dampened, .steps = 5, .fc2_from = 2});
   configs.push_back({.opt = OptKind::adamw, .steps = 3, .fc2_from = 100});  // never used
   for (const TrainConfig& c : configs) {

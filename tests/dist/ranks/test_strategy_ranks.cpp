@@ -46,6 +46,9 @@ TEST_CASE("ddp equals the one-process reference; zero1 and zero2 equal ddp") {
       {.opt = OptKind::adamw, .accum = 2},
       {.opt = OptKind::rmsprop, .clip = 0.3},
       {.opt = OptKind::adagrad, .accum = 2},
+      {.opt = OptKind::adamax, .clip = 0.3},
+      {.opt = OptKind::nadam, .accum = 2},
+      {.opt = OptKind::radam},
   };
   for (const TrainConfig& c : configs) {
     CAPTURE(c.str());
@@ -106,7 +109,7 @@ TEST_CASE("a parameter one rank uses is updated on every rank; one no rank uses 
   // (Note [Unused parameters]). The reference is one process whose loss is the mean of the
   // ranks' shares, each forwarded with its rank's setting.
   auto pg = world();
-  for (OptKind ok : {OptKind::adamw, OptKind::sgd_mixed, OptKind::adagrad}) {
+  for (OptKind ok : {OptKind::adamw, OptKind::sgd_mixed, OptKind::adagrad, OptKind::nadam}) {
     const TrainConfig c{.opt = ok, .steps = 5, .fc2_every = 2, .fc2_rank = 0};
     CAPTURE(c.str());
     RunResult ref = sl::testing::train_reference(c, pg->size());

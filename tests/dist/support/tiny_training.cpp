@@ -42,6 +42,12 @@ const char* opt_name(OptKind k) {
       return "rmsprop_mixed";
     case OptKind::sgd_dampened:
       return "sgd_dampened";
+    case OptKind::adamax:
+      return "adamax";
+    case OptKind::nadam:
+      return "nadam";
+    case OptKind::radam:
+      return "radam";
   }
   return "?";
 }
@@ -100,6 +106,16 @@ std::unique_ptr<optim::Optimizer> make_optimizer(OptKind k, nn::Module& m) {
       return std::make_unique<optim::SGD>(std::vector<optim::ParamGroup<optim::SGDOptions>>{
           {decay, {.lr = 0.1, .momentum = 0.9, .dampening = 0.5, .weight_decay = 0.01}},
           {no_decay, {.lr = 0.1, .momentum = 0.9, .dampening = 0.5}}});
+    case OptKind::adamax:
+      return std::make_unique<optim::Adamax>(std::vector<optim::ParamGroup<optim::AdamaxOptions>>{
+          {decay, {.lr = 0.02, .weight_decay = 0.01}}, {no_decay, {.lr = 0.02, .eps = 1e-3}}});
+    case OptKind::nadam:
+      return std::make_unique<optim::NAdam>(std::vector<optim::ParamGroup<optim::NAdamOptions>>{
+          {decay, {.lr = 0.02, .weight_decay = 0.01}},
+          {no_decay, {.lr = 0.02, .momentum_decay = 0.1}}});
+    case OptKind::radam:
+      return std::make_unique<optim::RAdam>(std::vector<optim::ParamGroup<optim::RAdamOptions>>{
+          {decay, {.lr = 0.02, .weight_decay = 0.01}}, {no_decay, {.lr = 0.02, .beta2 = 0.9}}});
   }
   return nullptr;
 }

@@ -38,7 +38,10 @@ enum class OptKind {
   sgd_mixed,
   adam_mixed,
   rmsprop_mixed,
-  sgd_dampened  ///< momentum with dampening in both groups
+  sgd_dampened,  ///< momentum with dampening in both groups
+  adamax,
+  nadam,  ///< a different momentum_decay per group
+  radam   ///< rho_t > 5 (the rectified update) from step 6 on, so 10 steps take both branches
 };
 const char* opt_name(OptKind k);
 
