@@ -5,6 +5,7 @@
 
 #include "autograd/function.h"
 #include "autograd/ops/elementwise.h"
+#include "autograd/ops/shape.h"
 #include "core/amp.h"
 #include "core/creation.h"
 #include "core/ops/copy.h"
@@ -62,11 +63,29 @@ Tensor reduction(ReduceOp op, const char* name, const Tensor& a, const std::vect
                           save_y, std::move(fn));
 }
 
-/// At each position, the product over `dims` with zeros replaced by one (used where x is the
-/// only zero of its slice).
-Tensor prod_of_others(const Tensor& x, const std::vector<int64_t>& dims, const Tensor& is_zero) {
-  Tensor no_zero = ops::where(is_zero, ops::scalar_tensor(1, x.dtype(), x.device()), x);
-  return ops::expand(ops::reduce(ReduceOp::prod, no_zero, dims, true), x.sizes());
+/// The exclusive running products of x along d: out[i] = x[0] * ... * x[i - 1] (1 at i = 0),
+/// as a log-depth scan of differentiable ops (so it runs on any device and has a gradient).
+/// Each step multiplies in the block that ends `s` before, in the same order as a left-to-right
+/// cumprod for lengths up to 3; longer ones may round differently by an ulp.
+Tensor exclusive_cumprod(const Tensor& x, int64_t d) {
+  const int64_t n = x.size(d);
+  Shape block = x.sizes();
+  block[static_cast<size_t>(d)] = 1;
+  Tensor p =
+      cat({ones(block, {.dtype = x.dtype(), .device = x.device()}), x.narrow(d, 0, n - 1)}, d);
+  for (int64_t s = 1; s < n; s *= 2) {
+    block[static_cast<size_t>(d)] = s;
+    p = mul(p, cat({ones(block, {.dtype = x.dtype(), .device = x.device()}), p.narrow(d, 0, n - s)},
+                   d));
+  }
+  return p;
+}
+
+/// At each element of x, the product of the other elements along d, as PyTorch 1.13's
+/// prod_safe_zeros_backward: the exclusive cumprod from the front times the one from the back.
+Tensor prod_of_others(const Tensor& x, int64_t d) {
+  if (x.size(d) == 1) return ones_like(x);
+  return mul(exclusive_cumprod(x, d), flip(exclusive_cumprod(flip(x, {d}), d), {d}));
 }
 
 }  // namespace
@@ -86,13 +105,17 @@ Tensor mean(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
 }
 
 // Note [prod backward at zeros]: PyTorch 1.13's prod_backward gives each element the product
-// of the others. With no zero in the tensor it takes that as y / x; with a zero it multiplies
-// exclusive cumprods, so an element beside the zero gets 0 * (the rest), which is NaN only where
-// the rest holds a NaN or an inf (y / x would be NaN for every element of a slice whose product
-// is 0 * inf or 0 * NaN). Per slice, this gives: no zero: y / x; one zero: the product of the
-// others at the zero, and elsewhere 0, or NaN where another element is NaN or +-inf; two or more
-// zeros: the same 0 or NaN along a dim, and 0 everywhere over all elements (PyTorch returns
-// zeros_like there when not building a graph). A 0-d input passes the gradient through.
+// of the others. It takes that as y / x when the input holds no zero at all, and otherwise
+// multiplies exclusive cumprods (prod_safe_zeros_backward) in every slice, also those without a
+// zero: there an element beside a NaN or an inf gets the product of the others (3 in [1, nan, 3],
+// where y / x gives NaN), and an element beside a zero gets 0 * (the rest), NaN where the rest
+// holds a NaN or an inf. Over all elements with two or more zeros it returns zeros_like (what
+// PyTorch does when not building a graph, also kept under create_graph here). A 0-d or empty input
+// passes the gradient through. The choice is made on the device (where), without a sync: both
+// forms are computed. The cumprods are a log-depth scan (exclusive_cumprod), so the rounding of
+// long slices may differ from PyTorch's by an ulp, and a float32 partial product that overflows
+// gives inf (then NaN beside a zero) where PyTorch's CPU cumprod, which accumulates in double,
+// may not.
 Tensor prod(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
   std::vector<int64_t> dims;
   if (dim) dims.push_back(*dim);
@@ -100,21 +123,15 @@ Tensor prod(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
   return reduction(
       ReduceOp::prod, "ProdBackward", autocast(a, AmpPolicy::fp32), dims, keepdim, {}, true, true,
       [dims, all](const Tensor& g, const Tensor& x, const Tensor& y, int64_t) {
-        if (x.dim() == 0) return ops::contiguous(g);
-        auto count_in_slice = [&](const Tensor& mask) {
-          return sum(mask.to(DType::i64), dims, true).expand(x.sizes());
-        };
+        if (x.dim() == 0 || x.numel() == 0) return ops::contiguous(g);
         Tensor is_zero = eq(x, 0);
-        Tensor zeros_in_slice = count_in_slice(is_zero);
-        Tensor non_finite = logical_not(isfinite(x));
-        Tensor others_non_finite = sub(count_in_slice(non_finite), non_finite.to(DType::i64));
-        // 0 times the elements other than this one and the zero(s)
-        Tensor zero_times_rest = where(gt(others_non_finite, 0), full_like(x, NAN), zeros_like(x));
-        Tensor with_zero = where(
-            logical_and(is_zero, eq(zeros_in_slice, 1)), prod_of_others(x, dims, is_zero),
-            all ? where(eq(zeros_in_slice, 1), zero_times_rest, zeros_like(x)) : zero_times_rest);
-        Tensor safe = where(is_zero, ones_like(x), x);
-        return mul(g, where(eq(zeros_in_slice, 0), div(y, safe), with_zero));
+        Tensor zeros = sum(is_zero.to(DType::i64));  // over the whole input, as PyTorch
+        Tensor others = all ? prod_of_others(x.reshape({-1}), 0).reshape(x.sizes())
+                            : prod_of_others(x, wrap_dims(dims, x.dim(), "prod")[0]);
+        if (all) others = where(gt(zeros, 1), zeros_like(x), others);
+        // y / x with the zeros' division kept out of the graph (its gradient would be NaN)
+        Tensor quotient = div(y, where(is_zero, ones_like(x), x));
+        return mul(g, where(eq(zeros, 0), quotient, others));
       });
 }
 

@@ -177,7 +177,8 @@ TEST_CASE("pow(0, b)'s gradient in b is 0 for b >= 0 and -inf for b < 0") {
 //   y = x.prod() if dim is None else x.prod(dim, keepdim=keepdim)
 //   y.backward(torch.ones_like(y) if g is None else torch.tensor(g, dtype=dt).reshape(y.shape))
 //   print(x.grad.flatten().tolist())
-// Every expected value is 0, +-inf, NaN or a small integer, exact in float32: tolerance 0.
+// Every expected value is 0, +-inf, NaN, a small integer or a half, exact in float32: tolerance 0.
+// Run on every device: the backward is composed of differentiable ops (where, cat, flip, mul).
 TEST_CASE("prod's gradient with one zero beside NaN or inf, and with none or two zeros") {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
@@ -212,23 +213,61 @@ TEST_CASE("prod's gradient with one zero beside NaN or inf, and with none or two
       // two zeros along a dim: 0 * (the rest), NaN beside a NaN or inf (PyTorch's cumprod path)
       {{0, nan, 0, 0, 0, inf}, {2, 3}, 1, true, {}, {nan, 0, nan, nan, nan, 0}},
       {{0, nan, 0}, {3}, 0, false, {}, {nan, 0, nan}},
+      // a zero anywhere switches every slice to the product of the others (PyTorch's
+      // prod_safe_zeros_backward), also the zero-free ones: [1, nan, 3] gets [nan, 3, nan]
+      // there, where y / x would give NaN everywhere (it did here before)
+      {{2, nan, 0, 1, nan, 3}, {2, 3}, 1, false, {}, {nan, 0, nan, nan, 3, nan}},
+      {{2, nan, 0, 1, inf, 3}, {2, 3}, 1, false, {5, 7}, {nan, 0, nan, inf, 21, inf}},
+      {{2, 0, 0, 1, nan, 3}, {2, 3}, 1, false, {}, {0, 0, 0, nan, 3, nan}},
+      {{2, 0, 1, inf, 3, nan}, {3, 2}, 0, false, {}, {3, nan, 6, nan, 2, nan}},
+      {{2, 0, 1, inf, 3, nan}, {3, 2}, 0, true, {}, {3, nan, 6, nan, 2, nan}},
+      {{1, nan, 3}, {3}, 0, false, {}, {nan, nan, nan}},  // no zero at all: y / x
+      {{0, nan, 3, 0}, {4}, std::nullopt, false, {}, {0, 0, 0, 0}},
+      // slices of 4 and 5: the scan's later steps
+      {{2, 3, nan, 5, 7, 1, 0, 2, 3, 4},
+       {2, 5},
+       1,
+       false,
+       {},
+       {nan, nan, 210, nan, nan, 0, 24, 0, 0, 0}},
+      {{2, 3, -1, 5, 7, 1, 0, 2, 3, 4, 0.5, -2},
+       {3, 4},
+       1,
+       false,
+       {},
+       {-15, -10, 30, -6, 0, 0, 14, 0, -4, -3, -24, 6}},
+      {{2, 3, -1, 5, 7, 1, 0, 2, 3, 4, 0.5, -2},
+       {4, 3},
+       0,
+       false,
+       {},
+       {0, 7, -6, 0, 3, 6, 40, 10.5, 2, 0, 42, -3}},
+      {{2, 3, -1, 5, 7, 1, 0, 2, 3, 4, 0.5, -2},
+       {12},
+       std::nullopt,
+       false,
+       {},
+       {0, 0, 0, 0, 0, 0, 5040, 0, 0, 0, 0, 0}},
       // a 0-d input passes the gradient through, even NaN or inf
       {{nan}, {}, std::nullopt, false, {}, {1}},
       {{inf}, {}, 0, false, {}, {1}},
   };
-  for (DType dt : {DType::f32, DType::f64}) {
-    for (const Case& c : cases) {
-      CAPTURE(dt);
-      CAPTURE(shape_str(c.shape));
-      CAPTURE(c.x[0]);
-      CAPTURE(c.x[1 % c.x.size()]);
-      CAPTURE(c.dim.value_or(99));
-      // from_vector reads an empty shape as {n}: reshape gives the 0-d cases their shape
-      Tensor x = from_vector(c.x).to(dt).reshape(c.shape).requires_grad_();
-      Tensor y = c.dim ? x.prod(*c.dim, c.keepdim) : x.prod();
-      y.backward(c.g.empty() ? ones_like(y) : from_vector(c.g).to(dt).reshape(y.sizes()));
-      CHECK(x.grad().dtype() == dt);
-      SL_CHECK_CLOSE(x.grad(), from_vector(c.want).reshape(c.shape), 0, 0);
+  for (Device dev : sl::testing::test_devices()) {
+    for (DType dt : {DType::f32, DType::f64}) {
+      for (const Case& c : cases) {
+        CAPTURE(dev);
+        CAPTURE(dt);
+        CAPTURE(shape_str(c.shape));
+        CAPTURE(c.x[0]);
+        CAPTURE(c.x[1 % c.x.size()]);
+        CAPTURE(c.dim.value_or(99));
+        // from_vector reads an empty shape as {n}: reshape gives the 0-d cases their shape
+        Tensor x = from_vector(c.x).to(dev, dt).reshape(c.shape).requires_grad_();
+        Tensor y = c.dim ? x.prod(*c.dim, c.keepdim) : x.prod();
+        y.backward(c.g.empty() ? ones_like(y) : from_vector(c.g).to(dev, dt).reshape(y.sizes()));
+        CHECK(x.grad().dtype() == dt);
+        SL_CHECK_CLOSE(x.grad().cpu(), from_vector(c.want).reshape(c.shape), 0, 0);
+      }
     }
   }
 }
