@@ -390,7 +390,29 @@ Tensor hardtanh(const Tensor& a, double min_val, double max_val) {
   SL_CHECK_DTYPE(!is_bool(a.dtype()), "hardtanh: not supported for bool tensors");
   SL_CHECK(min_val <= max_val, "hardtanh: min_val (", min_val, ") must not exceed max_val (",
            max_val, ")");
-  Tensor out = ops::clamp(a, Scalar(min_val), Scalar(max_val));
+  Tensor out;
+  if (is_integral(a.dtype())) {
+    // PyTorch 1.13 clamps an integer tensor into a result of its own dtype, so the bounds act
+    // truncated toward zero (hardtanh(int64 [-2, 0, 3], -0.5, 2.5) = [0, 0, 2]: for an integer x,
+    // trunc(clamp(x, lo, hi)) == clamp(x, trunc(lo), trunc(hi))); bounds beyond the dtype's range
+    // are its limits.
+    SL_CHECK(!std::isnan(min_val) && !std::isnan(max_val), "hardtanh: min_val (", min_val,
+             ") and max_val (", max_val, ") must not be NaN for an integer input");
+    const double lo_lim = a.dtype() == DType::i32 ? -2147483648.0 : -9223372036854775808.0;
+    const double hi_lim = a.dtype() == DType::i32 ? 2147483647.0 : 9223372036854775807.0;
+    auto int_bound = [&](double v) {
+      // clamped as doubles: 2^63 - 1 rounds to 2^63 there, so the top is taken from int64 itself
+      double t = std::trunc(v);
+      if (t <= lo_lim) return static_cast<int64_t>(lo_lim);
+      if (t >= hi_lim) {
+        return a.dtype() == DType::i32 ? int64_t{2147483647} : std::numeric_limits<int64_t>::max();
+      }
+      return static_cast<int64_t>(t);
+    };
+    out = ops::clamp(a, Scalar(int_bound(min_val)), Scalar(int_bound(max_val)));
+  } else {
+    out = ops::clamp(a, Scalar(min_val), Scalar(max_val));
+  }
   if (needs_grad(a)) {
     // Unlike clamp's, the gradient is 0 AT the bounds, as PyTorch's hardtanh_backward (x <= min
     // or x >= max stops it); ReLU6-style activations depend on it. A NaN x is neither, so its
@@ -411,6 +433,9 @@ Tensor leaky_relu(const Tensor& a, double slope) {
   // PyTorch 1.13 refuses bool ("leaky_relu_cpu" not implemented for 'Bool'); b * slope would
   // otherwise give a float32 result
   SL_CHECK_DTYPE(!is_bool(a.dtype()), "leaky_relu: not supported for bool tensors");
+  // nor integers ("leaky_relu_cpu" not implemented for 'Long'); x * slope would promote
+  SL_CHECK_DTYPE(!is_integral(a.dtype()), "leaky_relu: not implemented for ", dtype_name(a.dtype()),
+                 " tensors (a floating-point input is needed)");
   Tensor pos = ops::binary(BinaryOp::gt, a, 0);
   Tensor out = ops::where(pos, a, ops::binary(BinaryOp::mul, a, slope));
   if (needs_grad(a)) {

@@ -45,7 +45,8 @@ Tensor reciprocal(const Tensor& a);
 Tensor tanh(const Tensor& a);
 Tensor sigmoid(const Tensor& a);
 Tensor relu(const Tensor& a);
-/// approximate: "none" (exact, erf) or "tanh".
+/// approximate: "none" (exact, erf) or "tanh". gelu and silu throw DTypeError (naming the op)
+/// for bool and integer inputs, as PyTorch 1.13.
 Tensor gelu(const Tensor& a, const std::string& approximate = "none");
 Tensor silu(const Tensor& a);
 Tensor sin(const Tensor& a);
@@ -58,8 +59,11 @@ Tensor ceil(const Tensor& a);
 Tensor round(const Tensor& a);
 /// Clamps to [min, max] (either optional); gradient passes where min <= x <= max.
 Tensor clamp(const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
-/// clamp(a, min_val, max_val), as torch.nn.functional.hardtanh.
+/// clamp(a, min_val, max_val), as torch.nn.functional.hardtanh; an integer input keeps its dtype
+/// (the bounds act truncated toward zero, as PyTorch). DTypeError for bool, ValueError for
+/// min_val > max_val (or a NaN bound on an integer input).
 Tensor hardtanh(const Tensor& a, double min_val = -1.0, double max_val = 1.0);
+/// DTypeError for bool and integer inputs, as PyTorch 1.13.
 Tensor leaky_relu(const Tensor& a, double negative_slope = 0.01);
 
 /// Comparisons and logical ops return bool tensors and are not differentiable.

@@ -91,9 +91,24 @@ DType result_type(const Tensor& a, Scalar b) {
 // floor/ceil/round/trunc, and for pow, fmod and remainder whose computation type is bool
 // (bool ^ bool, True ^ bool tensor); square(bool) is pow(x, 2), computed in int64 as bool ^ int
 // is; the float ops (exp, log, sqrt, sigmoid, ...) give float32 and sign stays bool. Checked
-// before any cast, so a float op never hides the refusal (gelu would otherwise promote).
+// before any cast, so a float op never hides the refusal (gelu would otherwise promote). gelu and
+// silu refuse integer tensors too, where exp, sigmoid and the other float ops promote.
 namespace {
-void check_unary_bool(UnaryOp op, const char* name, const char* suffix, DType dt) {
+/// True for ops PyTorch 1.13 refuses on an integer tensor ("GeluKernelImpl" / "silu_cpu" not
+/// implemented for 'Long'), where the other float ops promote to float32.
+constexpr bool unary_op_refuses_integer(UnaryOp op) {
+  return op == UnaryOp::gelu || op == UnaryOp::gelu_tanh || op == UnaryOp::silu;
+}
+
+/// The op's name in errors: PyTorch's, so gelu_tanh is gelu (approximate='tanh').
+const char* error_name(UnaryOp op) {
+  return op == UnaryOp::gelu_tanh ? "gelu" : unary_op_name(op);
+}
+
+void check_unary_dtype(UnaryOp op, const char* name, const char* suffix, DType dt) {
+  SL_CHECK_DTYPE(!(is_integral(dt) && unary_op_refuses_integer(op)), name, suffix,
+                 ": not implemented for ", dtype_name(dt),
+                 " tensors (a floating-point input is needed)");
   if (!is_bool(dt)) return;
   SL_CHECK_DTYPE(op != UnaryOp::neg, name, suffix,
                  ": negation is not supported for bool tensors; use logical_not");
@@ -103,9 +118,9 @@ void check_unary_bool(UnaryOp op, const char* name, const char* suffix, DType dt
 }  // namespace
 
 Tensor unary(UnaryOp op, const Tensor& in) {
-  const char* name = unary_op_name(op);
+  const char* name = error_name(op);
   check_defined(name, in);
-  check_unary_bool(op, name, "", in.dtype());
+  check_unary_dtype(op, name, "", in.dtype());
   Tensor x = in;
   if (unary_op_needs_float(op) && !is_floating(x.dtype())) x = cast(x, kDefaultFloat);
   if (op == UnaryOp::square && is_bool(x.dtype())) x = cast(x, DType::i64);
@@ -115,15 +130,15 @@ Tensor unary(UnaryOp op, const Tensor& in) {
 }
 
 void unary_(UnaryOp op, const Tensor& self) {
-  const char* name = unary_op_name(op);
+  const char* name = error_name(op);
   check_defined(name, self);
   SL_CHECK_DTYPE(!unary_op_is_predicate(op) || is_bool(self.dtype()), name,
                  "_: result type bool cannot be stored in place in a ", dtype_name(self.dtype()),
                  " tensor");
+  check_unary_dtype(op, name, "_", self.dtype());
   SL_CHECK_DTYPE(!unary_op_needs_float(op) || is_floating(self.dtype()), name,
                  "_: result type float cannot be stored in place in a ", dtype_name(self.dtype()),
                  " tensor");
-  check_unary_bool(op, name, "_", self.dtype());
   SL_CHECK_DTYPE(!(op == UnaryOp::square && is_bool(self.dtype())), name,
                  "_: result type int64 cannot be stored in place in a bool tensor");
   check_no_internal_overlap(detail::str_cat(name, "_").c_str(), self);

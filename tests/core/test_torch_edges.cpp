@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/ops/elementwise.h"
 #include "support/testing.h"
 
 using namespace sl;
@@ -336,7 +337,7 @@ TEST_CASE("unary ops and pow on bool tensors: the result dtype or refusal of PyT
       {"abs", [](const Tensor& t) { return abs(t); }, {}, {}, "abs: not supported for bool"},
       {"relu", [](const Tensor& t) { return relu(t); }, {}, {}, "relu: not supported for bool"},
       {"gelu", [](const Tensor& t) { return gelu(t); }, {}, {}, "gelu: not supported for bool"},
-      {"gelu tanh", [](const Tensor& t) { return gelu(t, "tanh"); }, {}, {}, "not supported"},
+      {"gelu tanh", [](const Tensor& t) { return gelu(t, "tanh"); }, {}, {}, "gelu: not supported"},
       {"silu", [](const Tensor& t) { return silu(t); }, {}, {}, "silu: not supported for bool"},
       {"floor", [](const Tensor& t) { return floor(t); }, {}, {}, "floor: not supported for bool"},
       {"ceil", [](const Tensor& t) { return ceil(t); }, {}, {}, "ceil: not supported for bool"},
@@ -406,4 +407,130 @@ TEST_CASE("unary ops and pow on bool tensors: the result dtype or refusal of PyT
   // the refusals name bool in the message too
   SL_CHECK_THROWS(abs(b), DTypeError, "abs: not supported for bool tensors");
   SL_CHECK_THROWS(pow(b, b), DTypeError, "pow: not supported for bool tensors");
+}
+
+// What PyTorch 1.13 gives for each unary op on x = torch.tensor([-2, 0, 3], dtype=dt), dt int64
+// and int32 (/usr/bin/python3: print(r.dtype, r.tolist()) or the error): the result dtype
+// ("same" = x's) and values, or a refusal (DTypeError here, naming the op and the dtype). gelu,
+// silu and leaky_relu are "not implemented for 'Long'" there; they promoted to float32 here, and
+// hardtanh gave float32 where PyTorch keeps the integer dtype.
+TEST_CASE("unary ops on integer tensors: the result dtype or refusal of PyTorch 1.13") {
+  struct Row {
+    const char* op;
+    std::function<Tensor(const Tensor&)> fn;
+    std::optional<DType> dtype;  // nullopt: refused; b8/f32 fixed; i64 stands for x's own dtype
+    std::vector<double> values;
+    const char* refusal = "";  // when refused: a part of the message
+  };
+  const DType f32 = DType::f32, same = DType::i64, b8 = DType::b8;
+  auto inplace = [](void (*f)(Tensor&)) {
+    return [f](const Tensor& t) {
+      Tensor c = t.clone();
+      f(c);
+      return c;
+    };
+  };
+  const std::vector<Row> rows = {
+      {"gelu", [](const Tensor& t) { return gelu(t); }, {}, {}, "gelu: not implemented for"},
+      {"gelu tanh", [](const Tensor& t) { return gelu(t, "tanh"); }, {}, {}, "gelu: not impl"},
+      {"silu", [](const Tensor& t) { return silu(t); }, {}, {}, "silu: not implemented for"},
+      {"leaky_relu", [](const Tensor& t) { return leaky_relu(t); }, {}, {}, "leaky_relu: not imp"},
+      {"gelu_",
+       inplace([](Tensor& t) { ops::unary_(UnaryOp::gelu, t); }),
+       {},
+       {},
+       "gelu_: not imp"},
+      {"gelu_tanh_",
+       inplace([](Tensor& t) { ops::unary_(UnaryOp::gelu_tanh, t); }),
+       {},
+       {},
+       "gelu_:"},
+      {"softmax", [](const Tensor& t) { return softmax(t, 0); }, {}, {}, "softmax"},
+      {"log_softmax", [](const Tensor& t) { return log_softmax(t, 0); }, {}, {}, "log_softmax"},
+      {"neg", [](const Tensor& t) { return neg(t); }, same, {2, 0, -3}},
+      {"abs", [](const Tensor& t) { return abs(t); }, same, {2, 0, 3}},
+      {"square", [](const Tensor& t) { return square(t); }, same, {4, 0, 9}},
+      {"relu", [](const Tensor& t) { return relu(t); }, same, {0, 0, 3}},
+      {"sign", [](const Tensor& t) { return sign(t); }, same, {-1, 0, 1}},
+      {"floor", [](const Tensor& t) { return floor(t); }, same, {-2, 0, 3}},
+      {"ceil", [](const Tensor& t) { return ceil(t); }, same, {-2, 0, 3}},
+      {"round", [](const Tensor& t) { return round(t); }, same, {-2, 0, 3}},
+      {"hardtanh", [](const Tensor& t) { return hardtanh(t); }, same, {-1, 0, 1}},
+      {"hardtanh(-0.5, 2.5)",
+       [](const Tensor& t) { return hardtanh(t, -0.5, 2.5); },
+       same,
+       {0, 0, 2}},
+      {"relu_", inplace([](Tensor& t) { t.relu_(); }), same, {0, 0, 3}},
+      {"abs_", inplace([](Tensor& t) { t.abs_(); }), same, {2, 0, 3}},
+      {"floor_", inplace([](Tensor& t) { t.floor_(); }), same, {-2, 0, 3}},
+      {"logical_not", [](const Tensor& t) { return logical_not(t); }, b8, {0, 1, 0}},
+      {"isnan", [](const Tensor& t) { return isnan(t); }, b8, {0, 0, 0}},
+      {"isinf", [](const Tensor& t) { return isinf(t); }, b8, {0, 0, 0}},
+      {"isfinite", [](const Tensor& t) { return isfinite(t); }, b8, {1, 1, 1}},
+      {"exp",
+       [](const Tensor& t) { return exp(t); },
+       f32,
+       {0.1353352814912796, 1.0, 20.08553695678711}},
+      {"log", [](const Tensor& t) { return log(t); }, f32, {kNaN, -kInf, 1.0986123085021973}},
+      {"log1p", [](const Tensor& t) { return log1p(t); }, f32, {kNaN, 0.0, 1.3862943649291992}},
+      {"expm1",
+       [](const Tensor& t) { return expm1(t); },
+       f32,
+       {-0.8646647334098816, 0.0, 19.08553695678711}},
+      {"sqrt", [](const Tensor& t) { return sqrt(t); }, f32, {kNaN, 0.0, 1.7320507764816284}},
+      {"rsqrt", [](const Tensor& t) { return rsqrt(t); }, f32, {kNaN, kInf, 0.5773502588272095}},
+      {"reciprocal",
+       [](const Tensor& t) { return reciprocal(t); },
+       f32,
+       {-0.5, kInf, 0.3333333432674408}},
+      {"tanh",
+       [](const Tensor& t) { return tanh(t); },
+       f32,
+       {-0.9640275835990906, 0.0, 0.9950547814369202}},
+      {"sigmoid",
+       [](const Tensor& t) { return sigmoid(t); },
+       f32,
+       {0.11920291930437088, 0.5, 0.9525741338729858}},
+      {"sin",
+       [](const Tensor& t) { return sin(t); },
+       f32,
+       {-0.9092974066734314, 0.0, 0.14112000167369843}},
+      {"cos",
+       [](const Tensor& t) { return cos(t); },
+       f32,
+       {-0.416146844625473, 1.0, -0.9899924993515015}},
+      {"erf",
+       [](const Tensor& t) { return erf(t); },
+       f32,
+       {-0.9953222870826721, 0.0, 0.9999778866767883}},
+  };
+  for (Device dev : test_devices()) {
+    for (DType dt : {DType::i64, DType::i32}) {
+      const Tensor x = from_vector(std::vector<int64_t>{-2, 0, 3}, {3}).to(dev, dt);
+      for (const Row& r : rows) {
+        const std::string op = r.op;
+        CAPTURE(dev);
+        CAPTURE(dt);
+        CAPTURE(op);
+        if (!r.dtype) {
+          SL_CHECK_THROWS(r.fn(x), DTypeError, r.refusal);
+          continue;
+        }
+        Tensor out = r.fn(x);
+        CHECK(out.dtype() == (*r.dtype == same ? dt : *r.dtype));
+        // float32 transcendental values within a few ulps of PyTorch's (both round in float32)
+        SL_CHECK_CLOSE(out.cpu().to(DType::f64), from_vector(r.values), 1e-6, 0);
+      }
+    }
+  }
+  // the refusals name the dtype, and gelu(x, "tanh") names gelu (not the kernel's gelu_tanh)
+  const Tensor i = from_vector(std::vector<int64_t>{1, 2}, {2});
+  SL_CHECK_THROWS(gelu(i, "tanh"), DTypeError, "gelu: not implemented for int64 tensors");
+  SL_CHECK_THROWS(silu(i.to(DType::i32)), DTypeError, "silu: not implemented for int32 tensors");
+  SL_CHECK_THROWS(leaky_relu(i), DTypeError, "leaky_relu: not implemented for int64 tensors");
+  // hardtanh's bounds beyond the dtype's range are its limits: the values pass unchanged
+  SL_CHECK_CLOSE(
+      hardtanh(from_vector(std::vector<int64_t>{-5, 7}, {2}).to(DType::i32), -1e12, 1e12),
+      from_vector(std::vector<int64_t>{-5, 7}, {2}).to(DType::i32), 0, 0);
+  SL_CHECK_THROWS(hardtanh(i, std::nan(""), 1.0), ValueError, "hardtanh: min_val (nan)");
 }
