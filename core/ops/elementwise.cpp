@@ -289,7 +289,6 @@ Tensor where(const Tensor& cond_in, const Tensor& a_in, const Tensor& b_in) {
 Tensor clamp(const Tensor& in, std::optional<Scalar> lo, std::optional<Scalar> hi) {
   check_defined("clamp", in);
   SL_CHECK(lo || hi, "clamp: at least one of min and max must be given");
-  SL_CHECK_DTYPE(!is_bool(in.dtype()), "clamp: not supported for bool tensors");
   Tensor x = in;
   // value_or, not `lo && lo->is_floating()`: GCC at -O3 evaluates both sides of that without a
   // branch, reading the empty optional's uninitialised payload (harmless, but memcheck reports
@@ -298,6 +297,15 @@ Tensor clamp(const Tensor& in, std::optional<Scalar> lo, std::optional<Scalar> h
       lo.value_or(Scalar()).is_floating() || hi.value_or(Scalar()).is_floating();
   if (!is_floating(x.dtype()) && float_bound) {
     x = cast(x, kDefaultFloat);
+  } else if (is_bool(x.dtype())) {
+    // Note [Bool inputs]: PyTorch 1.13 computes clamp in the type its bounds promote to: a bool
+    // tensor with an integer bound gives int64 (clamp(b, 0, 1), clamp(b, 2)), with a floating
+    // one float32 (above); with only bool bounds it stays bool and is refused ("clamp_cpu" not
+    // implemented for 'Bool'). Scalar(true): an absent bound counts as bool here.
+    const bool int_bound =
+        !lo.value_or(Scalar(true)).is_bool() || !hi.value_or(Scalar(true)).is_bool();
+    SL_CHECK_DTYPE(int_bound, "clamp: not supported for bool tensors with bool bounds");
+    x = cast(x, DType::i64);
   }
   for (const auto& bound : {lo, hi}) {
     if (bound) check_scalar_fits("clamp", *bound, x.dtype());
