@@ -2,6 +2,7 @@
 #include "autograd/ops/pool.h"
 
 #include "autograd/function.h"
+#include "core/creation.h"
 #include "core/ops/copy.h"
 
 namespace sl {
@@ -81,9 +82,14 @@ struct Pool1dAsPool2d {
   ExpandingArray<2> kernel_size, stride, padding, dilation;
 };
 
-Pool1dAsPool2d pool1d_as_pool2d(const char* op, const Tensor& input, ExpandingArray<1> kernel_size,
-                                ExpandingArray<1> stride, ExpandingArray<1> padding,
-                                ExpandingArray<1> dilation, bool ceil_mode) {
+/// The 1-d arguments with unset ones filled in, checked, and the output length (maybe < 1).
+struct Pool1dArgs {
+  int64_t k, s, p, d, out;
+};
+
+Pool1dArgs check_pool1d_args(const char* op, const Tensor& input, ExpandingArray<1> kernel_size,
+                             ExpandingArray<1> stride, ExpandingArray<1> padding,
+                             ExpandingArray<1> dilation, bool ceil_mode) {
   check_pool1d_input(op, input);
   SL_CHECK(kernel_size.set, op, ": kernel_size must be given");
   const int64_t k = kernel_size[0];
@@ -96,12 +102,25 @@ Pool1dAsPool2d pool1d_as_pool2d(const char* op, const Tensor& input, ExpandingAr
   SL_CHECK(p >= 0 && p <= k / 2, op,
            ": padding should be non-negative and at most half of the kernel size, got padding ", p,
            " for kernel_size ", k);
-  const int64_t out = ops::pool_output_size(input.size(-1), k, p, s, d, ceil_mode);
-  SL_CHECK_SHAPE(out >= 1, op, ": input of shape ", shape_str(input.sizes()),
-                 " is too small for kernel_size ", k, " with padding ", p, " and dilation ", d,
-                 " (output size ", out, ")");
-  return {ExpandingArray<2>({1, k}), ExpandingArray<2>({1, s}), ExpandingArray<2>({0, p}),
-          ExpandingArray<2>({1, d})};
+  return {k, s, p, d, ops::pool_output_size(input.size(-1), k, p, s, d, ceil_mode)};
+}
+
+/// ShapeError naming op unless the output length is at least `min_out`.
+void check_pool1d_output(const char* op, const Tensor& input, const Pool1dArgs& a,
+                         int64_t min_out) {
+  SL_CHECK_SHAPE(a.out >= min_out, op, ": input of shape ", shape_str(input.sizes()),
+                 " is too small for kernel_size ", a.k, " with padding ", a.p, " and dilation ",
+                 a.d, " (output size ", a.out, ")");
+}
+
+Pool1dAsPool2d pool1d_as_pool2d(const char* op, const Tensor& input, ExpandingArray<1> kernel_size,
+                                ExpandingArray<1> stride, ExpandingArray<1> padding,
+                                ExpandingArray<1> dilation, bool ceil_mode) {
+  const Pool1dArgs a =
+      check_pool1d_args(op, input, kernel_size, stride, padding, dilation, ceil_mode);
+  check_pool1d_output(op, input, a, 1);
+  return {ExpandingArray<2>({1, a.k}), ExpandingArray<2>({1, a.s}), ExpandingArray<2>({0, a.p}),
+          ExpandingArray<2>({1, a.d})};
 }
 
 }  // namespace
@@ -119,8 +138,23 @@ std::pair<Tensor, Tensor> max_pool1d_with_indices(const Tensor& input,
   return {out.squeeze(-2), indices.squeeze(-2)};
 }
 
+// Note [Empty max_pool1d]: PyTorch 1.13's max_pool1d without indices and without a gradient to
+// record (its CPU fast path) accepts an output length of 0 and returns an empty [N, C, 0]; with
+// indices, with an input that requires grad under grad mode, and in max_pool2d and the average
+// pools, it throws "Output size is too small". A negative length throws everywhere ("Invalid
+// computed output size"). Followed here on every device (PyTorch's CUDA path throws at 0).
 Tensor max_pool1d(const Tensor& input, ExpandingArray<1> kernel_size, ExpandingArray<1> stride,
                   ExpandingArray<1> padding, ExpandingArray<1> dilation, bool ceil_mode) {
+  if (!needs_grad(input)) {
+    const Pool1dArgs a =
+        check_pool1d_args("max_pool1d", input, kernel_size, stride, padding, dilation, ceil_mode);
+    check_pool1d_output("max_pool1d", input, a, 0);
+    if (a.out == 0) {
+      Shape shape = input.sizes();
+      shape.back() = 0;
+      return empty(shape, {.dtype = input.dtype(), .device = input.device()});
+    }
+  }
   return max_pool1d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode).first;
 }
 

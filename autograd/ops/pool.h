@@ -41,15 +41,18 @@ Tensor adaptive_avg_pool2d(const Tensor& input, ExpandingArray<2> output_size);
 
 /// Input [N, C, L] or [C, L] -> [N, C, Lo] or [C, Lo]: max over windows of kernel_size (stride
 /// unset: kernel_size), implicit -inf padding (at most kernel_size / 2), dilation, ceil_mode as
-/// max_pool2d. The gradient goes to the (first) maximum of each window. Throws ShapeError (rank,
-/// empty L, an output size < 1: PyTorch 1.13's max_pool1d gives an empty output there, its
-/// max_pool2d and avg_pool1d throw), ValueError (non-positive kernel/stride/dilation, padding
-/// out of [0, kernel_size / 2]), DTypeError (non-floating).
+/// max_pool2d. The gradient goes to the (first) maximum of each window. An output size of 0
+/// gives an empty [..., C, 0] when no gradient is recorded, as PyTorch 1.13 (Note [Empty
+/// max_pool1d] in autograd/ops/pool.cpp). Throws ShapeError (rank, empty L, an output size < 0,
+/// or 0 when recording a gradient: PyTorch's max_pool2d and avg_pool1d throw there too),
+/// ValueError (non-positive kernel/stride/dilation, padding out of [0, kernel_size / 2]),
+/// DTypeError (non-floating).
 Tensor max_pool1d(const Tensor& input, ExpandingArray<1> kernel_size, ExpandingArray<1> stride = {},
                   ExpandingArray<1> padding = 0, ExpandingArray<1> dilation = 1,
                   bool ceil_mode = false);
 /// max_pool1d that also returns the indices (i64, positions in L), as
-/// F.max_pool1d(..., return_indices=True). The indices are not differentiable.
+/// F.max_pool1d(..., return_indices=True). The indices are not differentiable. An output size
+/// < 1 throws (ShapeError), as PyTorch.
 std::pair<Tensor, Tensor> max_pool1d_with_indices(
     const Tensor& input, ExpandingArray<1> kernel_size, ExpandingArray<1> stride = {},
     ExpandingArray<1> padding = 0, ExpandingArray<1> dilation = 1, bool ceil_mode = false);

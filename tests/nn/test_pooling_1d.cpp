@@ -109,11 +109,29 @@ TEST_CASE("1-d pooling errors name the 1-d op and its 1-d values") {
   SL_CHECK_THROWS(F::avg_pool1d(x, 6), ShapeError,
                   "avg_pool1d: input of shape [2, 3, 5] is too small for kernel_size 6 with "
                   "padding 0 and dilation 1 (output size 0)");
-  // PyTorch 1.13's max_pool1d returns an empty [2, 3, 0] here; we throw, as its max_pool2d and
-  // avg_pool1d do (and as our max_pool2d does)
+  // Note [Empty max_pool1d]. torch 1.13 on x = randn(2, 3, 5): F.max_pool1d(x, 3, 1, 0, 3)
+  // throws "Invalid computed output size: -1"; F.max_pool1d(x, 6) and (x, 2, 1, 0, 5) give
+  // shape [2, 3, 0], but with return_indices=True, or x requiring grad, "Output size is too small"
   SL_CHECK_THROWS(F::max_pool1d(x, 3, 1, 0, 3), ShapeError,
                   "max_pool1d: input of shape [2, 3, 5] is too small for kernel_size 3 with "
                   "padding 0 and dilation 3 (output size -1)");
+  for (Device dev : sl::testing::test_devices()) {
+    CAPTURE(dev);
+    Tensor xd = x.to(dev);
+    Tensor e = F::max_pool1d(xd, 6);
+    CHECK(e.sizes() == Shape{2, 3, 0});
+    CHECK(e.dtype() == x.dtype());
+    CHECK(e.device() == dev);
+    CHECK(F::max_pool1d(xd, 2, 1, 0, 5).sizes() == Shape{2, 3, 0});
+    CHECK(nn::MaxPool1d(6).forward(xd[0]).sizes() == Shape{3, 0});
+    SL_CHECK_THROWS(F::max_pool1d_with_indices(xd, 6), ShapeError,
+                    "max_pool1d: input of shape [2, 3, 5] is too small for kernel_size 6 with "
+                    "padding 0 and dilation 1 (output size 0)");
+    Tensor xg = xd.clone().requires_grad_();
+    SL_CHECK_THROWS(F::max_pool1d(xg, 6), ShapeError, "(output size 0)");
+    NoGradGuard no_grad;  // nothing to record: empty again
+    CHECK(F::max_pool1d(xg, 6).sizes() == Shape{2, 3, 0});
+  }
   SL_CHECK_THROWS(F::max_pool1d(x.to(DType::i64), 2), DTypeError,
                   "max_pool1d: expected a floating input, got int64");
   SL_CHECK_THROWS(F::max_pool1d(randn({2, 3, 0}), 1), ShapeError,
