@@ -174,6 +174,18 @@ def gen_normalization(w):
         m.train(training)
         run_case(w, case, m, [torch.randn(*shape) * 2 + 0.5], m,
                  buffers_after=["running_mean", "running_var", "num_batches_tracked"])
+    # momentum=None: the cumulative average, factor 1 / num_batches_tracked after the count is
+    # raised; the count starts at 3 (so the factor is 1/4) from the loaded state dict.
+    seeded(9)
+    m = nn.BatchNorm1d(3, momentum=None)
+    with torch.no_grad():
+        m.weight.normal_()
+        m.bias.normal_()
+        m.running_mean.normal_()
+        m.running_var.uniform_(0.5, 2.0)
+        m.num_batches_tracked.fill_(3)
+    run_case(w, "batch_norm1d_cma_train", m, [torch.randn(5, 3, 4) * 2 + 0.5], m,
+             buffers_after=["running_mean", "running_var", "num_batches_tracked"])
     # GroupNorm: 2 groups of 2 channels over [2, 4, 3, 5]; 3 groups of 4 over [4, 12] (no
     # spatial dims, no affine); one group (LayerNorm over C and L, per-channel affine).
     for case, groups, channels, shape, affine, seed in [

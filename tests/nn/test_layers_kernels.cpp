@@ -119,6 +119,11 @@ TEST_CASE("BatchNorm matches PyTorch in training and eval, running statistics in
   run("batch_norm2d_train", c, true);
   nn::BatchNorm2d d(4);
   run("batch_norm2d_eval", d, false);
+  // momentum=None (PyTorch's cumulative moving average): the loaded count is 3, so the running
+  // statistics move by 1/4 and the count ends at 4
+  nn::BatchNorm1d e(3, {.momentum = std::nullopt});
+  run("batch_norm1d_cma_train", e, true);
+  CHECK(e.num_batches_tracked.item<int64_t>() == 4);
   CHECK(d.str() ==
         "BatchNorm2d(4, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)");
   CHECK(d.state_dict().keys() == std::vector<std::string>{"weight", "bias", "running_mean",
