@@ -110,7 +110,8 @@ DType result_type(const Tensor& a, const Tensor& b);
 DType result_type(const Tensor& a, Scalar b);
 
 /// op(in): float ops promote integer and bool inputs to float32, square promotes bool to int64;
-/// DTypeError for a bool input to the ops unary_op_refuses_bool names and neg.
+/// DTypeError for a bool input to the ops unary_op_refuses_bool names and neg, and for an integer
+/// input to gelu, gelu_tanh and silu (as PyTorch 1.13; errors name gelu_tanh as gelu).
 Tensor unary(UnaryOp op, const Tensor& in);
 /// In place; throws DTypeError when the result type cannot be stored in self (predicates, float
 /// ops on integer or bool tensors, square of a bool) or unary() would refuse self.
@@ -128,9 +129,10 @@ Tensor binary(BinaryOp op, Scalar a, const Tensor& b);
 void binary_(BinaryOp op, const Tensor& self, const Tensor& b, Scalar alpha = 1);
 void binary_(BinaryOp op, const Tensor& self, Scalar b);
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
-/// in limited to [lo, hi] (either may be absent; NaN stays NaN); an integer input with a floating
-/// bound is computed in the default float dtype. A bound that does not fit an integer input
-/// throws ValueError (check_scalar_fits), as PyTorch.
+/// in limited to [lo, hi] (either may be absent; NaN stays NaN); an integer or bool input with a
+/// floating bound is computed in the default float dtype, a bool input with an integer bound in
+/// int64 (only bool bounds on a bool input: DTypeError), as PyTorch 1.13. A bound that does not fit
+/// an integer input throws ValueError (check_scalar_fits), as PyTorch.
 Tensor clamp(const Tensor& in, std::optional<Scalar> lo, std::optional<Scalar> hi);
 /// clamp in place: a floating bound on an integer self throws DTypeError (the float result cannot
 /// be stored), an integer bound out of self's range ValueError.
