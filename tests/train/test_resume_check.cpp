@@ -262,6 +262,82 @@ TEST_CASE("resume: at the run's end there is nothing to do; past it is refused")
   CHECK(r.out.find("epoch 2/2") != std::string::npos);
 }
 
+TEST_CASE("resume: at or past a --stop-after-* point there is nothing to do, and it says so") {
+  // Before: --stop-after-epochs at or below the checkpoint's epochs printed the banner and a
+  // digest without a word, and --stop-after-steps at or below its steps took one step more (and
+  // with --checkpoint-every 1 overwrote the checkpoint with it).
+  Env env;
+  auto text = [](const std::string& path) {
+    std::ifstream f(path);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  auto final_line = [](const std::string& out) {
+    const size_t at = out.find("final test accuracy");
+    return at == std::string::npos ? std::string() : out.substr(at, out.find(',', at) - at);
+  };
+  JobResult two = run_job(plus(env.args("c"), {"--stop-after-epochs", "2"}));
+  REQUIRE_MESSAGE(two.code == 0, two.out);
+  const std::string before = text(env.root + "/c/manifest.json");
+  for (const char* stop : {"2", "1", "0"}) {
+    CAPTURE(stop);
+    JobResult r = run_job(plus(env.args("c"), {"--resume", "1", "--stop-after-epochs", stop}));
+    REQUIRE_MESSAGE(r.code == 0, r.out);
+    CHECK_MESSAGE(
+        r.out.find(std::string("resume: nothing to do: --stop-after-epochs ") + stop +
+                   " is reached in the checkpoint at '" + env.root +
+                   "/c', which has 2 epoch(s) done (left as it is)\n") != std::string::npos,
+        r.out);
+    CHECK(r.out.find("epoch 3/3") == std::string::npos);  // no epoch trained
+    CHECK(state_digest_of(r.out) == state_digest_of(two.out));
+    CHECK(!final_line(two.out).empty());
+    CHECK_MESSAGE(final_line(r.out) == final_line(two.out), two.out, "\n---\n", r.out);
+    CHECK(text(env.root + "/c/manifest.json") == before);  // not rewritten
+  }
+  // a stop point ahead of the checkpoint still trains up to it
+  env.copy("c", "ahead");
+  JobResult r = run_job(plus(env.args("ahead"), {"--resume", "1", "--stop-after-epochs", "3"}));
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("nothing to do") == std::string::npos);
+  CHECK(r.out.find("epoch 3/3") != std::string::npos);
+  // Past the run's end is refused as without the stop: the run's --epochs come first.
+  const std::vector<std::string> step = {"--lr-schedule", "step:1", "--lr-gamma", "0.5"};
+  REQUIRE(run_job(plus(env.args("s"), step)).code == 0);
+  r = run_job(plus(plus(env.args("s"), step),
+                   {"--resume", "1", "--epochs", "2", "--stop-after-epochs", "1"}));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.out.find("cnn: --epochs 2 but the checkpoint at '" + env.root +
+                           "/s' has 3 epoch(s) done already") != std::string::npos,
+                r.out);
+  // Inside an epoch: 1 epoch and 1 step of the second done (4 steps of 3 per epoch).
+  const std::vector<std::string> every = {"--checkpoint-every", "1"};
+  REQUIRE(
+      run_job(plus(env.args("m"), {"--checkpoint-every", "1", "--stop-after-steps", "4"})).code ==
+      0);
+  const std::string mid = text(env.root + "/m/manifest.json");
+  const std::string has =
+      " is reached in the checkpoint at '" + env.root +
+      "/m', which has 4 step(s) of the run (1 epoch(s) and 1 step(s) of the next) done (left as "
+      "it is)\n";
+  for (const auto& [flag, value] : {std::pair<std::string, std::string>{"--stop-after-steps", "4"},
+                                    {"--stop-after-steps", "3"},
+                                    {"--stop-after-epochs", "1"}}) {
+    CAPTURE(flag);
+    CAPTURE(value);
+    r = run_job(plus(plus(env.args("m"), every), {"--resume", "1", flag, value}));
+    REQUIRE_MESSAGE(r.code == 0, r.out);
+    CHECK_MESSAGE(
+        r.out.find("resume: nothing to do: " + flag + " " + value + has) != std::string::npos,
+        r.out);
+    CHECK(r.out.find("stopped after step") == std::string::npos);  // no step taken
+    CHECK(text(env.root + "/m/manifest.json") == mid);
+  }
+  // one step further is a step to take
+  r = run_job(plus(plus(env.args("m"), every), {"--resume", "1", "--stop-after-steps", "5"}));
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("stopped after step 5 of the run") != std::string::npos);
+  CHECK(r.out.find("nothing to do") == std::string::npos);
+}
+
 TEST_CASE("resume: the bucket sizes, the offload and cuDNN's benchmark are run settings") {
   // Before: none of them was recorded, so a change went unannounced.
   Env env;

@@ -33,7 +33,8 @@
 // on the run's length (constant, exp, step:...), and is then announced with the other changes.
 // The loop checks the hyperparameters from the optimizer file's header (dist::
 // read_sharded_optimizer_meta) before it loads a tensor, and refuses a checkpoint past the run's
-// end (no step can be taken back); one at the run's end resumes to "nothing to do".
+// end (no step can be taken back); one at the run's end, or at or past a --stop-after-epochs or
+// --stop-after-steps point, resumes to "nothing to do".
 #pragma once
 
 #include <string>

@@ -485,7 +485,7 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
 
   int64_t epoch0 = 0;
   double accuracy = -1;        // the last epoch's evaluation (-1: none yet)
-  bool nothing_to_do = false;  // resumed at the run's end
+  bool nothing_to_do = false;  // resumed at the run's end or at or past a stop point
   if (resume) {
     SL_CHECK_IO(std::filesystem::exists(ckpt_dir), name,
                 ": --resume 1 but there is no checkpoint at '", ckpt_dir, "'");
@@ -535,11 +535,31 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
         " done already (a resumed run cannot take steps back: resume with --epochs ",
         done_epochs + (done_batches > 0 ? 1 : 0),
         " or more, or start a new run in another --checkpoint-dir)");
-    serialize::Json extra = dist::load_sharded_checkpoint(ckpt_dir, *strategy);
+    // At or past a stop point (--stop-after-epochs, --stop-after-steps) there is nothing to
+    // train either: the loop would stop before its first step (or, for steps, after one step it
+    // would not save). Said as the run's end is.
+    const std::string has =
+        "', which has " +
+        (done_batches > 0
+             ? std::to_string(done) + " step(s) of the run (" + std::to_string(done_epochs) +
+                   " epoch(s) and " + std::to_string(done_batches) + " step(s) of the next)"
+             : std::to_string(done_epochs) + " epoch(s)") +
+        " done";
+    std::string reason;  // why there is nothing to do, as printed; empty: there is
     if (done == total_steps) {
-      nothing_to_do = true;
-      accuracy = extra.at("test_accuracy").as_double();  // of the run's last epoch
+      reason = "all --epochs " + std::to_string(opt.epochs) + " are done in the checkpoint at '" +
+               ckpt_dir + "'";
+    } else if (stop_after >= 0 && done >= stop_after * per_epoch) {
+      reason = "--stop-after-epochs " + std::to_string(stop_after) +
+               " is reached in the checkpoint at '" + ckpt_dir + has;
+    } else if (stop_after_steps >= 0 && done >= stop_after_steps) {
+      reason = "--stop-after-steps " + std::to_string(stop_after_steps) +
+               " is reached in the checkpoint at '" + ckpt_dir + has;
     }
+    nothing_to_do = !reason.empty();
+    serialize::Json extra = dist::load_sharded_checkpoint(ckpt_dir, *strategy);
+    // of the last epoch the checkpoint finished (-1: none yet)
+    if (nothing_to_do) accuracy = extra.at("test_accuracy").as_double();
     sched->load_state_dict({{}, extra.at("scheduler")});
     default_generator().set_state(serialize::rng_state_from_json(extra.at("rng")));
     const serialize::Json& p = extra.at("data_position");
@@ -551,11 +571,7 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
         static_cast<long long>(loader.position().batch),
         static_cast<long long>(strategy->steps_taken()));
     for (const std::string& c : changes) say("resume: %s\n", c.c_str());
-    if (nothing_to_do) {
-      say("resume: nothing to do: all --epochs %d are done in the checkpoint at '%s' (left as "
-          "it is)\n",
-          opt.epochs, ckpt_dir.c_str());
-    }
+    if (nothing_to_do) say("resume: nothing to do: %s (left as it is)\n", reason.c_str());
   }
 
   {
@@ -594,7 +610,7 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   };
   bool stopped = false;  // by --stop-after-steps
   model->train();
-  for (int64_t epoch = epoch0; epoch < opt.epochs && !stopped; ++epoch) {
+  for (int64_t epoch = epoch0; epoch < opt.epochs && !stopped && !nothing_to_do; ++epoch) {
     if (stop_after >= 0 && epoch >= stop_after) break;
     auto t_epoch = std::chrono::steady_clock::now();
     double loss_sum = 0;
