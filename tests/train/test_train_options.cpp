@@ -674,6 +674,50 @@ TEST_CASE("a flag given but ignored under the other flags is refused, naming bot
   }
 }
 
+TEST_CASE("--cudnn-benchmark 1 on a model without convolutions is refused, naming it" *
+          needs_gpu_trainer("cudnn benchmark without convolutions")) {
+  // Before: accepted, and the run was the run without it (cuDNN's benchmark picks convolution
+  // algorithms; BERT has none). The cnn job, which has, trains with it (test_cnn_job.cpp).
+  Data d("cudnn_no_conv");
+  JobResult r = run_job(plus(d.pos("single", "e"), {"--device", "cuda", "--cudnn-benchmark", "1"}),
+                        gpu_train_bin());
+  CHECK(r.code == 1);
+  const size_t at = r.out.find("bert_pos: --cudnn-benchmark 1 has no effect on the model Bert");
+  CHECK_MESSAGE(at != std::string::npos, r.out);
+  CHECK_MESSAGE(r.out.find(": it has no convolution (the benchmark picks cuDNN's convolution "
+                           "algorithms only)",
+                           at) != std::string::npos,
+                r.out);
+  CHECK(r.out.find("epoch 1/3") == std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(d.dir("e")));
+  // at its default, or 0 given, it is no flag at all
+  r = run_job(plus(d.pos("single", "z"),
+                   {"--device", "cuda", "--cudnn-benchmark", "0", "--stop-after-epochs", "1"}),
+              gpu_train_bin());
+  CHECK_MESSAGE(r.code == 0, r.out);
+}
+
+TEST_CASE("--sync-batchnorm 1 on a model without BatchNorm is refused on every rank" *
+          needs_mpi("sync batchnorm without BatchNorm")) {
+  // Before: accepted, printing "sync batchnorm: 0 BatchNorm layer(s) use the statistics of all 2
+  // rank(s)", and the run was the run without it (bert_pos has LayerNorms only).
+  Data d("sync_bn_none");
+  auto r = sl::testing::run_ranks(2, sl_train_bin(),
+                                  plus(d.pos("ddp", "e"), {"--sync-batchnorm", "1"}), 120);
+  CHECK(r.exit_code != 0);
+  for (int rank = 0; rank < 2; ++rank) {
+    CAPTURE(rank);
+    CHECK_MESSAGE(
+        r.rank_stderr[rank].find("bert_pos: --sync-batchnorm 1 has no effect on the model Bert") !=
+            std::string::npos,
+        r.report());
+    CHECK_MESSAGE(
+        r.rank_stderr[rank].find(": it has no BatchNorm layer to synchronise") != std::string::npos,
+        r.report());
+  }
+  CHECK(r.all_output().find("epoch 1/3") == std::string::npos);
+}
+
 TEST_CASE("parse_int_flag / parse_number_flag / get_bool: ranges, overflow, non-finite") {
   using sl::train::parse_int_flag;
   using sl::train::parse_number_flag;

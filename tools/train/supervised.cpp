@@ -17,6 +17,7 @@
 #include "lr_schedule.h"
 #include "memory_estimate.h"
 #include "models/classifier.h"
+#include "nn/conv.h"
 #include "nn/loss.h"
 #include "resume_check.h"
 #include "step_profile.h"
@@ -136,6 +137,19 @@ TensorList micro_batch(const TensorList& batch, int64_t m, int64_t k) {
     out.push_back(t.narrow(0, m * rows / k, rows / k));
   }
   return out;
+}
+
+/// Whether `model` holds a convolution module (nn/conv.h: Conv1d, Conv2d, ConvTranspose1d,
+/// ConvTranspose2d), the only users of cuDNN's algorithm choice.
+bool has_convolution(const nn::Module& model) {
+  for (const auto& [path, m] : model.named_modules()) {
+    if (dynamic_cast<const nn::ConvNd<1>*>(m) || dynamic_cast<const nn::ConvNd<2>*>(m) ||
+        dynamic_cast<const nn::ConvTransposeNd<1>*>(m) ||
+        dynamic_cast<const nn::ConvTransposeNd<2>*>(m)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -315,6 +329,11 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   manual_seed(opt.seed);
   std::shared_ptr<nn::Module> model = job.make_model();
   model->to(device);  // before the optimizer takes the parameters
+  // cuDNN's benchmark picks convolution algorithms (core/cuda/conv.cpp): a model without a
+  // convolution module would run exactly as without it
+  SL_CHECK(cudnn_benchmark == 0 || has_convolution(*model), name,
+           ": --cudnn-benchmark 1 has no effect on the model ", job.description,
+           ": it has no convolution (the benchmark picks cuDNN's convolution algorithms only)");
   if (precision.params_16) model->to(precision.dtype);
   auto [decay, no_decay] = optim::split_no_decay(model->named_parameters(), job.no_decay);
   // 16-bit parameters: the optimizer updates float32 master copies (and keeps float32 moments).
@@ -415,6 +434,10 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
     say("gradients are reduced in %s (averaged after rounding; the optimizer keeps its dtype)\n",
         dtype_name(*so.reduce_dtype));
   }
+  // every rank converts the same model, so every rank refuses alike
+  SL_CHECK(!so.sync_batchnorm || strategy->synced_batchnorms() > 0, name,
+           ": --sync-batchnorm 1 has no effect on the model ", job.description,
+           ": it has no BatchNorm layer to synchronise");
   if (so.sync_batchnorm) {
     say("sync batchnorm: %lld BatchNorm layer(s) use the statistics of all %d rank(s)\n",
         static_cast<long long>(strategy->synced_batchnorms()), world);

@@ -98,7 +98,9 @@
 // ignores it), not silently dropped: --lr-gamma under a schedule other than exp and step:...,
 // --dp-replicas without --strategy dp, --bucket-mb and --first-bucket-mb with single or dp
 // (unless --estimate-memory), --reduce-dtype and --sync-batchnorm 1 with single or dp,
-// --momentum without --optimizer sgd.
+// --momentum without --optimizer sgd; and, once the model is built, --cudnn-benchmark 1 on a
+// model without a convolution module and --sync-batchnorm 1 on one without a BatchNorm layer
+// (ValueError naming the flag and the model).
 #pragma once
 
 #include <cstdint>
