@@ -630,7 +630,7 @@ TEST_CASE("a flag given but ignored under the other flags is refused, naming bot
   // Before: each was accepted and did nothing (--lr-gamma under cosine, --bucket-mb with single).
   Data d("ignored_flags");
   const std::string gamma_tail = " (it is the factor of --lr-schedule exp and step:E1,E2,... only)";
-  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+  std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--lr-gamma", "0.5"},
        "cnn: --lr-gamma 0.5 has no effect under --lr-schedule auto" + gamma_tail},
       {{"--lr-schedule", "cosine", "--lr-gamma", "0.5"},
@@ -656,6 +656,22 @@ TEST_CASE("a flag given but ignored under the other flags is refused, naming bot
        "cnn: --sync-batchnorm 1 needs one process per rank (--strategy ddp, zero1 or zero2), not "
        "single"},
   };
+  // --estimate-memory exits before training: the flags of the run's course do nothing there
+  const std::string estimate_tail =
+      " has no effect with --estimate-memory 2 (it prints the estimate and exits before training)";
+  for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
+           {"resume", "1"},
+           {"resume", "0"},  // given: even at its default
+           {"checkpoint-every", "2"},
+           {"stop-after-epochs", "1"},
+           {"stop-after-steps", "2"},
+           {"log-every", "1"},
+           {"profile", d.dir("t.json")},
+           {"profile-from", "0"},
+           {"profile-steps", "2"}}) {
+    cases.push_back({{"--" + flag, value, "--estimate-memory", "2"},
+                     "cnn: --" + flag + " " + value + estimate_tail});
+  }
   for (const auto& [flags, want] : cases) {
     CAPTURE(want);
     JobResult r = run_job(plus(d.cnn("e"), flags));

@@ -286,6 +286,16 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   SL_CHECK(estimate_ranks >= 0 && estimate_ranks <= 1 << 20, name,
            ": --estimate-memory must be a number of ranks in [1, 1048576] (0: train), got ",
            estimate_ranks);
+  if (estimate_ranks > 0) {
+    // The estimate exits before the first step: the flags of the run's course (its checkpoints,
+    // its stops, its log, its trace) would be dropped unread.
+    for (const char* flag : {"resume", "checkpoint-every", "stop-after-epochs", "stop-after-steps",
+                             "log-every", "profile", "profile-from", "profile-steps"}) {
+      SL_CHECK(!given(flag), name, ": --", flag, " ", given(flag) ? opt.extra.at(flag) : "",
+               " has no effect with --estimate-memory ", estimate_ranks,
+               " (it prints the estimate and exits before training)");
+    }
+  }
   // an estimate plans for GPUs wherever it runs
   SL_CHECK(offload_optimizer == 0 || device.is_cuda() || estimate_ranks > 0, name,
            ": --offload-optimizer 1 moves the optimizer state from the GPU to the host; with "

@@ -18,7 +18,8 @@
 //
 // --estimate-memory N prints, for the job's model and these flags, the model-state bytes per
 // rank of every strategy on 1, 2, 4, ..., N ranks (tools/train/memory_estimate.h) and exits
-// before training.
+// before training; the flags of a run's course (--resume, --checkpoint-every, --stop-after-epochs,
+// --stop-after-steps, --log-every, --profile*) are refused beside it.
 //
 // --sync-batchnorm 1 (ddp, zero1, zero2) makes every BatchNorm of the model normalise, in
 // training, with the statistics of the whole global batch rather than of its rank's share
