@@ -262,6 +262,61 @@ TEST_CASE("resume: at the run's end there is nothing to do; past it is refused")
   CHECK(r.out.find("epoch 2/2") != std::string::npos);
 }
 
+TEST_CASE("resume: with nothing to do no tensor is read; the digest comes from the manifest") {
+  // Before: the whole checkpoint (parameters and optimizer state) was loaded to print the state
+  // digest of a run that trains nothing.
+  Env env;
+  JobResult full = run_job(env.args("c"));
+  REQUIRE_MESSAGE(full.code == 0, full.out);
+  // the saved digest is the one the run printed at its end, from its model
+  const std::string manifest = env.root + "/c/manifest.json";
+  sl::serialize::Json m = sl::dist::read_sharded_manifest(env.root + "/c");
+  CHECK(m.at("extra").at("state_digest").as_string() == state_digest_of(full.out));
+  // inside an epoch too: the run stopped after step 4 printed the state it saved at step 4
+  JobResult part =
+      run_job(plus(env.args("m"), {"--checkpoint-every", "1", "--stop-after-steps", "4"}));
+  REQUIRE_MESSAGE(part.code == 0, part.out);
+  CHECK(
+      sl::dist::read_sharded_manifest(env.root + "/m").at("extra").at("state_digest").as_string() ==
+      state_digest_of(part.out));
+  // The last byte of the parameter file is tensor data (see the --lr case above): damaged, a
+  // load fails on its CRC.
+  auto flip_last_byte = [&] {
+    std::fstream f(env.root + "/c/rank-00000/params.safetensors",
+                   std::ios::in | std::ios::out | std::ios::binary);
+    REQUIRE(f.good());
+    f.seekg(-1, std::ios::end);
+    const char c = static_cast<char>(f.get());
+    f.seekp(-1, std::ios::end);
+    f.put(static_cast<char>(c ^ 0x5a));
+  };
+  flip_last_byte();
+  JobResult r = run_job(plus(env.args("c"), {"--resume", "1"}));
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("resume: nothing to do: all --epochs 3 are done") != std::string::npos);
+  CHECK(state_digest_of(r.out) == state_digest_of(full.out));
+  CHECK_MESSAGE(r.out.find("resumed from " + env.root +
+                           "/c: 3 epoch(s) and 0 step(s) of the next done, 9 steps taken") !=
+                    std::string::npos,
+                r.out);
+  // An older trainer's checkpoint has no digest: it is loaded (and the damage is seen), and,
+  // undamaged, gives the same digest.
+  for (auto& [k, v] : m.members()) {
+    if (k != "extra") continue;
+    auto& members = v.members();
+    std::erase_if(members, [](const auto& kv) { return kv.first == "state_digest"; });
+  }
+  std::ofstream(manifest) << m.dump();
+  r = run_job(plus(env.args("c"), {"--resume", "1"}));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.out.find("params.safetensors: CRC-32 ") != std::string::npos, r.out);
+  flip_last_byte();
+  r = run_job(plus(env.args("c"), {"--resume", "1"}));
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("resume: nothing to do: all --epochs 3 are done") != std::string::npos);
+  CHECK(state_digest_of(r.out) == state_digest_of(full.out));
+}
+
 TEST_CASE("resume: at or past a --stop-after-* point there is nothing to do, and it says so") {
   // Before: --stop-after-epochs at or below the checkpoint's epochs printed the banner and a
   // digest without a word, and --stop-after-steps at or below its steps took one step more (and

@@ -10,6 +10,9 @@
 //                 key existed still resume; max_grad_norm is always written, and a checkpoint
 //                 without it (an older trainer's) resumes with the run's value, announced.
 //   scheduler     the lr schedule's counters and base_lrs;
+//   state_digest  models::state_digest of the saved model (rank 0's, as the saved buffers are):
+//                 what a resume with nothing to do prints without reading a tensor (absent in
+//                 older checkpoints, which that resume loads to compute it);
 //   run_settings  flags that may change on resume ("accumulate", "precision", "device", ...: the
 //                 flag's name without dashes -> its value as text); absent in older checkpoints,
 //                 and a key an older checkpoint lacks ("bucket-mb", "first-bucket-mb",

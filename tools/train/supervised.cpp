@@ -519,6 +519,7 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   int64_t epoch0 = 0;
   double accuracy = -1;        // the last epoch's evaluation (-1: none yet)
   bool nothing_to_do = false;  // resumed at the run's end or at or past a stop point
+  std::string saved_digest;    // the checkpoint's state digest, when its tensors were not loaded
   if (resume) {
     SL_CHECK_IO(std::filesystem::exists(ckpt_dir), name,
                 ": --resume 1 but there is no checkpoint at '", ckpt_dir, "'");
@@ -590,7 +591,20 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
                " is reached in the checkpoint at '" + ckpt_dir + has;
     }
     nothing_to_do = !reason.empty();
-    serialize::Json extra = dist::load_sharded_checkpoint(ckpt_dir, *strategy);
+    // With nothing to train, what the run prints is in the manifest, the state digest included
+    // (saved beside the tensors it hashes): no tensor is read. A checkpoint without it (an older
+    // trainer's) is loaded to compute it.
+    const serialize::Json* digest = manifest.at("extra").find("state_digest");
+    serialize::Json extra;
+    if (nothing_to_do && digest != nullptr) {
+      saved_digest = digest->as_string();
+      extra = manifest.at("extra");
+      const serialize::Json& c = manifest.at("counters");  // as the load sets them
+      strategy->set_counters({c.at("steps_taken").as_int(), c.at("loss_scale").as_double(),
+                              c.at("growth_tracker").as_int()});
+    } else {
+      extra = dist::load_sharded_checkpoint(ckpt_dir, *strategy);
+    }
     // of the last epoch the checkpoint finished (-1: none yet)
     if (nothing_to_do) accuracy = extra.at("test_accuracy").as_double();
     sched->load_state_dict({{}, extra.at("scheduler")});
@@ -624,7 +638,9 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
                                                     {"epoch", static_cast<long long>(pos.epoch)},
                                                     {"batch", static_cast<long long>(pos.batch)}})},
          {"test_accuracy", accuracy},
-         {"run_settings", run_settings}});
+         {"run_settings", run_settings},
+         // rank 0's, as the manifest and the buffers are (a resume with nothing to do prints it)
+         {"state_digest", models::state_digest(*model)}});
     if (job.checkpoint_extra) {
       serialize::Json own = job.checkpoint_extra();
       for (const auto& [key, value] : own.members()) {
@@ -730,12 +746,14 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
         ckpt_dir.empty() ? "" : "  checkpoint: ", ckpt_dir.c_str());
   }
   profile.finish();
-  say("%s\n", strategy->memory_report().str().c_str());
+  // nothing trained, nothing measured (and the optimizer state was not loaded)
+  if (!nothing_to_do) say("%s\n", strategy->memory_report().str().c_str());
   if (accuracy >= 0) {
     say("final %s %.2f%% after %lld epoch(s), %.1f s in all\n", job.metric.c_str(),
         100.0 * accuracy, static_cast<long long>(loader.position().epoch), seconds_since(t_start));
   }
-  say("state digest %s\n", models::state_digest(*model).c_str());
+  say("state digest %s\n",
+      saved_digest.empty() ? models::state_digest(*model).c_str() : saved_digest.c_str());
   return 0;
 }
 

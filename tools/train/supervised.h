@@ -87,7 +87,8 @@
 // do: ..." (exit 0, the checkpoint untouched); one past --epochs (a smaller --epochs) is refused.
 // So does a checkpoint at or past --stop-after-epochs K or --stop-after-steps S ("resume:
 // nothing to do: --stop-after-epochs 1 is reached in the checkpoint at 'c', which has 2
-// epoch(s) done"), where the run's end is not passed.
+// epoch(s) done"), where the run's end is not passed. Such a resume reads no tensor: the state
+// digest it prints was saved in the manifest beside them (one hash of the model per save).
 // --strategy and the ranks, --accumulate, the autocast --precision, --device, --dp-replicas,
 // --sync-batchnorm, --reduce-dtype, --tf32, --bucket-mb, --first-bucket-mb, --offload-optimizer,
 // --cudnn-benchmark, --log-every and --checkpoint-every may change; the run prints "resume:
