@@ -188,8 +188,11 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   const double lr = opt.lr > 0 ? opt.lr : job.default_lr;
   const double weight_decay = opt.get_double("weight-decay", 0.01, 0.0);
   const std::string optimizer_name = opt.get_string("optimizer", "adamw");
-  const bool momentum_given = opt.extra.count("momentum") > 0;  // refused but with sgd
-  const double momentum = opt.get_double("momentum", 0.9, 0.0);
+  // refused but with sgd and rmsprop
+  const bool momentum_given = opt.extra.count("momentum") > 0;
+  const bool has_momentum = optimizer_name == "sgd" || optimizer_name == "rmsprop";
+  // torch.optim.RMSprop's default is no momentum; torchvision's SGD recipe's is 0.9
+  const double momentum = opt.get_double("momentum", optimizer_name == "rmsprop" ? 0.0 : 0.9, 0.0);
   const std::string ckpt_dir = opt.get_string("checkpoint-dir", "checkpoints/" + name);
   const bool resume = opt.get_bool("resume", false);
   const int64_t stop_after = opt.get_int("stop-after-epochs", -1, -1);
@@ -216,12 +219,15 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   auto given = [&opt](const char* flag) { return opt.extra.count(flag) > 0; };
   StepProfile profile(opt, name, rank, world);
   opt.check_all_read(name);  // every flag is read by now: a misspelt one fails before any work
-  SL_CHECK(optimizer_name == "adamw" || optimizer_name == "lamb" || optimizer_name == "sgd", name,
-           ": --optimizer must be adamw, lamb or sgd, got '", optimizer_name, "'");
+  SL_CHECK(optimizer_name == "adamw" || optimizer_name == "lamb" || optimizer_name == "sgd" ||
+               optimizer_name == "rmsprop" || optimizer_name == "adagrad",
+           name, ": --optimizer must be adamw, lamb, sgd, rmsprop or adagrad, got '",
+           optimizer_name, "'");
   if (momentum_given) {
-    SL_CHECK(optimizer_name == "sgd", name, ": --momentum ", opt.extra.at("momentum"),
-             " applies to --optimizer sgd only, got --optimizer ", optimizer_name,
-             " (whose moments have their own fixed betas)");
+    SL_CHECK(has_momentum, name, ": --momentum ", opt.extra.at("momentum"),
+             " applies to --optimizer sgd and rmsprop only, got --optimizer ", optimizer_name,
+             optimizer_name == "adagrad" ? " (which has no momentum)"
+                                         : " (whose moments have their own fixed betas)");
   }
   // A flag given but ignored under the other settings would do nothing, silently: refused.
   if (given("lr-gamma")) {
@@ -357,6 +363,23 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
          {.lr = lr, .momentum = momentum, .weight_decay = weight_decay, .master_weights = master}},
         {no_decay,
          {.lr = lr, .momentum = momentum, .weight_decay = 0.0, .master_weights = master}}});
+  } else if (optimizer_name == "rmsprop") {
+    // torch.optim.RMSprop's (alpha 0.99, eps 1e-8, not centered): L2 decay, as SGD's
+    optimizer =
+        std::make_unique<optim::RMSprop>(std::vector<optim::ParamGroup<optim::RMSpropOptions>>{
+            {decay,
+             {.lr = lr,
+              .weight_decay = weight_decay,
+              .momentum = momentum,
+              .master_weights = master}},
+            {no_decay,
+             {.lr = lr, .weight_decay = 0.0, .momentum = momentum, .master_weights = master}}});
+  } else if (optimizer_name == "adagrad") {
+    // torch.optim.Adagrad's (no lr_decay: the schedule is --lr-schedule's; eps 1e-10): L2 decay
+    optimizer =
+        std::make_unique<optim::Adagrad>(std::vector<optim::ParamGroup<optim::AdagradOptions>>{
+            {decay, {.lr = lr, .weight_decay = weight_decay, .master_weights = master}},
+            {no_decay, {.lr = lr, .weight_decay = 0.0, .master_weights = master}}});
   } else if (optimizer_name == "lamb") {
     optimizer = std::make_unique<optim::Lamb>(std::vector<optim::ParamGroup<optim::LambOptions>>{
         {decay, {.lr = lr, .weight_decay = weight_decay, .master_weights = master}},
@@ -480,8 +503,8 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   // Its state does not load into another optimizer's. AdamW, the default, adds no key, so that
   // checkpoints written before --optimizer existed still resume.
   if (optimizer_name != "adamw") model_config.set("optimizer", optimizer->name());
-  // SGD's momentum buffer means another thing under another momentum
-  if (optimizer_name == "sgd") model_config.set("momentum", momentum);
+  // a momentum buffer means another thing under another momentum
+  if (has_momentum) model_config.set("momentum", momentum);
   const serialize::Json config =
       run_config(model_config, batch, opt.seed, opt.epochs, max_grad_norm);
   // Flags that may change between a run and its resumption, each announced when it does. The
@@ -502,8 +525,7 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
                                {"log-every", std::to_string(log_every)},
                                {"checkpoint-every", std::to_string(checkpoint_every)}});
   char momentum_text[48] = "";
-  if (optimizer_name == "sgd")
-    std::snprintf(momentum_text, sizeof momentum_text, " momentum %g", momentum);
+  if (has_momentum) std::snprintf(momentum_text, sizeof momentum_text, " momentum %g", momentum);
   say("model: %s, %lld parameters; %s lr %g%s wd %g, %s over %lld "
       "steps; global batch %lld; strategy %s on %d rank(s), %d thread(s) each, on %s\n",
       job.description.c_str(), static_cast<long long>(model->num_parameters()), optimizer->name(),
@@ -760,11 +782,13 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
 const FlagDocs& loop_flags() {
   static const FlagDocs flags = {
       {"optimizer", "adamw",
-       "adamw, lamb (LAMB: per-tensor trust ratios) or sgd (with --momentum); same --lr, groups"},
-      {"momentum", "0.9", "--optimizer sgd: momentum in [0, 1) (0: no momentum buffer)"},
+       "adamw, lamb (LAMB: per-tensor trust ratios), sgd (with --momentum), rmsprop (with "
+       "--momentum) or adagrad; same --lr, groups"},
+      {"momentum", "(0.9 for sgd, 0 for rmsprop)",
+       "--optimizer sgd and rmsprop: momentum in [0, 1) (0: no momentum buffer)"},
       {"weight-decay", "0.01",
        "weight decay, not on biases and norms: decoupled (adamw, lamb) or L2 in the gradient "
-       "(sgd)"},
+       "(sgd, rmsprop, adagrad)"},
       {"warmup-steps", "(the job's)",
        "W > 0: linear warmup over W steps, then linear decay "
        "(BERT's); 0: cosine annealing"},

@@ -1,5 +1,5 @@
 // The supervised training loop behind the trainer's jobs (cnn, resnet, bert): the job's model
-// trained on the job's data with AdamW (or --optimizer lamb | sgd: optim/lamb.h, optim/sgd.h)
+// trained on the job's data with AdamW (or --optimizer lamb | sgd | rmsprop | adagrad: optim/)
 // and a cosine learning-rate schedule through dist::Strategy, so one flag picks the parallel mode
 // and nothing else changes. A sharded checkpoint (dist/checkpoint.h) is written after every epoch;
 // `--resume 1` continues from it, with any world size and mode.
@@ -9,8 +9,8 @@
 //            [--resume 0|1] [--weight-decay 0.01] [--stop-after-epochs K] [--dp-replicas 2]
 //            [--log-every 100] [--device cpu|cuda|cuda:N] [--max-grad-norm 0] [--warmup-steps W]
 //            [--accumulate K] [--precision 32|bf16-mixed|f16-mixed|bf16-true]
-//            [--checkpoint-every N] [--stop-after-steps S] [--optimizer adamw|lamb|sgd]
-//            [--momentum 0.9]
+//            [--checkpoint-every N] [--stop-after-steps S]
+//            [--optimizer adamw|lamb|sgd|rmsprop|adagrad] [--momentum 0.9 (sgd) | 0 (rmsprop)]
 //            [--sync-batchnorm 0|1] [--bucket-mb 25] [--first-bucket-mb 1]
 //            [--reduce-dtype same|bf16|f16] [--offload-optimizer 0|1] [--estimate-memory N]
 //            [--lr-schedule auto|linear|cosine|exp|step:E1,E2,...|constant] [--lr-gamma 0.1]
@@ -33,10 +33,19 @@
 // default 0.9, in [0, 1); no dampening, no Nesterov), torchvision's ResNet recipe with
 // --lr-schedule step:30,60,80 and --weight-decay 1e-4. Its weight decay is L2, added to the
 // gradient before the momentum (AdamW's and LAMB's is decoupled); the groups are the same.
-// --momentum with another optimizer is refused (ValueError naming it). The momentum joins the
-// configuration beside the optimizer: a checkpoint resumes only with both unchanged. The state is
+// --momentum with another optimizer than sgd and rmsprop is refused (ValueError naming it). The
+// momentum joins the configuration beside the optimizer: a checkpoint resumes only with both
+// unchanged. The state is
 // one float32 buffer per parameter (K = 4 in --estimate-memory's paper column; none, K = 0, with
 // --momentum 0, which allocates no buffer), sharded by zero1/zero2 as Adam's moments are.
+//
+// --optimizer rmsprop trains with torch.optim.RMSprop's defaults (optim::RMSprop: alpha 0.99, eps
+// 1e-8, not centered) and --momentum M, default 0 as PyTorch's; --optimizer adagrad with
+// torch.optim.Adagrad's (optim::Adagrad: eps 1e-10, initial accumulator 0, no lr_decay: the lr
+// follows --lr-schedule). Both decay weights as SGD (L2 in the gradient), with the same groups;
+// the optimizer, and RMSprop's momentum, are part of the configuration as SGD's. State: RMSprop's
+// square_avg, plus a momentum buffer when M > 0 (K = 4 or 8 in --estimate-memory), Adagrad's sum
+// (K = 4), float32, sharded by zero1/zero2.
 //
 // --checkpoint-every N also writes the checkpoint every N steps of the run inside an epoch (a
 // long epoch is not lost to a crash); --resume 1 then continues from that step of the epoch, bit
@@ -100,8 +109,8 @@
 // ignores it), not silently dropped: --lr-gamma under a schedule other than exp and step:...,
 // --dp-replicas without --strategy dp, --bucket-mb and --first-bucket-mb with single or dp
 // (unless --estimate-memory), --reduce-dtype and --sync-batchnorm 1 with single or dp,
-// --momentum without --optimizer sgd; and, once the model is built, --cudnn-benchmark 1 on a
-// model without a convolution module and --sync-batchnorm 1 on one without a BatchNorm layer
+// --momentum without --optimizer sgd or rmsprop; and, once the model is built, --cudnn-benchmark 1
+// on a model without a convolution module and --sync-batchnorm 1 on one without a BatchNorm layer
 // (ValueError naming the flag and the model).
 #pragma once
 
