@@ -23,6 +23,10 @@ namespace sl::nn::functional {
 
 using sl::adaptive_avg_pool1d;
 using sl::adaptive_avg_pool2d;
+using sl::adaptive_max_pool1d;
+using sl::adaptive_max_pool1d_with_indices;
+using sl::adaptive_max_pool2d;
+using sl::adaptive_max_pool2d_with_indices;
 using sl::avg_pool1d;
 using sl::avg_pool2d;
 using sl::batch_norm;

@@ -139,4 +139,57 @@ std::string AdaptiveAvgPool1d::extra_repr() const {
   return "output_size=" + std::to_string(output_size[0]);
 }
 
+AdaptiveMaxPool2d::AdaptiveMaxPool2d(Tag, AdaptiveOutputSize<2> out, bool indices)
+    : Module("AdaptiveMaxPool2d"), output_size(out), return_indices(indices) {
+  SL_CHECK(out.set, "AdaptiveMaxPool2d: output_size must be given");
+  for (size_t i = 0; i < 2; ++i) {
+    // 0 is accepted, as PyTorch (an empty output: Note [Empty adaptive output])
+    SL_CHECK(out[i].value_or(0) >= 0, "AdaptiveMaxPool2d: output_size must be non-negative, got ",
+             extra_repr().substr(std::string("output_size=").size()));
+  }
+}
+
+Tensor AdaptiveMaxPool2d::forward(const Tensor& x) {
+  SL_CHECK(!return_indices,
+           "AdaptiveMaxPool2d: built with return_indices=true, its forward returns (output, "
+           "indices): call forward_with_indices");
+  return forward_with_indices(x).first;
+}
+
+std::pair<Tensor, Tensor> AdaptiveMaxPool2d::forward_with_indices(const Tensor& x) {
+  SL_CHECK(x.defined(), "AdaptiveMaxPool2d: the input is undefined");
+  return adaptive_max_pool2d_with_indices(x, output_size);
+}
+
+std::string AdaptiveMaxPool2d::extra_repr() const {
+  // PyTorch prints output_size as given: an int, or a tuple with None for a kept dim
+  auto entry = [](const std::optional<int64_t>& v) {
+    return v ? std::to_string(*v) : std::string("None");
+  };
+  if (output_size.scalar) return "output_size=" + entry(output_size[0]);
+  return "output_size=(" + entry(output_size[0]) + ", " + entry(output_size[1]) + ")";
+}
+
+AdaptiveMaxPool1d::AdaptiveMaxPool1d(Tag, ExpandingArray<1> out, bool indices)
+    : Module("AdaptiveMaxPool1d"), output_size(out), return_indices(indices) {
+  SL_CHECK(out.set && out[0] >= 0, "AdaptiveMaxPool1d: output_size must be non-negative, got ",
+           out[0]);
+}
+
+Tensor AdaptiveMaxPool1d::forward(const Tensor& x) {
+  SL_CHECK(!return_indices,
+           "AdaptiveMaxPool1d: built with return_indices=true, its forward returns (output, "
+           "indices): call forward_with_indices");
+  return forward_with_indices(x).first;
+}
+
+std::pair<Tensor, Tensor> AdaptiveMaxPool1d::forward_with_indices(const Tensor& x) {
+  SL_CHECK(x.defined(), "AdaptiveMaxPool1d: the input is undefined");
+  return adaptive_max_pool1d_with_indices(x, output_size);
+}
+
+std::string AdaptiveMaxPool1d::extra_repr() const {
+  return "output_size=" + std::to_string(output_size[0]);
+}
+
 }  // namespace sl::nn

@@ -344,6 +344,39 @@ def gen_pooling(w):
     run_case(w, "max_pool1d_indices",
              lambda x: F.max_pool1d(x, 3, stride=2, padding=1, return_indices=True),
              [torch.randn(2, 3, 9)])
+    # Adaptive max pooling (windows [floor(i L / Lo), ceil((i + 1) L / Lo)) per dim): 2-d with an
+    # int, a pair, a None entry (that dim keeps the input's size), upsampling (overlapping windows:
+    # an input element that is the max of several windows sums their gradients), unbatched, 1-d.
+    for i, (name, m, shape) in enumerate([
+            ("adaptive_max_pool2d", nn.AdaptiveMaxPool2d((3, 2)), (2, 3, 7, 5)),
+            ("adaptive_max_pool2d_none", nn.AdaptiveMaxPool2d((None, 3)), (2, 2, 4, 7)),
+            ("adaptive_max_pool2d_up_unbatched", nn.AdaptiveMaxPool2d(5), (3, 3, 4)),
+            ("adaptive_max_pool1d", nn.AdaptiveMaxPool1d(3), (2, 3, 8)),
+            ("adaptive_max_pool1d_up_unbatched", nn.AdaptiveMaxPool1d(6), (3, 4))]):
+        seeded(220 + i)
+        run_case(w, name, m, [torch.randn(*shape)])
+        w.put_module_strings(name, m)
+    # return_indices=True: the indices (int64, flat h * W + w per plane) are the second output
+    seeded(230)
+    run_case(w, "adaptive_max_pool2d_indices",
+             lambda x: F.adaptive_max_pool2d(x, (4, 3), return_indices=True),
+             [torch.randn(2, 3, 9, 7)])
+    seeded(231)
+    run_case(w, "adaptive_max_pool1d_indices",
+             lambda x: F.adaptive_max_pool1d(x, 4, return_indices=True), [torch.randn(2, 3, 10)])
+    # PyTorch's tie rule: integer values in {0, 1, 2} tie often; the first maximum of a window (in
+    # row-major order) takes the index and the gradient
+    seeded(232)
+    run_case(w, "adaptive_max_pool2d_ties",
+             lambda x: F.adaptive_max_pool2d(x, (4, 3), return_indices=True),
+             [torch.randint(0, 3, (2, 2, 6, 5)).float()])
+    # NaN propagates: a window holding a NaN gives NaN, indexing its last NaN (window (0, 0) of
+    # plane 0 holds two)
+    seeded(233)
+    x = torch.randn(1, 2, 6, 6)
+    x[0, 0, 0, 1] = x[0, 0, 1, 0] = x[0, 0, 1, 2] = x[0, 1, 4, 0] = float("nan")
+    run_case(w, "adaptive_max_pool2d_nan",
+             lambda x: F.adaptive_max_pool2d(x, 3, return_indices=True), [x])
 
 
 def gen_activation(w):

@@ -63,6 +63,24 @@ Tensor adaptive_avg_pool2d(const Tensor& input, ExpandingArray<2> output_size) {
   return out;
 }
 
+std::pair<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& input,
+                                                           AdaptiveOutputSize<2> output_size) {
+  auto [out, indices] = ops::adaptive_max_pool2d_forward(input, output_size);
+  if (needs_grad(input)) {
+    Shape in_sizes = input.sizes();
+    record("AdaptiveMaxPool2DBackward", {input}, {&out},
+           [in_sizes, si = SavedTensor(indices)](const BackwardCtx& c) -> variable_list {
+             return {ops::adaptive_max_pool2d_backward(
+                 c.grad(), si.unpack("AdaptiveMaxPool2DBackward"), in_sizes)};
+           });
+  }
+  return {out, indices};
+}
+
+Tensor adaptive_max_pool2d(const Tensor& input, AdaptiveOutputSize<2> output_size) {
+  return adaptive_max_pool2d_with_indices(input, output_size).first;
+}
+
 namespace {
 
 /// Checks a 1-d pooling input: defined, [C, L] or [N, C, L], floating, non-empty L.
@@ -174,6 +192,32 @@ Tensor adaptive_avg_pool1d(const Tensor& input, ExpandingArray<1> output_size) {
                  output_size[0]);
   return adaptive_avg_pool2d(input.unsqueeze(-2), ExpandingArray<2>({1, output_size[0]}))
       .squeeze(-2);
+}
+
+std::pair<Tensor, Tensor> adaptive_max_pool1d_with_indices(const Tensor& input,
+                                                           ExpandingArray<1> output_size) {
+  const char* op = "adaptive_max_pool1d";
+  ops::check_defined(op, input);
+  SL_CHECK_SHAPE(input.dim() == 2 || input.dim() == 3, op,
+                 ": expected a 2-d [C, L] or 3-d [N, C, L] input, got ", shape_str(input.sizes()));
+  SL_CHECK_DTYPE(is_floating(input.dtype()), op, ": expected a floating input, got ",
+                 dtype_name(input.dtype()));
+  // as PyTorch: every dim but a 3-d input's batch dim must be non-empty
+  for (int64_t d = input.dim() - 2; d < input.dim(); ++d) {
+    SL_CHECK_SHAPE(input.size(d) > 0, op, ": expected non-empty non-batch dims, got ",
+                   shape_str(input.sizes()), " with dim ", d, " empty");
+  }
+  SL_CHECK(output_size.set, op, ": output_size must be given");
+  SL_CHECK_SHAPE(output_size[0] >= 0, op, ": output_size must be non-negative, got ",
+                 output_size[0]);
+  // [N, C, 1, L] (or [C, 1, L]); the flat index h * L + w of the 2-d op is w with h = 0
+  auto [out, indices] =
+      adaptive_max_pool2d_with_indices(input.unsqueeze(-2), {int64_t{1}, output_size[0]});
+  return {out.squeeze(-2), indices.squeeze(-2)};
+}
+
+Tensor adaptive_max_pool1d(const Tensor& input, ExpandingArray<1> output_size) {
+  return adaptive_max_pool1d_with_indices(input, output_size).first;
 }
 
 }  // namespace sl

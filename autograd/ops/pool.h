@@ -35,6 +35,17 @@ Tensor avg_pool2d(const Tensor& input, ExpandingArray<2> kernel_size, ExpandingA
 /// (and a zero gradient), as PyTorch's forward. Throws ShapeError for a bad rank or size
 /// (negative output size, empty spatial input dim).
 Tensor adaptive_avg_pool2d(const Tensor& input, ExpandingArray<2> output_size);
+/// Max over the adaptive windows of adaptive_avg_pool2d, as F.adaptive_max_pool2d: output_size an
+/// int or {Ho, Wo} whose entries may be None (std::nullopt: the input's size there). Input
+/// [N, C, H, W] (N may be 0) or [C, H, W]; an output size of 0 gives an empty output (a zero
+/// gradient; PyTorch's backward refuses it). The gradient goes to the (first) maximum of each
+/// window; NaN propagates (the last NaN of a window wins). Throws ShapeError (rank, an empty
+/// non-batch dim, a negative output size), DTypeError (non-floating), ValueError (unset size).
+Tensor adaptive_max_pool2d(const Tensor& input, AdaptiveOutputSize<2> output_size);
+/// adaptive_max_pool2d that also returns the indices (i64, flat h * W + w within each input
+/// plane), as F.adaptive_max_pool2d(..., return_indices=True); they are not differentiable.
+std::pair<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& input,
+                                                           AdaptiveOutputSize<2> output_size);
 
 // The 1-d ops are the 2-d ones over a height of 1 (as conv1d is conv2d), checked first in 1-d
 // terms so that each error names the 1-d op and its own values.
@@ -66,5 +77,13 @@ Tensor avg_pool1d(const Tensor& input, ExpandingArray<1> kernel_size, ExpandingA
 /// [floor(j L / Lo), ceil((j + 1) L / Lo)). An output size of 0 gives an empty output, as
 /// adaptive_avg_pool2d. Throws ShapeError (rank, empty L, negative output size), DTypeError.
 Tensor adaptive_avg_pool1d(const Tensor& input, ExpandingArray<1> output_size);
+/// [N, C, L] or [C, L] -> [..., output_size]: the max over the windows of adaptive_avg_pool1d,
+/// PyTorch's tie and NaN rules as adaptive_max_pool2d. Throws ShapeError (rank, an empty dim other
+/// than N, a negative output size), DTypeError (non-floating), ValueError (unset output_size).
+Tensor adaptive_max_pool1d(const Tensor& input, ExpandingArray<1> output_size);
+/// adaptive_max_pool1d that also returns the indices (i64, positions in L), as
+/// F.adaptive_max_pool1d(..., return_indices=True); they are not differentiable.
+std::pair<Tensor, Tensor> adaptive_max_pool1d_with_indices(const Tensor& input,
+                                                           ExpandingArray<1> output_size);
 
 }  // namespace sl

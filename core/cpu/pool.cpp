@@ -333,6 +333,41 @@ void adaptive_bwd(const Tensor& grad_input, const Tensor& grad_out) {
   });
 }
 
+/// Adaptive max over the windows of adaptive_fwd, with max_row's rule (PyTorch's): the window's
+/// first position starts with -inf, a strictly greater value or a NaN takes over.
+template <class T>
+void adaptive_max_fwd(const Tensor& out, const Tensor& indices, const Tensor& input) {
+  const int64_t P = input.size(0), H = input.size(1), W = input.size(2);
+  const int64_t Ho = out.size(1), Wo = out.size(2);
+  const T* x = input.data_ptr<T>();
+  T* y = out.data_ptr<T>();
+  int64_t* ind = indices.data_ptr<int64_t>();
+  parallel_for(0, P, plane_grain(H * W + Ho * Wo), [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const T* xp = x + p * H * W;
+      for (int64_t oh = 0; oh < Ho; ++oh) {
+        const int64_t hs = adaptive_start(oh, H, Ho), he = adaptive_end(oh, H, Ho);
+        for (int64_t ow = 0; ow < Wo; ++ow) {
+          const int64_t ws = adaptive_start(ow, W, Wo), we = adaptive_end(ow, W, Wo);
+          T best = -std::numeric_limits<T>::infinity();
+          int64_t bi = hs * W + ws;
+          for (int64_t h = hs; h < he; ++h) {
+            for (int64_t w = ws; w < we; ++w) {
+              const T v = xp[h * W + w];
+              if (v > best || v != v) {
+                best = v;
+                bi = h * W + w;
+              }
+            }
+          }
+          y[(p * Ho + oh) * Wo + ow] = best;
+          ind[(p * Ho + oh) * Wo + ow] = bi;
+        }
+      }
+    }
+  });
+}
+
 /// Calls f with the float type of t (f32/f64), naming op in the error for other dtypes.
 template <class F>
 void float_or_double(const Tensor& t, const char* op, F&& f) {
@@ -373,6 +408,18 @@ void adaptive_avg_pool2d_backward_cpu(const Tensor& grad_input, const Tensor& gr
                   [&](auto z) { adaptive_bwd<decltype(z)>(grad_input, grad_out); });
 }
 
+void adaptive_max_pool2d_forward_cpu(const Tensor& out, const Tensor& indices,
+                                     const Tensor& input) {
+  float_or_double(input, "adaptive_max_pool2d",
+                  [&](auto z) { adaptive_max_fwd<decltype(z)>(out, indices, input); });
+}
+void adaptive_max_pool2d_backward_cpu(const Tensor& grad_input, const Tensor& grad_out,
+                                      const Tensor& indices) {
+  // the max-pool scatter: ascending output order from zero (Note [Max-pool backward order])
+  float_or_double(grad_out, "adaptive_max_pool2d_backward",
+                  [&](auto z) { max_pool_bwd<decltype(z)>(grad_input, grad_out, indices); });
+}
+
 SL_REGISTER_KERNEL(max_pool2d_forward_kernel, DeviceKind::cpu, &max_pool2d_forward_cpu);
 SL_REGISTER_KERNEL(max_pool2d_backward_kernel, DeviceKind::cpu, &max_pool2d_backward_cpu);
 SL_REGISTER_KERNEL(avg_pool2d_forward_kernel, DeviceKind::cpu, &avg_pool2d_forward_cpu);
@@ -381,6 +428,10 @@ SL_REGISTER_KERNEL(adaptive_avg_pool2d_forward_kernel, DeviceKind::cpu,
                    &adaptive_avg_pool2d_forward_cpu);
 SL_REGISTER_KERNEL(adaptive_avg_pool2d_backward_kernel, DeviceKind::cpu,
                    &adaptive_avg_pool2d_backward_cpu);
+SL_REGISTER_KERNEL(adaptive_max_pool2d_forward_kernel, DeviceKind::cpu,
+                   &adaptive_max_pool2d_forward_cpu);
+SL_REGISTER_KERNEL(adaptive_max_pool2d_backward_kernel, DeviceKind::cpu,
+                   &adaptive_max_pool2d_backward_cpu);
 
 }  // namespace
 }  // namespace sl::cpu

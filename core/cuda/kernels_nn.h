@@ -71,6 +71,16 @@ void launch_adaptive_avg_pool2d_forward(DType dt, void* out, const void* x, int6
 void launch_adaptive_avg_pool2d_backward(DType dt, void* grad_in, const void* grad_out, int64_t P,
                                          int64_t H, int64_t W, int64_t Ho, int64_t Wo,
                                          cudaStream_t s);
+/// out / indices [P, Ho, Wo] (Ho, Wo >= 1): adaptive max with the CPU kernel's rule
+/// (adaptive_max_pool2d_forward_kernel in core/ops/pool.h).
+void launch_adaptive_max_pool2d_forward(DType dt, void* out, int64_t* indices, const void* x,
+                                        int64_t P, int64_t H, int64_t W, int64_t Ho, int64_t Wo,
+                                        cudaStream_t s);
+/// grad_input [P, H, W] (overwritten): a gather of grad_out at the forward's indices in ascending
+/// output order, the CPU scatter's order, so the same bits (16-bit: summed in float).
+void launch_adaptive_max_pool2d_backward(DType dt, void* grad_in, const void* grad_out,
+                                         const int64_t* indices, int64_t P, int64_t H, int64_t W,
+                                         int64_t Ho, int64_t Wo, cudaStream_t s);
 
 }  // namespace sl::cuda
 

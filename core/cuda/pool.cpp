@@ -1,6 +1,6 @@
 // CUDA glue of the pool family. Average pooling goes through cuDNN where Note [cuDNN routing]
-// (core/cuda/cudnn_routing.h) says so; max and adaptive pooling, and the other average cases,
-// run on the own kernels (pool.cu).
+// (core/cuda/cudnn_routing.h) says so; max and adaptive (average and max) pooling, and the other
+// average cases, run on the own kernels (pool.cu).
 #include "core/ops/pool.h"
 #include "core/cuda/cuda_api.h"
 #include "core/cuda/cudnn_routing.h"
@@ -87,6 +87,24 @@ void adaptive_avg_pool2d_backward_cuda(const Tensor& grad_input, const Tensor& g
                                       compute_stream(grad_out.device()));
 }
 
+void adaptive_max_pool2d_forward_cuda(const Tensor& out, const Tensor& indices,
+                                      const Tensor& input) {
+  DeviceGuard dg(input.device());
+  launch_adaptive_max_pool2d_forward(input.dtype(), out.data_ptr(),
+                                     static_cast<int64_t*>(indices.data_ptr()), input.data_ptr(),
+                                     input.size(0), input.size(1), input.size(2), out.size(1),
+                                     out.size(2), compute_stream(input.device()));
+}
+
+void adaptive_max_pool2d_backward_cuda(const Tensor& grad_input, const Tensor& grad_out,
+                                       const Tensor& indices) {
+  DeviceGuard dg(grad_out.device());
+  launch_adaptive_max_pool2d_backward(
+      grad_out.dtype(), grad_input.data_ptr(), grad_out.data_ptr(),
+      static_cast<const int64_t*>(indices.data_ptr()), grad_input.size(0), grad_input.size(1),
+      grad_input.size(2), grad_out.size(1), grad_out.size(2), compute_stream(grad_out.device()));
+}
+
 SL_REGISTER_KERNEL(max_pool2d_forward_kernel, DeviceKind::cuda, &max_pool2d_forward_cuda);
 SL_REGISTER_KERNEL(max_pool2d_backward_kernel, DeviceKind::cuda, &max_pool2d_backward_cuda);
 SL_REGISTER_KERNEL(avg_pool2d_forward_kernel, DeviceKind::cuda, &avg_pool2d_forward_cuda);
@@ -95,6 +113,10 @@ SL_REGISTER_KERNEL(adaptive_avg_pool2d_forward_kernel, DeviceKind::cuda,
                    &adaptive_avg_pool2d_forward_cuda);
 SL_REGISTER_KERNEL(adaptive_avg_pool2d_backward_kernel, DeviceKind::cuda,
                    &adaptive_avg_pool2d_backward_cuda);
+SL_REGISTER_KERNEL(adaptive_max_pool2d_forward_kernel, DeviceKind::cuda,
+                   &adaptive_max_pool2d_forward_cuda);
+SL_REGISTER_KERNEL(adaptive_max_pool2d_backward_kernel, DeviceKind::cuda,
+                   &adaptive_max_pool2d_backward_cuda);
 
 }  // namespace
 }  // namespace sl::cuda

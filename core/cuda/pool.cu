@@ -184,6 +184,63 @@ __global__ void adaptive_bwd_kernel(T* gi, const T* go, int64_t P, int64_t H, in
   }
 }
 
+/// One thread per output: the max over its adaptive window with the CPU's rule (first position
+/// starts at -inf, a strictly greater value or a NaN takes over), compared in comp_t.
+template <class T>
+__global__ void adaptive_max_fwd_kernel(T* y, int64_t* ind, const T* x, int64_t P, int64_t H,
+                                        int64_t W, int64_t Ho, int64_t Wo) {
+  using C = comp_t<T>;
+  const int64_t total = P * Ho * Wo;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
+       t += step) {
+    const int64_t ow = t % Wo, oh = (t / Wo) % Ho, p = t / (Wo * Ho);
+    const int64_t hs = adaptive_start(oh, H, Ho), he = adaptive_end(oh, H, Ho);
+    const int64_t ws = adaptive_start(ow, W, Wo), we = adaptive_end(ow, W, Wo);
+    const T* xp = x + p * H * W;
+    C best = -INFINITY;
+    int64_t best_i = hs * W + ws;
+    for (int64_t h = hs; h < he; ++h) {
+      for (int64_t w = ws; w < we; ++w) {
+        const C v = to_comp(xp[h * W + w]);
+        if (v > best || v != v) {
+          best = v;
+          best_i = h * W + w;
+        }
+      }
+    }
+    y[t] = convert<T>(best);
+    ind[t] = best_i;
+  }
+}
+
+/// gi[p, h, w] = the sum of go[p, o] over the outputs o whose window holds (h, w) and whose index
+/// is h * W + w, in ascending o (the CPU scatter's order), accumulated in comp_t.
+template <class T>
+__global__ void adaptive_max_bwd_kernel(T* gi, const T* go, const int64_t* ind, int64_t P,
+                                        int64_t H, int64_t W, int64_t Ho, int64_t Wo) {
+  using C = comp_t<T>;
+  const int64_t total = P * H * W;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
+       t += step) {
+    const int64_t w = t % W, h = (t / W) % H, p = t / (W * H);
+    const int64_t at = h * W + w;
+    const int64_t* indp = ind + p * Ho * Wo;
+    const T* gop = go + p * Ho * Wo;
+    C s = 0;
+    for (int64_t oh = (h * Ho) / H; oh < Ho && adaptive_start(oh, H, Ho) <= h; ++oh) {
+      if (h >= adaptive_end(oh, H, Ho)) continue;
+      for (int64_t ow = (w * Wo) / W; ow < Wo && adaptive_start(ow, W, Wo) <= w; ++ow) {
+        if (w >= adaptive_end(ow, W, Wo)) continue;
+        const int64_t o = oh * Wo + ow;
+        if (indp[o] == at) s += to_comp(gop[o]);
+      }
+    }
+    gi[t] = convert<T>(s);
+  }
+}
+
 }  // namespace
 
 void launch_max_pool2d_forward(DType dt, void* out, int64_t* indices, const void* x, int64_t P,
@@ -245,6 +302,28 @@ void launch_adaptive_avg_pool2d_backward(DType dt, void* grad_in, const void* gr
     using T = typename decltype(tag)::type;
     adaptive_bwd_kernel<T><<<grid_for(P * H * W), kBlockThreads, 0, s>>>(
         static_cast<T*>(grad_in), static_cast<const T*>(grad_out), P, H, W, Ho, Wo);
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+void launch_adaptive_max_pool2d_forward(DType dt, void* out, int64_t* indices, const void* x,
+                                        int64_t P, int64_t H, int64_t W, int64_t Ho, int64_t Wo,
+                                        cudaStream_t s) {
+  visit_float(dt, "adaptive_max_pool2d", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    adaptive_max_fwd_kernel<T><<<grid_for(P * Ho * Wo), kBlockThreads, 0, s>>>(
+        static_cast<T*>(out), indices, static_cast<const T*>(x), P, H, W, Ho, Wo);
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+void launch_adaptive_max_pool2d_backward(DType dt, void* grad_in, const void* grad_out,
+                                         const int64_t* indices, int64_t P, int64_t H, int64_t W,
+                                         int64_t Ho, int64_t Wo, cudaStream_t s) {
+  visit_float(dt, "adaptive_max_pool2d_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    adaptive_max_bwd_kernel<T><<<grid_for(P * H * W), kBlockThreads, 0, s>>>(
+        static_cast<T*>(grad_in), static_cast<const T*>(grad_out), indices, P, H, W, Ho, Wo);
     CUDA_CHECK_LAUNCH();
   });
 }

@@ -16,6 +16,32 @@ SL_DEFINE_KERNEL(avg_pool2d_backward_kernel,
 SL_DEFINE_KERNEL(adaptive_avg_pool2d_forward_kernel, void(const Tensor& out, const Tensor& input));
 SL_DEFINE_KERNEL(adaptive_avg_pool2d_backward_kernel,
                  void(const Tensor& grad_input, const Tensor& grad_out));
+SL_DEFINE_KERNEL(adaptive_max_pool2d_forward_kernel,
+                 void(const Tensor& out, const Tensor& indices, const Tensor& input));
+SL_DEFINE_KERNEL(adaptive_max_pool2d_backward_kernel,
+                 void(const Tensor& grad_input, const Tensor& grad_out, const Tensor& indices));
+
+template <size_t D>
+AdaptiveOutputSize<D>::AdaptiveOutputSize(ExpandingArray<D> a) : set(a.set) {
+  for (size_t i = 0; i < D; ++i) v[i] = a[i];
+}
+
+template <size_t D>
+AdaptiveOutputSize<D>::AdaptiveOutputSize(std::initializer_list<std::optional<int64_t>> xs)
+    : set(true) {
+  SL_CHECK(xs.size() == 1 || xs.size() == D, "output_size: expected 1 or ", D, " values, got ",
+           xs.size());
+  if (xs.size() == 1) {
+    v.fill(*xs.begin());
+    scalar = true;  // printed as the one int (C++ cannot tell {3} from 3 at every call)
+  } else {
+    size_t i = 0;
+    for (const auto& x : xs) v[i++] = x;
+  }
+}
+
+template struct AdaptiveOutputSize<1>;
+template struct AdaptiveOutputSize<2>;
 
 namespace ops {
 
@@ -184,6 +210,66 @@ Tensor adaptive_avg_pool2d_backward(const Tensor& grad_out, const Shape& input_s
   const int64_t H = input_sizes[input_sizes.size() - 2], W = input_sizes.back();
   adaptive_avg_pool2d_backward_kernel(grad_out.device().kind, view(gi, {-1, H, W}),
                                       planes(grad_out));
+  return gi;
+}
+
+std::array<int64_t, 2> adaptive_output_size(const char* op, const Tensor& input,
+                                            const AdaptiveOutputSize<2>& output_size) {
+  SL_CHECK(output_size.set, op, ": output_size must be given");
+  std::array<int64_t, 2> r{};
+  for (size_t i = 0; i < 2; ++i) {
+    // None keeps the input's size along that dim, as PyTorch's _list_with_default
+    r[i] = output_size[i].value_or(input.size(input.dim() - 2 + static_cast<int64_t>(i)));
+  }
+  SL_CHECK_SHAPE(r[0] >= 0 && r[1] >= 0, op, ": output_size must be non-negative, got ",
+                 shape_str({r[0], r[1]}));
+  return r;
+}
+
+std::pair<Tensor, Tensor> adaptive_max_pool2d_forward(const Tensor& input,
+                                                      const AdaptiveOutputSize<2>& output_size) {
+  const char* op = "adaptive_max_pool2d";
+  check_defined(op, input);
+  SL_CHECK_SHAPE(input.dim() == 3 || input.dim() == 4, op,
+                 ": expected a 3-d [C, H, W] or 4-d [N, C, H, W] input, got ",
+                 shape_str(input.sizes()));
+  SL_CHECK_DTYPE(is_floating(input.dtype()), op, ": expected a floating input, got ",
+                 dtype_name(input.dtype()));
+  // PyTorch's rule: every dim but a 4-d input's batch dim must be non-empty
+  for (int64_t d = input.dim() - 3; d < input.dim(); ++d) {
+    SL_CHECK_SHAPE(input.size(d) > 0, op, ": expected non-empty non-batch dims, got ",
+                   shape_str(input.sizes()), " with dim ", d, " empty");
+  }
+  const auto [Ho, Wo] = adaptive_output_size(op, input, output_size);
+  if (cpu_16bit_via_float32(input)) {
+    auto r = adaptive_max_pool2d_forward(cast(input, DType::f32), output_size);
+    return {cast(r.first, input.dtype()), r.second};
+  }
+  Shape os = with_spatial(input.sizes(), Ho, Wo);
+  Tensor out = empty(os, input.dtype(), input.device());
+  Tensor idx = empty(os, DType::i64, input.device());
+  if (out.numel() == 0) return {out, idx};
+  adaptive_max_pool2d_forward_kernel(input.device().kind, view(out, {-1, Ho, Wo}),
+                                     view(idx, {-1, Ho, Wo}), planes(input));
+  return {out, idx};
+}
+
+Tensor adaptive_max_pool2d_backward(const Tensor& grad_out, const Tensor& indices,
+                                    const Shape& input_sizes) {
+  if (cpu_16bit_via_float32(grad_out)) {
+    return cast(adaptive_max_pool2d_backward(cast(grad_out, DType::f32), indices, input_sizes),
+                grad_out.dtype());
+  }
+  Tensor gi = empty(input_sizes, grad_out.dtype(), grad_out.device());
+  if (gi.numel() == 0) return gi;
+  // an empty output (Note [Empty adaptive output]) reads no input: the gradient is zero
+  if (grad_out.numel() == 0) {
+    fill_(gi, 0);
+    return gi;
+  }
+  const int64_t H = input_sizes[input_sizes.size() - 2], W = input_sizes.back();
+  adaptive_max_pool2d_backward_kernel(grad_out.device().kind, view(gi, {-1, H, W}),
+                                      planes(grad_out), planes(indices));
   return gi;
 }
 

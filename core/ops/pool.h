@@ -1,9 +1,12 @@
-// The "pool" family: 2-d max pooling (with indices), average pooling and adaptive average
-// pooling over contiguous [P, H, W] planes (P = N * C), forward and backward. Not
-// differentiable (see autograd/ops/pool.h).
+// The "pool" family: 2-d max pooling (with indices), average pooling, adaptive average and
+// adaptive max pooling (with indices) over contiguous [P, H, W] planes (P = N * C), forward and
+// backward. Not differentiable (see autograd/ops/pool.h).
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <initializer_list>
+#include <optional>
 #include <utility>
 
 #include "core/dispatch.h"
@@ -11,6 +14,23 @@
 #include "core/tensor.h"
 
 namespace sl {
+
+/// An adaptive pool's output_size as PyTorch takes it: one int for every dim, or D entries each an
+/// int or None (std::nullopt: that dim keeps the input's size), e.g. `{std::nullopt, 7}` for
+/// output_size=(None, 7). `scalar` records that one int was given (PyTorch's repr prints it so).
+template <size_t D>
+struct AdaptiveOutputSize {
+  std::array<std::optional<int64_t>, D> v{};
+  bool set = false;
+  bool scalar = false;
+
+  AdaptiveOutputSize() = default;
+  AdaptiveOutputSize(int64_t x) : set(true), scalar(true) { v.fill(x); }  // NOLINT: as PyTorch's
+  AdaptiveOutputSize(ExpandingArray<D> a);                                // NOLINT
+  /// Exactly 1 or D entries (ValueError otherwise).
+  AdaptiveOutputSize(std::initializer_list<std::optional<int64_t>> xs);
+  const std::optional<int64_t>& operator[](size_t i) const { return v[i]; }
+};
 
 /// Geometry of a 2-d pooling window. Window (oh, ow) covers input rows
 /// oh * stride_h - pad_h + i * dilation_h for i < kh (columns likewise); padded positions never
@@ -55,6 +75,18 @@ SL_DECLARE_KERNEL(adaptive_avg_pool2d_forward_kernel, void(const Tensor& out, co
 /// grad_input [P, H, W] (overwritten) from grad_out [P, Ho, Wo].
 SL_DECLARE_KERNEL(adaptive_avg_pool2d_backward_kernel,
                   void(const Tensor& grad_input, const Tensor& grad_out));
+/// Adaptive max: out/indices [P, Ho, Wo] (Ho, Wo >= 1); output (oh, ow) is the max over the
+/// adaptive window of adaptive_avg_pool2d_forward_kernel, indices (i64) flat h * W + w in the
+/// input plane, PyTorch's rule as max_pool2d_forward_kernel: the first maximum on ties, a NaN
+/// takes over (so of several NaNs the last wins).
+SL_DECLARE_KERNEL(adaptive_max_pool2d_forward_kernel,
+                  void(const Tensor& out, const Tensor& indices, const Tensor& input));
+/// grad_input [P, H, W] (overwritten) = the sum of grad_out [P, Ho, Wo] at the indices of
+/// adaptive_max_pool2d_forward_kernel, added in ascending output order from zero on CPU (a
+/// scatter) and CUDA (a gather over the windows that hold each element), as Note [Max-pool
+/// backward order] says for max_pool2d: the same bits on both, run after run.
+SL_DECLARE_KERNEL(adaptive_max_pool2d_backward_kernel,
+                  void(const Tensor& grad_input, const Tensor& grad_out, const Tensor& indices));
 
 namespace ops {
 
@@ -83,6 +115,20 @@ Tensor avg_pool2d_backward(const Tensor& grad_out, const Shape& input_sizes,
 /// ranks or sizes (a negative output size, an empty spatial input dim).
 Tensor adaptive_avg_pool2d_forward(const Tensor& input, ExpandingArray<2> output_size);
 Tensor adaptive_avg_pool2d_backward(const Tensor& grad_out, const Shape& input_sizes);
+/// The output size {Ho, Wo} of an adaptive pool of input (its last two dims): None entries take
+/// the input's size. Throws ValueError (unset output_size), ShapeError (a negative entry).
+std::array<int64_t, 2> adaptive_output_size(const char* op, const Tensor& input,
+                                            const AdaptiveOutputSize<2>& output_size);
+/// (out, indices) [..., Ho, Wo] of a 3-d [C, H, W] or 4-d [N, C, H, W] input, as PyTorch's
+/// adaptive_max_pool2d: N may be 0, the other dims must not; an output size of 0 gives empty
+/// outputs (Note [Empty adaptive output]). Throws ShapeError (rank, an empty non-batch dim, a
+/// negative output size), DTypeError (non-floating), ValueError (unset output_size).
+std::pair<Tensor, Tensor> adaptive_max_pool2d_forward(const Tensor& input,
+                                                      const AdaptiveOutputSize<2>& output_size);
+/// Gradient w.r.t. the input (input_sizes) from grad_out and the indices of
+/// adaptive_max_pool2d_forward (an empty grad_out gives zeros).
+Tensor adaptive_max_pool2d_backward(const Tensor& grad_out, const Tensor& indices,
+                                    const Shape& input_sizes);
 
 }  // namespace ops
 }  // namespace sl

@@ -10,13 +10,13 @@
 // Covered module classes (a new Module needs a case here):
 //   Linear, Identity, Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, BatchNorm1d, BatchNorm2d,
 //   LayerNorm, GroupNorm, InstanceNorm1d, InstanceNorm2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d,
-//   MaxPool1d, AvgPool1d, AdaptiveAvgPool1d, Dropout, Dropout1d, Dropout2d, Embedding, ReLU, GELU,
-//   Tanh, Sigmoid, SiLU, Hardtanh, LeakyReLU, PReLU, Softplus, ELU, SELU, Mish, Hardswish,
-//   Hardsigmoid, Softmax, LogSoftmax, Softmin, Flatten, Unflatten, MultiheadAttention,
-//   TransformerEncoderLayer, TransformerDecoderLayer, TransformerEncoder, TransformerDecoder,
-//   Transformer, GRU, LSTM, Sequential, ModuleList, CheckpointWrapper; the losses' modules are in
-//   test_cuda_loss.cpp; every model of models::model_names() (a new model needs an input in
-//   zoo_input).
+//   MaxPool1d, AvgPool1d, AdaptiveAvgPool1d, AdaptiveMaxPool2d, AdaptiveMaxPool1d, Dropout,
+//   Dropout1d, Dropout2d, Embedding, ReLU, GELU, Tanh, Sigmoid, SiLU, Hardtanh, LeakyReLU, PReLU,
+//   Softplus, ELU, SELU, Mish, Hardswish, Hardsigmoid, Softmax, LogSoftmax, Softmin, Flatten,
+//   Unflatten, MultiheadAttention, TransformerEncoderLayer, TransformerDecoderLayer,
+//   TransformerEncoder, TransformerDecoder, Transformer, GRU, LSTM, Sequential, ModuleList,
+//   CheckpointWrapper; the losses' modules are in test_cuda_loss.cpp; every model of
+//   models::model_names() (a new model needs an input in zoo_input).
 //
 // Tolerances: float64 1e-10 relative and absolute (the same math on both devices, sums and
 // products in different orders and CUDA's libm, a few double ulps per op, far below 1e-10 for
@@ -460,6 +460,59 @@ TEST_CASE("cuda module parity: MaxPool1d, AvgPool1d, AdaptiveAvgPool1d" *
     check_unary<nn::AdaptiveAvgPool1d>([] { return std::make_shared<nn::AdaptiveAvgPool1d>(7); },
                                        rnd({3, 5}, dt), dt);
   }
+}
+
+TEST_CASE("cuda module parity: AdaptiveMaxPool2d, AdaptiveMaxPool1d, with indices" *
+          sl::testing::needs_gpu()) {
+  SL_REQUIRE_CUDA("adaptive max pool module parity");
+  manual_seed(149);
+  // forward and forward_with_indices (the indices compared exactly by check_module's
+  // SL_CHECK_CLOSE_TOL on an integer tensor); downsampling, upsampling (overlapping windows whose
+  // gradients add at a shared maximum), a None entry, unbatched, 1-d
+  auto with_indices2 = [](nn::AdaptiveMaxPool2d& m, const TensorList& t) {
+    auto [y, i] = m.forward_with_indices(t[0]);
+    return TensorList{y, i};
+  };
+  auto with_indices1 = [](nn::AdaptiveMaxPool1d& m, const TensorList& t) {
+    auto [y, i] = m.forward_with_indices(t[0]);
+    return TensorList{y, i};
+  };
+  for (DType dt : kDtypes) {
+    check_module<nn::AdaptiveMaxPool2d>(
+        [] {
+          return std::make_shared<nn::AdaptiveMaxPool2d>(AdaptiveOutputSize<2>{3, 5}, true);
+        },
+        with_indices2, {rnd({2, 3, 7, 11}, dt)}, dt);
+    check_module<nn::AdaptiveMaxPool2d>(
+        [] {
+          return std::make_shared<nn::AdaptiveMaxPool2d>(AdaptiveOutputSize<2>{9, 8}, true);
+        },
+        with_indices2, {rnd({2, 2, 5, 6}, dt)}, dt);
+    check_unary<nn::AdaptiveMaxPool2d>(
+        [] {
+          return std::make_shared<nn::AdaptiveMaxPool2d>(AdaptiveOutputSize<2>{std::nullopt, 4});
+        },
+        rnd({3, 6, 9}, dt), dt);  // unbatched
+    check_module<nn::AdaptiveMaxPool1d>(
+        [] { return std::make_shared<nn::AdaptiveMaxPool1d>(4, true); }, with_indices1,
+        {rnd({2, 3, 11}, dt)}, dt);
+    check_unary<nn::AdaptiveMaxPool1d>([] { return std::make_shared<nn::AdaptiveMaxPool1d>(7); },
+                                       rnd({3, 5}, dt), dt);
+  }
+  // ties (integer values) and NaNs: the same indices as the CPU, so the same first maximum and
+  // the same last NaN
+  Tensor ties = randint(0, 3, {2, 2, 6, 5}).to(DType::f32).requires_grad_();
+  check_module<nn::AdaptiveMaxPool2d>(
+      [] {
+        return std::make_shared<nn::AdaptiveMaxPool2d>(AdaptiveOutputSize<2>{4, 3}, true);
+      },
+      with_indices2, {ties}, DType::f32);
+  Tensor nans = randn({1, 2, 6, 6});
+  nans[0][0][0][1].fill_(NAN);  // two NaNs in window (0, 0) of plane 0: the later one wins
+  nans[0][0][1][0].fill_(NAN);
+  check_module<nn::AdaptiveMaxPool2d>(
+      [] { return std::make_shared<nn::AdaptiveMaxPool2d>(3, true); }, with_indices2,
+      {nans.requires_grad_()}, DType::f32);
 }
 
 TEST_CASE("cuda module parity: Softmax, LogSoftmax, Softmin" * sl::testing::needs_gpu()) {
