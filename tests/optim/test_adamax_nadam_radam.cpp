@@ -9,6 +9,7 @@
 
 using namespace sl;
 using sl::testing::bits_equal;
+using sl::testing::make_params;
 using sl::testing::set_seeded_grads;
 using sl::testing::through_file;
 using namespace sl::optim;
@@ -16,12 +17,6 @@ using serialize::Json;
 using serialize::Section;
 
 namespace {
-
-TensorList make_params(DType dt = DType::f32) {
-  Generator g(1);
-  return {randn({3, 4}, {.dtype = dt}, &g).requires_grad_(true),
-          randn({5}, {.dtype = dt}, &g).requires_grad_(true)};
-}
 
 template <class C>
 DType dtype_of() {
@@ -332,31 +327,7 @@ TEST_CASE("NAdam state_dict: mu_product restored, checked, and required once ste
 }
 
 TEST_CASE("Adamax, NAdam and RAdam with bf16 parameters and master weights run the f32 math") {
-  // The f32 run starts from the bf16 values and takes the bf16 gradients exactly, so the master
-  // copy equals it bit for bit and the bf16 parameter is its rounding.
-  auto run = [](auto make_opt) {
-    TensorList p16 = make_params(DType::bf16), p32;
-    for (const Tensor& p : p16) p32.push_back(p.detach().to(DType::f32).requires_grad_(true));
-    auto a = make_opt(p16, true);
-    auto b = make_opt(p32, false);
-    for (int s = 1; s <= 7; ++s) {
-      set_seeded_grads(p16, s);
-      for (size_t k = 0; k < p16.size(); ++k) p32[k].set_grad(p16[k].grad().to(DType::f32));
-      a->step();
-      b->step();
-    }
-    for (size_t k = 0; k < p16.size(); ++k) {
-      CAPTURE(k);
-      const ParamState& st = a->state(0, k);
-      REQUIRE(st.master.defined());
-      for (size_t j = 0; j + 1 < ParamState::kNumTensors; ++j) {
-        if (st.tensor(j).defined()) CHECK(st.tensor(j).dtype() == DType::f32);
-      }
-      CHECK(st.mu_product == b->state(0, k).mu_product);
-      CHECK(bits_equal(st.master.view_as(p32[k]), p32[k].detach()));
-      CHECK(bits_equal(p16[k].detach(), p32[k].detach().to(DType::bf16)));
-    }
-  };
+  auto run = [](auto make_opt) { sl::testing::check_master_weights_run_f32_math(7, make_opt); };
   run([](TensorList& ps, bool mw) {
     return std::make_unique<Adamax>(
         ps,
