@@ -109,8 +109,10 @@ Tensor mean(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
 // multiplies exclusive cumprods (prod_safe_zeros_backward) in every slice, also those without a
 // zero: there an element beside a NaN or an inf gets the product of the others (3 in [1, nan, 3],
 // where y / x gives NaN), and an element beside a zero gets 0 * (the rest), NaN where the rest
-// holds a NaN or an inf. Over all elements with two or more zeros it returns zeros_like (what
-// PyTorch does when not building a graph, also kept under create_graph here). A 0-d or empty input
+// holds a NaN or an inf. Over all elements with two or more zeros it returns zeros_like, as
+// PyTorch 1.13 does (later PyTorch versions build the product-of-others graph instead when
+// create_graph asks for second derivatives; our engine runs backward with grad mode off and has
+// no create_graph, so there is no graph to build). A 0-d or empty input
 // passes the gradient through. The choice is made on the device (where), without a sync: both
 // forms are computed. The cumprods are a log-depth scan (exclusive_cumprod), so the rounding of
 // long slices may differ from PyTorch's by an ulp, and a float32 partial product that overflows
