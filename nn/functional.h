@@ -1,7 +1,8 @@
 // sl::nn::functional: the torch.nn.functional spellings, so model code translates line by line
 // (`namespace F = sl::nn::functional; F::relu(F::conv2d(x, w, b, 1, 1))`). The differentiable
 // ops themselves live in autograd/ops/*.h (each with its contract there); this header gathers
-// them, and adds the losses (nn/loss.h) and the few compositions that are not single ops.
+// them, and adds the losses (nn/loss*.h), the distances (nn/distance.h) and the few
+// compositions that are not single ops.
 #pragma once
 
 #include "autograd/ops/attention.h"
@@ -16,8 +17,11 @@
 #include "autograd/ops/upsample.h"
 #include "nn/activation.h"
 #include "nn/checkpoint.h"
+#include "nn/distance.h"
 #include "nn/dropout.h"
 #include "nn/loss.h"
+#include "nn/loss_likelihood.h"
+#include "nn/loss_margin.h"
 
 namespace sl::nn::functional {
 

@@ -11,6 +11,7 @@
 #include "core/amp.h"
 #include "core/creation.h"
 #include "core/ops/index.h"
+#include "nn/loss_common.h"
 
 namespace sl::nn {
 
@@ -35,59 +36,13 @@ const char* reduction_name(Reduction r) {
 
 namespace functional {
 
+using detail::check_broadcasts_to;
+using detail::check_floating;
+using detail::check_same_shape;
+using detail::reduce;
+using detail::same_shape_operands;
+
 namespace {
-
-Tensor reduce(const Tensor& l, Reduction r) {
-  switch (r) {
-    case Reduction::none:
-      return l;
-    case Reduction::sum:
-      return l.sum();
-    case Reduction::mean:
-      return l.mean();
-  }
-  return l;
-}
-
-void check_floating(const Tensor& t, const char* op, const char* what) {
-  SL_CHECK(t.defined(), op, ": ", what, " is undefined");
-  SL_CHECK_DTYPE(t.is_floating_point(), op, ": ", what, " must be floating point, got ",
-                 dtype_name(t.dtype()));
-}
-
-void check_same_shape(const Tensor& input, const Tensor& target, const char* op) {
-  check_floating(input, op, "input");
-  SL_CHECK(target.defined(), op, ": target is undefined");
-  SL_CHECK_SHAPE(input.sizes() == target.sizes(), op, ": input shape ", shape_str(input.sizes()),
-                 " and target shape ", shape_str(target.sizes()), " must be equal");
-  SL_CHECK_DEVICE(input.device() == target.device(), op, ": input is on ", input.device(),
-                  " but target is on ", target.device());
-}
-
-// input and target in float32 under autocast (Note [Autocast] in core/amp.h), checked by
-// check_same_shape: the start of every loss that compares two same-shaped tensors.
-std::pair<Tensor, Tensor> same_shape_operands(const Tensor& input, const Tensor& target,
-                                              const char* op) {
-  Tensor in = autocast(input, AmpPolicy::fp32), tg = autocast(target, AmpPolicy::fp32);
-  check_same_shape(in, tg, op);
-  return {in, tg};
-}
-
-// Note [Loss weight broadcasting]: an optional weight must broadcast TO the input's shape, as
-// PyTorch requires; broadcasting the loss up to a larger weight would silently change the
-// 'none' shape and the 'mean' divisor.
-void check_broadcasts_to(const Tensor& w, const Tensor& input, const char* op, const char* what) {
-  if (!w.defined()) return;
-  SL_CHECK_DEVICE(w.device() == input.device(), op, ": input is on ", input.device(), " but ", what,
-                  " is on ", w.device());
-  bool ok = w.dim() <= input.dim();
-  for (int64_t i = 1; ok && i <= w.dim(); ++i) {
-    const int64_t ws = w.size(-i), is = input.size(-i);
-    ok = ws == is || ws == 1;
-  }
-  SL_CHECK_SHAPE(ok, op, ": ", what, " of shape ", shape_str(w.sizes()),
-                 " must broadcast to the input's shape ", shape_str(input.sizes()));
-}
 
 /// [1, C, 1, ...] view of a per-class vector for broadcasting against [N, C, d...] (or [C]).
 Tensor class_view(const Tensor& w, const Tensor& input, int64_t cdim) {
