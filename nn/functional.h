@@ -9,6 +9,7 @@
 #include "autograd/ops/conv.h"
 #include "autograd/ops/dropout.h"
 #include "autograd/ops/elementwise.h"
+#include "autograd/ops/embedding_bag.h"
 #include "autograd/ops/index.h"
 #include "autograd/ops/matmul.h"
 #include "autograd/ops/norm.h"
@@ -37,7 +38,15 @@ using sl::batch_norm;
 using sl::conv1d;
 using sl::conv2d;
 using sl::dropout;
+// F.embedding takes (weight, indices, padding_idx, scale_grad_by_freq) here, weight first; for
+// F.embedding's max_norm call F::embedding_renorm_(weight, indices, max_norm, norm_type) first,
+// as PyTorch's F.embedding does.
 using sl::embedding;
+// F.embedding_bag(weight, input, {.offsets = ..., .mode = EmbeddingBagMode::sum, ...}).
+using sl::embedding_bag;
+using sl::embedding_renorm_;
+using sl::EmbeddingBagMode;
+using sl::EmbeddingBagOptions;
 using sl::gelu;
 using sl::group_norm;
 using sl::hardtanh;

@@ -28,6 +28,16 @@ Tensor gather_into(const Tensor& g, int64_t dim, const Tensor& index, const Shap
   ops::copy_(dst, part);
   return full;
 }
+
+/// rows [k, D] of an embedding's gradient, entry j divided by how often idx[j] occurs in idx.
+Tensor scale_rows_by_freq(const Tensor& rows, const Tensor& idx, int64_t num_rows) {
+  // PyTorch's embedding_dense_backward: scale = 1.0 / count in double, applied in rows' dtype
+  Tensor ones = ops::empty({idx.numel()}, DType::f64, rows.device());
+  ops::fill_(ones, 1.0);
+  Tensor counts = ops::index_add(zeros_of({num_rows}, DType::f64, rows.device()), 0, idx, ones);
+  Tensor inv = ops::binary(BinaryOp::div, Scalar(1.0), ops::index_select(counts, 0, idx));
+  return ops::binary(BinaryOp::mul, rows, ops::unsqueeze(ops::cast(inv, rows.dtype()), 1));
+}
 }  // namespace
 
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
@@ -125,7 +135,8 @@ Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, Scalar valu
   return out;
 }
 
-Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int64_t> padding_idx) {
+Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int64_t> padding_idx,
+                 bool scale_grad_by_freq) {
   Tensor out = ops::embedding(weight, indices);
   int64_t skip = -1;
   if (padding_idx) {
@@ -138,10 +149,12 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int6
     Shape ws = weight.sizes();
     SavedTensor si(indices);
     record("EmbeddingBackward", {weight}, {&out},
-           [ws, si, skip](const BackwardCtx& c) -> variable_list {
+           [ws, si, skip, scale_grad_by_freq](const BackwardCtx& c) -> variable_list {
              const Tensor& g = c.grad();
-             Tensor idx = ops::reshape(si.unpack("EmbeddingBackward"), {-1});
+             Tensor idx = ops::contiguous(ops::reshape(si.unpack("EmbeddingBackward"), {-1}));
+             if (idx.dtype() != DType::i64) idx = ops::cast(idx, DType::i64);
              Tensor rows = ops::reshape(g, {idx.numel(), ws[1]});
+             if (scale_grad_by_freq) rows = scale_rows_by_freq(rows, idx, ws[0]);
              return {ops::index_add(zeros_of(ws, g.dtype(), g.device()), 0, idx, rows, 1, skip)};
            });
   }

@@ -34,9 +34,13 @@ Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tenso
 Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, Scalar value);
 /// Rows of weight [num_embeddings, embedding_dim] for each entry of indices: result sizes
 /// indices.sizes() + [embedding_dim]. The gradient is accumulated into weight's rows, except
-/// row padding_idx (negative counts from the end), which receives no gradient.
+/// row padding_idx (negative counts from the end), which receives no gradient. With
+/// scale_grad_by_freq each entry's gradient is divided by how often its index occurs in
+/// `indices` (torch.nn.functional.embedding's scale_grad_by_freq). max_norm is
+/// embedding_renorm_ (autograd/ops/embedding_bag.h), applied by the caller first.
 Tensor embedding(const Tensor& weight, const Tensor& indices,
-                 std::optional<int64_t> padding_idx = std::nullopt);
+                 std::optional<int64_t> padding_idx = std::nullopt,
+                 bool scale_grad_by_freq = false);
 /// int64 one-hot encoding: indices.sizes() + [num_classes]; -1 infers max(indices) + 1.
 /// Throws IndexError for an index outside [0, num_classes). Not differentiable.
 Tensor one_hot(const Tensor& indices, int64_t num_classes = -1);
