@@ -6,12 +6,13 @@
 // test_cuda_loss.cpp.
 //
 // Covered module classes (a new Module outside those families needs a case here):
-//   Linear, Identity, Sequential, ModuleList, Embedding, Dropout, Dropout1d, Dropout2d,
-//   CheckpointWrapper; every model of models::model_names() (a new model needs an input in
-//   zoo_input).
+//   Linear, Identity, Sequential, ModuleList, Embedding, EmbeddingBag, Dropout, Dropout1d,
+//   Dropout2d, CheckpointWrapper; every model of models::model_names() (a new model needs an input
+//   in zoo_input).
 //
 // Tolerances: module_tol in module_parity.h; the zoo case's own are written beside it.
 #include "module_parity.h"
+#include "nn/embedding_bag.h"
 
 using namespace sl;
 using namespace sl::testing::modules;
@@ -83,6 +84,49 @@ TEST_CASE("cuda module parity: Embedding with padding_idx" * sl::testing::needs_
     check_unary<nn::Embedding>([] { return std::make_shared<nn::Embedding>(10, 4, 1); }, idx, dt);
     check_unary<nn::Embedding>([] { return std::make_shared<nn::Embedding>(10, 3); },
                                idx.select(0, 1), dt);
+  }
+}
+
+TEST_CASE("cuda module parity: Embedding max_norm and scale_grad_by_freq, EmbeddingBag" *
+          sl::testing::needs_gpu()) {
+  SL_REQUIRE_CUDA("EmbeddingBag module parity");
+  manual_seed(47);
+  Tensor idx = from_vector<int64_t>({1, 4, 4, 0, 9, 1, 2, 4, 7, 1, 3, 3, 8, 1, 5}, {3, 5});
+  // bags [0, 4), [4, 4) (empty), [4, 7) (padding 2 and two others), [7, 15)
+  Tensor flat = idx.view({-1}), offsets = from_vector<int64_t>({0, 4, 4, 7});
+  for (DType dt : kDtypes) {
+    check_unary<nn::Embedding>(
+        [] {
+          return std::make_shared<nn::Embedding>(
+              10, 4,
+              nn::EmbeddingOptions{.padding_idx = 1, .max_norm = 1.0, .scale_grad_by_freq = true});
+        },
+        idx, dt);
+    for (std::string mode : {"sum", "mean", "max"}) {
+      CAPTURE(mode);
+      auto make = [mode] {
+        return std::make_shared<nn::EmbeddingBag>(
+            10, 4, nn::EmbeddingBagModuleOptions{.max_norm = 1.5, .mode = mode, .padding_idx = 2});
+      };
+      check_module<nn::EmbeddingBag>(
+          make,
+          [](nn::EmbeddingBag& m, const TensorList& t) {
+            return TensorList{m.forward(t[0], t[1])};
+          },
+          {flat, offsets}, dt);
+      check_unary<nn::EmbeddingBag>(make, idx, dt);  // 2-d input: fixed-length bags
+    }
+    check_module<nn::EmbeddingBag>(
+        [] {
+          return std::make_shared<nn::EmbeddingBag>(
+              10, 4,
+              nn::EmbeddingBagModuleOptions{
+                  .scale_grad_by_freq = true, .mode = "sum", .include_last_offset = true});
+        },
+        [](nn::EmbeddingBag& m, const TensorList& t) {
+          return TensorList{m.forward(t[0], t[1], t[2])};
+        },
+        {flat, from_vector<int64_t>({0, 4, 4, 7, 15}), rnd({15}, dt)}, dt);
   }
 }
 
