@@ -115,6 +115,10 @@ TEST_CASE("embedding_renorm_: rows over max_norm scaled once, the rest untouched
   SL_CHECK_CLOSE(w.detach()[0], tensor({3.0 * s, 4.0 * s}), 1e-15, 0);
   SL_CHECK_CLOSE(w.detach()[1], wref[1], 0, 0);  // norm 0.5 <= 2
   SL_CHECK_CLOSE(w.detach()[2], wref[2], 0, 0);  // not looked up
+  // a norm equal to max_norm is not above it: the row stays as it is (PyTorch: norm > max_norm)
+  Tensor at = tensor({3.0, 4.0}).view({1, 2});
+  F::embedding_renorm_(at, from_vector(std::vector<int64_t>{0}), 5.0, 2.0);
+  SL_CHECK_CLOSE(at, tensor({3.0, 4.0}).view({1, 2}), 0, 0);
   SL_CHECK_THROWS(F::embedding_renorm_(w, from_vector(std::vector<int64_t>{3}), 1.0), IndexError,
                   "3");
   SL_CHECK_THROWS(F::embedding_renorm_(w, tensor({1.0f}), 1.0), DTypeError, "int64 or int32");
