@@ -119,6 +119,14 @@ TEST_CASE("embedding_renorm_: rows over max_norm scaled once, the rest untouched
   Tensor at = tensor({3.0, 4.0}).view({1, 2});
   F::embedding_renorm_(at, from_vector(std::vector<int64_t>{0}), 5.0, 2.0);
   SL_CHECK_CLOSE(at, tensor({3.0, 4.0}).view({1, 2}), 0, 0);
+  // a non-contiguous weight (a transposed view) is renormalised in place like a contiguous copy
+  Tensor base = randn({3, 4}, {.dtype = DType::f64}) * 3.0;
+  Tensor wt = base.t();  // [4, 3], strides [1, 4]
+  Tensor copy = wt.contiguous();
+  Tensor rows = from_vector(std::vector<int64_t>{3, 0, 3});
+  F::embedding_renorm_(wt, rows, 1.0, 2.0);
+  F::embedding_renorm_(copy, rows, 1.0, 2.0);
+  SL_CHECK_CLOSE(base.t(), copy, 0, 0);
   SL_CHECK_THROWS(F::embedding_renorm_(w, from_vector(std::vector<int64_t>{3}), 1.0), IndexError,
                   "3");
   SL_CHECK_THROWS(F::embedding_renorm_(w, tensor({1.0f}), 1.0), DTypeError, "int64 or int32");
