@@ -3,7 +3,10 @@
 // (L2 penalty); AdamW multiplies the parameter by 1 - lr * weight_decay first (decoupled decay).
 #pragma once
 
-#include "optim/optimizer.h"
+#include <tuple>
+#include <utility>
+
+#include "optim/adam_like.h"
 
 namespace sl::optim {
 
@@ -17,9 +20,18 @@ struct AdamOptions {
   bool maximize = false;
   /// Keep an fp32 master copy of f16/bf16 parameters (and fp32 moments) and update that.
   bool master_weights = false;
+  /// The kernel hyperparameters (weight decay added to the gradient).
+  AdamHyper hyper() const {
+    return {lr, beta1, beta2, eps, weight_decay, amsgrad, maximize, /*decoupled=*/false};
+  }
+  /// The options beyond Adam's common ones, as a saved group lists them (AdamLike).
+  static constexpr auto own_options() {
+    return std::make_tuple(std::pair{"amsgrad", &AdamOptions::amsgrad},
+                           std::pair{"maximize", &AdamOptions::maximize});
+  }
 };
 
-/// AdamOptions with AdamW's default weight decay (0.01).
+/// AdamOptions with AdamW's default weight decay (0.01), decoupled.
 struct AdamWOptions {
   double lr = 1e-3;
   double beta1 = 0.9;
@@ -29,17 +41,24 @@ struct AdamWOptions {
   bool amsgrad = false;
   bool maximize = false;
   bool master_weights = false;
+  /// The kernel hyperparameters (decoupled weight decay).
+  AdamHyper hyper() const {
+    return {lr, beta1, beta2, eps, weight_decay, amsgrad, maximize, /*decoupled=*/true};
+  }
+  static constexpr auto own_options() {
+    return std::make_tuple(std::pair{"amsgrad", &AdamWOptions::amsgrad},
+                           std::pair{"maximize", &AdamWOptions::maximize});
+  }
 };
 
-/// The shared implementation; use Adam or AdamW.
-template <class Options, bool kDecoupled>
-class AdamBase : public GroupedOptimizer<Options> {
+/// The shared implementation; use Adam or AdamW. step(): one step of every parameter with a
+/// gradient; state exp_avg and exp_avg_sq (and max_exp_avg_sq with amsgrad), zeros at its first
+/// step. Throws ValueError for hyperparameters made invalid since construction.
+template <class Options>
+class AdamBase : public AdamLike<Options, &adam_update, &ops::check_adam_hyper> {
  public:
-  void step() override;
   /// The kernel hyperparameters of a group.
-  AdamHyper hyper(size_t group) const { return hyper_of(this->options(group)); }
-  double momentum(size_t group) const override { return this->options(group).beta1; }
-  void set_momentum(size_t group, double m) override { this->options(group).beta1 = m; }
+  AdamHyper hyper(size_t group) const { return this->options(group).hyper(); }
   StateKeys state_keys(size_t group) const override {
     return this->options(group).amsgrad ? state_keys_of({"exp_avg", "exp_avg_sq", "max_exp_avg_sq"})
                                         : state_keys_of({"exp_avg", "exp_avg_sq"});
@@ -47,18 +66,9 @@ class AdamBase : public GroupedOptimizer<Options> {
 
  protected:
   AdamBase() = default;
-  void check_options(const Options& o, const char* op) const override;
-  serialize::Json group_to_json(size_t group) const override;
-  void load_groups_from_json(const serialize::Json& groups) override;
-
- private:
-  static AdamHyper hyper_of(const Options& o) {
-    return AdamHyper{o.lr,           o.beta1,   o.beta2,    o.eps,
-                     o.weight_decay, o.amsgrad, o.maximize, kDecoupled};
-  }
 };
 
-class Adam : public AdamBase<AdamOptions, false> {
+class Adam : public AdamBase<AdamOptions> {
  public:
   /// Throws ValueError for invalid hyperparameters (betas outside [0, 1), negative lr, ...).
   explicit Adam(const TensorList& params, AdamOptions options = {});
@@ -66,14 +76,11 @@ class Adam : public AdamBase<AdamOptions, false> {
   const char* name() const override { return "Adam"; }
 };
 
-class AdamW : public AdamBase<AdamWOptions, true> {
+class AdamW : public AdamBase<AdamWOptions> {
  public:
   explicit AdamW(const TensorList& params, AdamWOptions options = {});
   explicit AdamW(const std::vector<ParamGroup<AdamWOptions>>& groups);
   const char* name() const override { return "AdamW"; }
 };
-
-extern template class AdamBase<AdamOptions, false>;
-extern template class AdamBase<AdamWOptions, true>;
 
 }  // namespace sl::optim

@@ -3,7 +3,10 @@
 // max(beta2 exp_inf, |g| + eps), param -= lr / (1 - beta1^t) * exp_avg / exp_inf.
 #pragma once
 
-#include "optim/optimizer.h"
+#include <tuple>
+#include <utility>
+
+#include "optim/adam_like.h"
 
 namespace sl::optim {
 
@@ -18,9 +21,15 @@ struct AdamaxOptions {
   bool master_weights = false;
   /// The kernel hyperparameters.
   AdamaxHyper hyper() const { return {lr, beta1, beta2, eps, weight_decay, maximize}; }
+  /// The options beyond Adam's common ones, as a saved group lists them (AdamLike).
+  static constexpr auto own_options() {
+    return std::make_tuple(std::pair{"maximize", &AdamaxOptions::maximize});
+  }
 };
 
-class Adamax : public GroupedOptimizer<AdamaxOptions> {
+/// step(): one step of every parameter with a gradient; state exp_avg and exp_inf, both starting
+/// at zero. Throws ValueError for hyperparameters made invalid since construction.
+class Adamax : public AdamLike<AdamaxOptions, &adamax_update, &ops::check_adamax_hyper> {
  public:
   /// One group. Throws ValueError for invalid hyperparameters (lr, eps, weight_decay negative or
   /// not finite, a beta outside [0, 1)), naming the option and its value, as PyTorch's constructor
@@ -28,19 +37,7 @@ class Adamax : public GroupedOptimizer<AdamaxOptions> {
   explicit Adamax(const TensorList& params, AdamaxOptions options = {});
   explicit Adamax(const std::vector<ParamGroup<AdamaxOptions>>& groups);
   const char* name() const override { return "Adamax"; }
-  /// One step of every parameter with a gradient; state exp_avg and exp_inf,
-  /// both starting at zero. Throws ValueError for
-  /// hyperparameters made invalid since.
-  void step() override;
-  /// beta1, which OneCycleLR cycles (as Adam's).
-  double momentum(size_t group) const override { return options(group).beta1; }
-  void set_momentum(size_t group, double m) override { options(group).beta1 = m; }
   StateKeys state_keys(size_t) const override { return state_keys_of({"exp_avg", "exp_inf"}); }
-
- protected:
-  void check_options(const AdamaxOptions& o, const char* op) const override;
-  serialize::Json group_to_json(size_t group) const override;
-  void load_groups_from_json(const serialize::Json& groups) override;
 };
 
 }  // namespace sl::optim

@@ -29,7 +29,10 @@
 // - apex keeps no master weights (its 16-bit parameters are updated in place); ours are optional.
 #pragma once
 
-#include "optim/optimizer.h"
+#include <tuple>
+#include <utility>
+
+#include "optim/adam_like.h"
 
 namespace sl::optim {
 
@@ -44,26 +47,23 @@ struct LambOptions {
   bool master_weights = false;
   /// The kernel hyperparameters.
   LambHyper hyper() const { return {lr, beta1, beta2, eps, weight_decay, bias_correction}; }
+  /// The options beyond Adam's common ones, as a saved group lists them (AdamLike).
+  static constexpr auto own_options() {
+    return std::make_tuple(std::pair{"bias_correction", &LambOptions::bias_correction});
+  }
 };
 
-class Lamb : public GroupedOptimizer<LambOptions> {
+/// step(): one LAMB step of every parameter with a gradient (Note [LAMB]); state exp_avg,
+/// exp_avg_sq (and master) as Adam's. Throws ValueError for hyperparameters made invalid since
+/// construction.
+class Lamb : public AdamLike<LambOptions, &lamb_update, &ops::check_lamb_hyper> {
  public:
   /// One group. Throws ValueError for invalid hyperparameters (negative or non-finite lr, eps or
   /// weight_decay, betas outside [0, 1)), naming the option and its value.
   explicit Lamb(const TensorList& params, LambOptions options = {});
   explicit Lamb(const std::vector<ParamGroup<LambOptions>>& groups);
   const char* name() const override { return "Lamb"; }
-  /// One LAMB step of every parameter with a gradient (Note [LAMB]); state exp_avg, exp_avg_sq
-  /// (and master) as Adam's. Throws ValueError for hyperparameters made invalid since.
-  void step() override;
-  double momentum(size_t group) const override { return options(group).beta1; }
-  void set_momentum(size_t group, double m) override { options(group).beta1 = m; }
   StateKeys state_keys(size_t) const override { return state_keys_of({"exp_avg", "exp_avg_sq"}); }
-
- protected:
-  void check_options(const LambOptions& o, const char* op) const override;
-  serialize::Json group_to_json(size_t group) const override;
-  void load_groups_from_json(const serialize::Json& groups) override;
 };
 
 }  // namespace sl::optim

@@ -5,7 +5,10 @@
 // lr mu_{t+1} / (1 - mu_product mu_{t+1}) exp_avg / denom, denom = sqrt(exp_avg_sq / bc2) + eps.
 #pragma once
 
-#include "optim/optimizer.h"
+#include <tuple>
+#include <utility>
+
+#include "optim/adam_like.h"
 
 namespace sl::optim {
 
@@ -20,9 +23,17 @@ struct NAdamOptions {
   bool master_weights = false;
   /// The kernel hyperparameters.
   NadamHyper hyper() const { return {lr, beta1, beta2, eps, weight_decay, momentum_decay}; }
+  /// The options beyond Adam's common ones, as a saved group lists them (AdamLike).
+  static constexpr auto own_options() {
+    return std::make_tuple(std::pair{"momentum_decay", &NAdamOptions::momentum_decay});
+  }
 };
 
-class NAdam : public GroupedOptimizer<NAdamOptions> {
+/// step(): one step of every parameter with a gradient; state exp_avg and exp_avg_sq (zeros) and
+/// the scalar mu_product (1 before the first step), which each step multiplies by mu_t of the
+/// group's beta1 and momentum_decay at that step, as PyTorch's. Throws ValueError for
+/// hyperparameters made invalid since construction.
+class NAdam : public AdamLike<NAdamOptions, &nadam_update, &ops::check_nadam_hyper> {
  public:
   /// One group. Throws ValueError for invalid hyperparameters (lr, eps, weight_decay,
   /// momentum_decay negative or not finite, a beta outside [0, 1)), naming the option and its
@@ -31,19 +42,7 @@ class NAdam : public GroupedOptimizer<NAdamOptions> {
   explicit NAdam(const TensorList& params, NAdamOptions options = {});
   explicit NAdam(const std::vector<ParamGroup<NAdamOptions>>& groups);
   const char* name() const override { return "NAdam"; }
-  /// One step of every parameter with a gradient; state exp_avg and
-  /// exp_avg_sq (zeros) and the scalar mu_product (1 before the first step). Throws ValueError for
-  /// hyperparameters made invalid since.
-  void step() override;
-  /// beta1, which OneCycleLR cycles (as Adam's).
-  double momentum(size_t group) const override { return options(group).beta1; }
-  void set_momentum(size_t group, double m) override { options(group).beta1 = m; }
   StateKeys state_keys(size_t) const override { return state_keys_of({"exp_avg", "exp_avg_sq"}); }
-
- protected:
-  void check_options(const NAdamOptions& o, const char* op) const override;
-  serialize::Json group_to_json(size_t group) const override;
-  void load_groups_from_json(const serialize::Json& groups) override;
 };
 
 }  // namespace sl::optim

@@ -4,7 +4,9 @@
 // sqrt(1 - beta2^t) / (sqrt(exp_avg_sq) + eps) and the rectification term (radam_step_scalars).
 #pragma once
 
-#include "optim/optimizer.h"
+#include <tuple>
+
+#include "optim/adam_like.h"
 
 namespace sl::optim {
 
@@ -18,9 +20,13 @@ struct RAdamOptions {
   bool master_weights = false;
   /// The kernel hyperparameters.
   RadamHyper hyper() const { return {lr, beta1, beta2, eps, weight_decay}; }
+  /// None beyond Adam's common options (AdamLike).
+  static constexpr auto own_options() { return std::tuple<>(); }
 };
 
-class RAdam : public GroupedOptimizer<RAdamOptions> {
+/// step(): one step of every parameter with a gradient; state exp_avg and exp_avg_sq, both
+/// starting at zero. Throws ValueError for hyperparameters made invalid since construction.
+class RAdam : public AdamLike<RAdamOptions, &radam_update, &ops::check_radam_hyper> {
  public:
   /// One group. Throws ValueError for invalid hyperparameters (lr, eps, weight_decay negative or
   /// not finite, a beta outside [0, 1)), naming the option and its value, as PyTorch's constructor
@@ -28,19 +34,7 @@ class RAdam : public GroupedOptimizer<RAdamOptions> {
   explicit RAdam(const TensorList& params, RAdamOptions options = {});
   explicit RAdam(const std::vector<ParamGroup<RAdamOptions>>& groups);
   const char* name() const override { return "RAdam"; }
-  /// One step of every parameter with a gradient; state exp_avg and
-  /// exp_avg_sq, both starting at zero. Throws ValueError for
-  /// hyperparameters made invalid since.
-  void step() override;
-  /// beta1, which OneCycleLR cycles (as Adam's).
-  double momentum(size_t group) const override { return options(group).beta1; }
-  void set_momentum(size_t group, double m) override { options(group).beta1 = m; }
   StateKeys state_keys(size_t) const override { return state_keys_of({"exp_avg", "exp_avg_sq"}); }
-
- protected:
-  void check_options(const RAdamOptions& o, const char* op) const override;
-  serialize::Json group_to_json(size_t group) const override;
-  void load_groups_from_json(const serialize::Json& groups) override;
 };
 
 }  // namespace sl::optim
