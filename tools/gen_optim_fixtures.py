@@ -11,8 +11,9 @@ optimizers.safetensors
     the parameters after it and "<c>/state/<s>/<k>/<name>" the optimizer state after it (PyTorch's
     state keys; SGD, Adam, AdamW, RMSprop, Adagrad, Adamax, NAdam, RAdam; NAdam's 0-d float32
     mu_product too). The metadata key "cases" holds a JSON list of {"name", "optimizer", "dtype",
-    ["steps",] "groups": [{"params": [k...], <hyperparameters>}]}; hyperparameter names are
-    PyTorch's, and a group without one takes PyTorch's default.
+    ["steps",] "groups": [{"params": [k...], <hyperparameters>}][, "changes": [{"step": s,
+    "group": g, <hyperparameters>}]]}; hyperparameter names are PyTorch's, and a group without one
+    takes PyTorch's default. A change sets group g's hyperparameters before step s (NAdam only).
 schedulers.safetensors
     For each case <c>: "<c>/lr" (f64, [steps + 1, groups]) the lrs after construction and after
     each scheduler step, and for OneCycle "<c>/momentum" (SGD momentum or Adam beta1) likewise.
@@ -130,6 +131,16 @@ def optimizer_cases():
                      groups=[dict(params=[0], lr=0.01, weight_decay=0.1),
                              dict(params=[1], lr=0.03, betas=[0.5, 0.85])]))
     add("radam_f64", "RAdam", steps=8, dtype="float64", lr=0.01, weight_decay=0.05)
+    # A group's hyperparameters changed between steps (as a scheduler or a user does): NAdam reads
+    # group["momentum_decay"] and group["betas"] at every step, so its mu_product is the product of
+    # mu_t under the values each step saw, which the step count alone cannot rebuild. Appended last
+    # (the cases above stay bit-identical).
+    last.append(dict(name="nadam_changes", optimizer="NAdam", dtype="float32", steps=6,
+                     groups=[dict(params=[0], lr=0.01, momentum_decay=0.004),
+                             dict(params=[1], lr=0.02, betas=[0.9, 0.99], momentum_decay=0.1)],
+                     changes=[dict(step=3, group=0, momentum_decay=0.5),
+                              dict(step=4, group=1, betas=[0.7, 0.99]),
+                              dict(step=5, group=0, betas=[0.8, 0.999], momentum_decay=0.05)]))
     return c + more + last
 
 
@@ -154,6 +165,11 @@ def gen_optimizers(tensors, meta_cases):
             kw["initial_accumulator_value"] = inits.pop()
         opt = getattr(torch.optim, case["optimizer"])(groups, foreach=False, **kw)
         for s in range(1, case.get("steps", STEPS) + 1):
+            for ch in case.get("changes", []):
+                if ch["step"] == s:  # before step s, set the group's options
+                    for key, v in ch.items():
+                        if key not in ("step", "group"):
+                            opt.param_groups[ch["group"]][key] = tuple(v) if key == "betas" else v
             for k, p in enumerate(params):
                 scale = GRAD_SCALES[(s - 1) % len(GRAD_SCALES)]
                 grad = (torch.randn(p.shape, generator=gen, dtype=torch.float64) * scale).to(dtype)

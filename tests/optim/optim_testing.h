@@ -1,6 +1,8 @@
 // Helpers shared by the optimizer tests.
 #pragma once
 
+#include <string>
+
 #include "support/testing.h"
 
 namespace sl::testing {
@@ -11,6 +13,45 @@ inline serialize::Section through_file(const serialize::Section& s) {
   out.tensors = serialize::deserialize_safetensors(serialize::serialize_safetensors(s.tensors));
   out.meta = serialize::Json::parse(s.meta.dump());
   return out;
+}
+
+/// A fixture of tests/fixtures/optim/ (written by tools/gen_optim_fixtures.py, whose docstring
+/// gives the layout): its tensors and the JSON list of its cases (metadata "cases").
+struct OptimFixture {
+  serialize::StateDict tensors;
+  serialize::Json cases;
+};
+inline OptimFixture load_optim_fixture(const std::string& name) {
+  serialize::Metadata md;
+  OptimFixture f;
+  f.tensors = serialize::load_safetensors(
+      std::string(SL_SOURCE_DIR) + "/tests/fixtures/optim/" + name, &md);
+  for (const auto& [k, v] : md) {
+    if (k == "cases") f.cases = serialize::Json::parse(v);
+  }
+  REQUIRE(f.cases.is_array());
+  return f;
+}
+
+/// Sets what a fixture case's "changes" set before step `s` (a NAdam group's betas and
+/// momentum_decay, as the generator sets PyTorch's param_groups); another key fails the test.
+inline void apply_nadam_changes(const serialize::Json& c, int64_t s, optim::NAdam& opt) {
+  const serialize::Json* changes = c.find("changes");
+  if (!changes) return;
+  for (const serialize::Json& ch : changes->items()) {
+    if (ch.at("step").as_int() != s) continue;
+    optim::NAdamOptions& o = opt.options(static_cast<size_t>(ch.at("group").as_int()));
+    for (const auto& [key, v] : ch.members()) {
+      if (key == "betas") {
+        o.beta1 = v[0].as_double();
+        o.beta2 = v[1].as_double();
+      } else if (key == "momentum_decay") {
+        o.momentum_decay = v.as_double();
+      } else {
+        REQUIRE_MESSAGE((key == "step" || key == "group"), "unknown change " << key);
+      }
+    }
+  }
 }
 
 /// Two seeded parameters ([3, 4] and [5]) of dtype dt, requiring grad: the same values in every

@@ -5,34 +5,16 @@
 #include <memory>
 #include <set>
 
-#include "support/testing.h"
+#include "optim_testing.h"
 
 using namespace sl;
 using namespace sl::optim;
 using serialize::Json;
 using serialize::StateDict;
+using sl::testing::load_optim_fixture;
+using sl::testing::OptimFixture;
 
 namespace {
-
-std::string fixture(const std::string& name) {
-  return std::string(SL_SOURCE_DIR) + "/tests/fixtures/optim/" + name;
-}
-
-struct Fixture {
-  StateDict tensors;
-  Json cases;
-};
-
-Fixture load_fixture(const std::string& name) {
-  serialize::Metadata md;
-  Fixture f;
-  f.tensors = serialize::load_safetensors(fixture(name), &md);
-  for (const auto& [k, v] : md) {
-    if (k == "cases") f.cases = Json::parse(v);
-  }
-  REQUIRE(f.cases.is_array());
-  return f;
-}
 
 double get(const Json& g, const char* key, double dflt) {
   const Json* v = g.find(key);
@@ -182,7 +164,7 @@ double max_abs(const Tensor& t) {
 // State tensors have scales far from 1 (exp_avg_sq is ~1e-6..1e-2), so their absolute floor is
 // 1e-6 times the tensor's largest element rather than 1e-6. f64: rtol 1e-12, same reasoning.
 TEST_CASE("optimizers match PyTorch 1.13 over 5 steps: parameters and state") {
-  Fixture f = load_fixture("optimizers.safetensors");
+  OptimFixture f = load_optim_fixture("optimizers.safetensors");
   REQUIRE(f.cases.size() >= 39 + 17);
   std::set<std::string> kinds;
   for (const Json& c : f.cases.items()) {
@@ -206,6 +188,7 @@ TEST_CASE("optimizers match PyTorch 1.13 over 5 steps: parameters and state") {
         params[k].set_grad(
             f.tensors.at(name + "/grad/" + std::to_string(s) + "/" + std::to_string(k)));
       }
+      if (c.find("changes")) sl::testing::apply_nadam_changes(c, s, dynamic_cast<NAdam&>(*opt));
       opt->step();
       for (size_t k = 0; k < params.size(); ++k) {
         std::string prefix = name + "/param/" + std::to_string(s) + "/" + std::to_string(k);
@@ -339,7 +322,7 @@ std::unique_ptr<LRScheduler> make_scheduler(const Json& c, Optimizer& opt) {
 // Learning rates are doubles computed by the same formulas in the same order as PyTorch's
 // Python code; only libm's cos/pow may differ in the last bit, so rtol 1e-12.
 TEST_CASE("LR schedulers match PyTorch 1.13: every epoch scheduler, chained and sequential") {
-  Fixture f = load_fixture("schedulers.safetensors");
+  OptimFixture f = load_optim_fixture("schedulers.safetensors");
   REQUIRE(f.cases.size() >= 11);
   int refused = 0;
   for (const Json& c : f.cases.items()) {
@@ -394,7 +377,7 @@ TEST_CASE("LR schedulers match PyTorch 1.13: every epoch scheduler, chained and 
 // ReduceLROnPlateau's lrs are products of factor and the base lr, compared with the same
 // comparisons as PyTorch's, so they agree exactly up to double rounding of the product: rtol 1e-15.
 TEST_CASE("ReduceLROnPlateau matches PyTorch 1.13, and resumes from its state_dict") {
-  Fixture f = load_fixture("schedulers.safetensors");
+  OptimFixture f = load_optim_fixture("schedulers.safetensors");
   int n_cases = 0;
   for (const Json& c : f.cases.items()) {
     if (c.at("scheduler").as_string() != "ReduceLROnPlateau") continue;
@@ -452,7 +435,7 @@ TEST_CASE("ReduceLROnPlateau matches PyTorch 1.13, and resumes from its state_di
 // clip_grad_norm_: PyTorch accumulates each tensor's norm in float32, we accumulate in double,
 // so the norm and the clipped gradients agree to f32 rounding: rtol 1e-5, atol 1e-6.
 TEST_CASE("clip_grad_norm_ and clip_grad_value_ match PyTorch 1.13") {
-  Fixture f = load_fixture("clip_grad.safetensors");
+  OptimFixture f = load_optim_fixture("clip_grad.safetensors");
   REQUIRE(f.cases.size() >= 6);
   for (const Json& c : f.cases.items()) {
     const std::string name = c.at("name").as_string();
