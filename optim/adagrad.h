@@ -1,6 +1,20 @@
 // Adagrad (Duchi et al. 2011), matching torch.optim.Adagrad (PyTorch 1.13, foreach=False, dense
 // gradients) to f32 rounding: sum += g^2, then param -= clr * g / (sqrt(sum) + eps) with
 // clr = lr / (1 + (step - 1) * lr_decay).
+//
+// Note [Adagrad's state at the first step]
+// PyTorch 1.13's constructor creates every parameter's state (step 0 and sum filled with
+// initial_accumulator_value), so its state_dict() right after construction holds them, as it does
+// for a parameter that never gets a gradient. Ours creates sum at a parameter's first step, with
+// the same values, so every step computes the same numbers; only what exists before then differs:
+// - ZeRO (dist/sharded_optimizer.h) builds its sharded state from this optimizer and never steps
+//   it: sums created here would put a full-size copy of the whole model's state on every rank,
+//   which sharding exists to avoid, and unstepped copies that the sharded checkpoints (which
+//   write a parameter's state from its first step on, for every optimizer) would not match.
+// - Memory reports count optimizer state as it is created, as for the other optimizers.
+// - A PyTorch-made state (step 0 and a sum) loads: the first step continues from that sum
+//   (test_optim_parity.cpp checks PyTorch's post-construction state), and state_dict() then
+//   writes it back, step 0 included.
 #pragma once
 
 #include "optim/optimizer.h"
@@ -35,7 +49,8 @@ class Adagrad : public GroupedOptimizer<AdagradOptions> {
   const char* name() const override { return "Adagrad"; }
   /// One step of every parameter with a gradient; state `sum`, created at the first step filled
   /// with initial_accumulator_value (PyTorch fills it in the constructor; the values are the
-  /// same). Throws ValueError for hyperparameters made invalid since.
+  /// same: Note [Adagrad's state at the first step]). Throws ValueError for hyperparameters made
+  /// invalid since.
   void step() override;
   /// Adagrad has no momentum: 0, and set_momentum throws ValueError (as PyTorch's OneCycleLR
   /// refuses cycle_momentum for it).

@@ -10,7 +10,8 @@ optimizers.safetensors
     when the case has "steps") "<c>/grad/<s>/<k>" the gradient fed to step s, "<c>/param/<s>/<k>"
     the parameters after it and "<c>/state/<s>/<k>/<name>" the optimizer state after it (PyTorch's
     state keys; SGD, Adam, AdamW, RMSprop, Adagrad, Adamax, NAdam, RAdam; NAdam's 0-d float32
-    mu_product too). The metadata key "cases" holds a JSON list of {"name", "optimizer", "dtype",
+    mu_product too); for Adagrad also "<c>/state/0/<k>/sum", the state its constructor creates
+    (with step 0). The metadata key "cases" holds a JSON list of {"name", "optimizer", "dtype",
     ["steps",] "groups": [{"params": [k...], <hyperparameters>}][, "changes": [{"step": s,
     "group": g, <hyperparameters>}]]}; hyperparameter names are PyTorch's, and a group without one
     takes PyTorch's default. A change sets group g's hyperparameters before step s (NAdam only).
@@ -164,6 +165,11 @@ def gen_optimizers(tensors, meta_cases):
             assert len(inits) == 1, case["name"]
             kw["initial_accumulator_value"] = inits.pop()
         opt = getattr(torch.optim, case["optimizer"])(groups, foreach=False, **kw)
+        if case["optimizer"] == "Adagrad":
+            # PyTorch's Adagrad creates its state in the constructor (step 0, sum filled)
+            for k, p in enumerate(params):
+                assert float(opt.state[p]["step"]) == 0.0
+                tensors[f"{name}/state/0/{k}/sum"] = opt.state[p]["sum"].detach().clone()
         for s in range(1, case.get("steps", STEPS) + 1):
             for ch in case.get("changes", []):
                 if ch["step"] == s:  # before step s, set the group's options

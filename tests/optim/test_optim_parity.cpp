@@ -226,6 +226,66 @@ TEST_CASE("optimizers match PyTorch 1.13 over 5 steps: parameters and state") {
                                        "RMSprop", "SGD"});
 }
 
+// Note [Adagrad's state at the first step] (optim/adagrad.h): ours is created by the first step,
+// PyTorch's by the constructor. PyTorch's state right after construction (step 0, the filled sum)
+// loads, and the run continues as PyTorch's; tolerances as in the test above.
+TEST_CASE("Adagrad: PyTorch 1.13's state right after construction loads and runs as PyTorch's") {
+  OptimFixture f = load_optim_fixture("optimizers.safetensors");
+  int cases = 0;
+  for (const Json& c : f.cases.items()) {
+    if (c.at("optimizer").as_string() != "Adagrad") continue;
+    const std::string name = c.at("name").as_string();
+    CAPTURE(name);
+    ++cases;
+    const bool f64 = c.at("dtype").as_string() == "float64";
+    const double rtol = f64 ? 1e-12 : 1e-5, atol = f64 ? 1e-14 : 1e-6;
+    TensorList params;
+    for (size_t k = 0; k < 2; ++k) {
+      params.push_back(f.tensors.at(name + "/init/" + std::to_string(k)).clone());
+      params.back().requires_grad_(true);
+    }
+    auto opt = make_optimizer(c, params);
+    serialize::Section s = opt->state_dict();
+    CHECK(s.tensors.size() == 0);  // ours: no state before the first step
+    // PyTorch's state_dict after construction, in ours's layout
+    Json state = Json::object();
+    for (size_t k = 0; k < 2; ++k) {
+      auto [g, i] = locate(c, k);
+      size_t index = i;
+      for (size_t h = 0; h < g; ++h) index += opt->params(h).size();
+      state.set(std::to_string(index), Json::object({{"step", 0}}));
+      s.tensors.insert("state." + std::to_string(index) + ".sum",
+                       f.tensors.at(name + "/state/0/" + std::to_string(k) + "/sum"));
+    }
+    s.meta.set("state", state);
+    opt->load_state_dict(sl::testing::through_file(s));
+    for (size_t k = 0; k < 2; ++k) {
+      auto [g, i] = locate(c, k);
+      CHECK(opt->state(g, i).step == 0);
+      CHECK(sl::testing::bits_equal(opt->state(g, i).sum,
+                                    f.tensors.at(name + "/state/0/" + std::to_string(k) + "/sum")));
+    }
+    CHECK(opt->state_dict().tensors.size() == 2);  // saved again, as PyTorch's state_dict holds it
+    for (int s = 1; s <= 5; ++s) {
+      CAPTURE(s);
+      for (size_t k = 0; k < 2; ++k) {
+        params[k].set_grad(
+            f.tensors.at(name + "/grad/" + std::to_string(s) + "/" + std::to_string(k)));
+      }
+      opt->step();
+      for (size_t k = 0; k < 2; ++k) {
+        const std::string sk = std::to_string(s) + "/" + std::to_string(k);
+        SL_CHECK_CLOSE(params[k].detach(), f.tensors.at(name + "/param/" + sk), rtol, atol);
+        auto [g, i] = locate(c, k);
+        CHECK(opt->state(g, i).step == s);
+        const Tensor& ref = f.tensors.at(name + "/state/" + sk + "/sum");
+        SL_CHECK_CLOSE(opt->state(g, i).sum, ref, rtol, atol * max_abs(ref));
+      }
+    }
+  }
+  CHECK(cases == 7);
+}
+
 namespace {
 
 // The optimizer a scheduler case drives: one single-element parameter group per base lr.
