@@ -7,11 +7,11 @@ namespace sl::optim {
 using serialize::Json;
 
 Adagrad::Adagrad(const TensorList& params, AdagradOptions options) {
-  add_param_group({params, options});
+  add_initial_groups(params, options);
 }
 
 Adagrad::Adagrad(const std::vector<ParamGroup<AdagradOptions>>& groups) {
-  for (const auto& g : groups) add_param_group(g);
+  add_initial_groups(groups);
 }
 
 void Adagrad::set_momentum(size_t group, double m) {

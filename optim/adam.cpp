@@ -3,16 +3,16 @@
 namespace sl::optim {
 
 Adam::Adam(const TensorList& params, AdamOptions options) {
-  add_param_group({params, options});
+  add_initial_groups(params, options);
 }
 Adam::Adam(const std::vector<ParamGroup<AdamOptions>>& groups) {
-  for (const auto& g : groups) add_param_group(g);
+  add_initial_groups(groups);
 }
 AdamW::AdamW(const TensorList& params, AdamWOptions options) {
-  add_param_group({params, options});
+  add_initial_groups(params, options);
 }
 AdamW::AdamW(const std::vector<ParamGroup<AdamWOptions>>& groups) {
-  for (const auto& g : groups) add_param_group(g);
+  add_initial_groups(groups);
 }
 
 }  // namespace sl::optim

@@ -3,11 +3,11 @@
 namespace sl::optim {
 
 Adamax::Adamax(const TensorList& params, AdamaxOptions options) {
-  add_param_group({params, options});
+  add_initial_groups(params, options);
 }
 
 Adamax::Adamax(const std::vector<ParamGroup<AdamaxOptions>>& groups) {
-  for (const auto& g : groups) add_param_group(g);
+  add_initial_groups(groups);
 }
 
 }  // namespace sl::optim

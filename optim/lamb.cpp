@@ -3,11 +3,11 @@
 namespace sl::optim {
 
 Lamb::Lamb(const TensorList& params, LambOptions options) {
-  add_param_group({params, options});
+  add_initial_groups(params, options);
 }
 
 Lamb::Lamb(const std::vector<ParamGroup<LambOptions>>& groups) {
-  for (const auto& g : groups) add_param_group(g);
+  add_initial_groups(groups);
 }
 
 }  // namespace sl::optim

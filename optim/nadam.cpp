@@ -3,11 +3,11 @@
 namespace sl::optim {
 
 NAdam::NAdam(const TensorList& params, NAdamOptions options) {
-  add_param_group({params, options});
+  add_initial_groups(params, options);
 }
 
 NAdam::NAdam(const std::vector<ParamGroup<NAdamOptions>>& groups) {
-  for (const auto& g : groups) add_param_group(g);
+  add_initial_groups(groups);
 }
 
 }  // namespace sl::optim

@@ -169,6 +169,17 @@ class GroupedOptimizer : public Optimizer {
 
  protected:
   GroupedOptimizer() = default;
+  /// A constructor's body: one group of `params`, or each of `groups` in order (add_param_group).
+  /// Throws ValueError "optimizer got an empty parameter list" (PyTorch's) when there is no
+  /// parameter, or no group; a group without parameters is accepted, as in PyTorch.
+  void add_initial_groups(const TensorList& params, const Options& options) {
+    SL_CHECK(!params.empty(), name(), ": optimizer got an empty parameter list");
+    add_param_group({params, options});
+  }
+  void add_initial_groups(const std::vector<ParamGroup<Options>>& groups) {
+    SL_CHECK(!groups.empty(), name(), ": optimizer got an empty parameter list (no groups)");
+    for (const auto& g : groups) add_param_group(g);
+  }
   /// Throws ValueError for hyperparameters the optimizer cannot step with, naming `op`.
   virtual void check_options(const Options& o, const char* op) const = 0;
   /// check_options on every group: a step's first act, since options may have changed.

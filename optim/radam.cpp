@@ -3,11 +3,11 @@
 namespace sl::optim {
 
 RAdam::RAdam(const TensorList& params, RAdamOptions options) {
-  add_param_group({params, options});
+  add_initial_groups(params, options);
 }
 
 RAdam::RAdam(const std::vector<ParamGroup<RAdamOptions>>& groups) {
-  for (const auto& g : groups) add_param_group(g);
+  add_initial_groups(groups);
 }
 
 }  // namespace sl::optim

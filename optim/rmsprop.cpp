@@ -7,11 +7,11 @@ namespace sl::optim {
 using serialize::Json;
 
 RMSprop::RMSprop(const TensorList& params, RMSpropOptions options) {
-  add_param_group({params, options});
+  add_initial_groups(params, options);
 }
 
 RMSprop::RMSprop(const std::vector<ParamGroup<RMSpropOptions>>& groups) {
-  for (const auto& g : groups) add_param_group(g);
+  add_initial_groups(groups);
 }
 
 void RMSprop::check_options(const RMSpropOptions& o, const char* op) const {

@@ -7,11 +7,11 @@ namespace sl::optim {
 using serialize::Json;
 
 SGD::SGD(const TensorList& params, SGDOptions options) {
-  add_param_group({params, options});
+  add_initial_groups(params, options);
 }
 
 SGD::SGD(const std::vector<ParamGroup<SGDOptions>>& groups) {
-  for (const auto& g : groups) add_param_group(g);
+  add_initial_groups(groups);
 }
 
 void SGD::check_options(const SGDOptions& o, const char* op) const {

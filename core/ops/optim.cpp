@@ -87,16 +87,17 @@ void check_finite_nonneg(const char* op, const char* name, double v) {
            " (expected a finite value >= 0)");
 }
 
-// Adam's and Lamb's common checks, with PyTorch's messages.
-void check_moment_hyper(const char* op, double lr, double eps, double weight_decay, double beta1,
-                        double beta2) {
+/// The checks of torch.optim.Adam / AdamW / Adamax / NAdam / RAdam's constructors, in their order
+/// and with their messages (Lamb's too).
+void check_adam_like(const char* op, double lr, double eps, double beta1, double beta2,
+                     double weight_decay) {
   check_finite_nonneg(op, "learning rate", lr);
   check_finite_nonneg(op, "epsilon value", eps);
-  check_finite_nonneg(op, "weight_decay value", weight_decay);
   SL_CHECK(beta1 >= 0.0 && beta1 < 1.0, op, ": invalid beta parameter at index 0: ", beta1,
            " (expected 0 <= beta1 < 1)");
   SL_CHECK(beta2 >= 0.0 && beta2 < 1.0, op, ": invalid beta parameter at index 1: ", beta2,
            " (expected 0 <= beta2 < 1)");
+  check_finite_nonneg(op, "weight_decay value", weight_decay);
 }
 
 /// Checks LAMB's segments and sums (Note [LAMB over flat spans]).
@@ -125,8 +126,9 @@ void check_segments(const char* op, const Tensor& param, const std::vector<int64
 
 void check_sgd_hyper(const SgdHyper& h, const char* op) {
   check_finite_nonneg(op, "learning rate", h.lr);
-  check_finite_nonneg(op, "momentum", h.momentum);
-  check_finite_nonneg(op, "weight_decay", h.weight_decay);
+  // PyTorch's order and messages (then ours: a finite dampening)
+  check_finite_nonneg(op, "momentum value", h.momentum);
+  check_finite_nonneg(op, "weight_decay value", h.weight_decay);
   SL_CHECK(std::isfinite(h.dampening), op, ": invalid dampening ", h.dampening);
   SL_CHECK(!h.nesterov || (h.momentum > 0 && h.dampening == 0), op,
            ": nesterov momentum requires a momentum > 0 and zero dampening (got momentum ",
@@ -134,11 +136,11 @@ void check_sgd_hyper(const SgdHyper& h, const char* op) {
 }
 
 void check_adam_hyper(const AdamHyper& h, const char* op) {
-  check_moment_hyper(op, h.lr, h.eps, h.weight_decay, h.beta1, h.beta2);
+  check_adam_like(op, h.lr, h.eps, h.beta1, h.beta2, h.weight_decay);
 }
 
 void check_lamb_hyper(const LambHyper& h, const char* op) {
-  check_moment_hyper(op, h.lr, h.eps, h.weight_decay, h.beta1, h.beta2);
+  check_adam_like(op, h.lr, h.eps, h.beta1, h.beta2, h.weight_decay);
 }
 
 void check_rmsprop_hyper(const RmspropHyper& h, const char* op) {
@@ -157,22 +159,6 @@ void check_adagrad_hyper(const AdagradHyper& h, const char* op) {
   check_finite_nonneg(op, "initial_accumulator_value value", h.initial_accumulator_value);
   check_finite_nonneg(op, "epsilon value", h.eps);
 }
-
-namespace {
-
-/// The checks of torch.optim.Adamax / NAdam / RAdam's constructors, in their order.
-void check_adam_like(const char* op, double lr, double eps, double beta1, double beta2,
-                     double weight_decay) {
-  check_finite_nonneg(op, "learning rate", lr);
-  check_finite_nonneg(op, "epsilon value", eps);
-  SL_CHECK(beta1 >= 0.0 && beta1 < 1.0, op, ": invalid beta parameter at index 0: ", beta1,
-           " (expected 0 <= beta1 < 1)");
-  SL_CHECK(beta2 >= 0.0 && beta2 < 1.0, op, ": invalid beta parameter at index 1: ", beta2,
-           " (expected 0 <= beta2 < 1)");
-  check_finite_nonneg(op, "weight_decay value", weight_decay);
-}
-
-}  // namespace
 
 void check_adamax_hyper(const AdamaxHyper& h, const char* op) {
   check_adam_like(op, h.lr, h.eps, h.beta1, h.beta2, h.weight_decay);

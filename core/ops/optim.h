@@ -329,14 +329,17 @@ void unscale_check_(const Tensor& grad, const Tensor& found_inf, double inv_scal
 /// sum |x|^p (or max |x| for p = inf) of a contiguous floating tensor, in double. p > 0.
 double norm_partial(const Tensor& x, double p);
 
-/// Checks the hyperparameters as PyTorch's constructors do; `op` names the caller.
+/// Check the hyperparameters as PyTorch 1.13's constructors do, with its messages and in its
+/// order, each value also finite; ValueError naming `op` (the caller). SGD: lr, momentum,
+/// weight_decay (then a finite dampening, and nesterov's momentum > 0 and zero dampening); Adam,
+/// AdamW, Lamb, Adamax, NAdam and RAdam: lr, eps, betas in [0, 1), weight_decay (then NAdam's
+/// momentum_decay); RMSprop: lr, eps, momentum, weight_decay, alpha; Adagrad: lr, lr_decay,
+/// weight_decay, initial_accumulator_value, eps.
 void check_sgd_hyper(const SgdHyper& h, const char* op);
 void check_adam_hyper(const AdamHyper& h, const char* op);
 void check_lamb_hyper(const LambHyper& h, const char* op);
 void check_rmsprop_hyper(const RmspropHyper& h, const char* op);
 void check_adagrad_hyper(const AdagradHyper& h, const char* op);
-/// PyTorch 1.13's constructor checks and messages, in its order (lr, eps, betas, weight_decay,
-/// NAdam's momentum_decay), each value also finite.
 void check_adamax_hyper(const AdamaxHyper& h, const char* op);
 void check_nadam_hyper(const NadamHyper& h, const char* op);
 void check_radam_hyper(const RadamHyper& h, const char* op);

@@ -252,7 +252,7 @@ TEST_CASE("optim kernels: error paths name the op and the operand") {
   SL_CHECK_THROWS(ops::sgd_step(p, g, m, {.nesterov = true}, true), ValueError,
                   "sgd_step: nesterov momentum requires a momentum > 0 and zero dampening");
   SL_CHECK_THROWS(ops::sgd_step(p, g, m, {.weight_decay = -0.1}, false), ValueError,
-                  "invalid weight_decay -0.1");
+                  "invalid weight_decay value -0.1");
   SL_CHECK_THROWS(ops::unscale_check_(g, zeros({2}), 1.0), ShapeError,
                   "unscale_check_: found_inf must have one element");
   SL_CHECK_THROWS(ops::unscale_check_(g, zeros({1}, {.dtype = DType::f64}), 1.0), DTypeError,

@@ -234,6 +234,50 @@ TEST_CASE("optimizer constructor and step errors") {
                   "nesterov momentum requires a momentum > 0 and zero dampening");
   SL_CHECK_THROWS(Adam(ps, {.beta2 = 1.5}), ValueError, "Adam: invalid beta parameter at index 1");
   SL_CHECK_THROWS(AdamW(ps, {.eps = -1}), ValueError, "AdamW: invalid epsilon value -1");
+  // PyTorch 1.13's messages and order: SGD lr, momentum, weight_decay; Adam and AdamW lr, eps,
+  // betas, weight_decay (Lamb as Adam)
+  SL_CHECK_THROWS(SGD(ps, {.lr = 0.1, .momentum = -0.9}), ValueError,
+                  "SGD: invalid momentum value -0.9");
+  SL_CHECK_THROWS(SGD(ps, {.lr = 0.1, .weight_decay = -1}), ValueError,
+                  "SGD: invalid weight_decay value -1");
+  SL_CHECK_THROWS(SGD(ps, {.lr = 0.1, .momentum = -1, .weight_decay = -1}), ValueError,
+                  "SGD: invalid momentum value -1");
+  SL_CHECK_THROWS(SGD(ps, {.lr = 0.1, .momentum = 0.9, .dampening = 0.1, .nesterov = true}),
+                  ValueError, "nesterov momentum requires a momentum > 0 and zero dampening");
+  SL_CHECK_THROWS(Adam(ps, {.beta1 = 2, .weight_decay = -1}), ValueError,
+                  "Adam: invalid beta parameter at index 0: 2");
+  SL_CHECK_THROWS(AdamW(ps, {.beta2 = 1, .eps = -1}), ValueError,
+                  "AdamW: invalid epsilon value -1");
+  SL_CHECK_THROWS(AdamW(ps, {.beta2 = 1, .weight_decay = -0.5}), ValueError,
+                  "AdamW: invalid beta parameter at index 1: 1");
+  SL_CHECK_THROWS(Adam(ps, {.weight_decay = -0.5}), ValueError,
+                  "Adam: invalid weight_decay value -0.5");
+  SL_CHECK_THROWS(Lamb(ps, {.beta1 = -0.1, .weight_decay = -1}), ValueError,
+                  "Lamb: invalid beta parameter at index 0: -0.1");
+  // PyTorch's "optimizer got an empty parameter list"; a group without parameters is accepted
+  SL_CHECK_THROWS(SGD(TensorList{}), ValueError, "SGD: optimizer got an empty parameter list");
+  SL_CHECK_THROWS(Adam(TensorList{}), ValueError, "Adam: optimizer got an empty parameter list");
+  SL_CHECK_THROWS(AdamW(std::vector<ParamGroup<AdamWOptions>>{}), ValueError,
+                  "AdamW: optimizer got an empty parameter list");
+  SL_CHECK_THROWS(Lamb(TensorList{}), ValueError, "Lamb: optimizer got an empty parameter list");
+  SL_CHECK_THROWS(RMSprop(TensorList{}), ValueError,
+                  "RMSprop: optimizer got an empty parameter list");
+  SL_CHECK_THROWS(Adagrad(std::vector<ParamGroup<AdagradOptions>>{}), ValueError,
+                  "Adagrad: optimizer got an empty parameter list");
+  SL_CHECK_THROWS(Adamax(TensorList{}), ValueError,
+                  "Adamax: optimizer got an empty parameter list");
+  SL_CHECK_THROWS(NAdam(TensorList{}), ValueError, "NAdam: optimizer got an empty parameter list");
+  SL_CHECK_THROWS(RAdam(std::vector<ParamGroup<RAdamOptions>>{}), ValueError,
+                  "RAdam: optimizer got an empty parameter list");
+  {
+    Adam with_empty_group({{{ps[0]}, {}}, {{}, {.lr = 0.1}}});
+    CHECK(with_empty_group.num_param_groups() == 2);
+    CHECK(with_empty_group.params(1).empty());
+    ps[0].set_grad(zeros({3, 4}));
+    with_empty_group.step();
+    CHECK(with_empty_group.state(0, 0).step == 1);
+    ps[0].set_grad(Tensor());
+  }
   SL_CHECK_THROWS(SGD({ps[0], ps[0]}), ValueError, "SGD: parameter 1 appears twice in group 0");
   SL_CHECK_THROWS(Adam({{{ps[0]}, {}}, {{ps[0]}, {}}}), ValueError,
                   "some parameters appear in more than one parameter group");
