@@ -41,7 +41,8 @@ std::string Upsample::extra_repr() const {
                          ? "size=" + (options.size.size() == 1 ? std::to_string(options.size[0])
                                                                : repr::py_tuple(options.size))
                          : "scale_factor=" + values(options.scale_factor);
-  return info + ", mode=" + options.mode;
+  // nn.Upsample has no antialias in PyTorch 1.13; shown only when set
+  return info + ", mode=" + options.mode + (options.antialias ? ", antialias=True" : "");
 }
 
 }  // namespace sl::nn

@@ -8,8 +8,10 @@ namespace sl::nn {
 
 /// Resamples [N, C, W] / [N, C, H, W] inputs with interpolate(x, options). The options are
 /// checked when the module is built where they do not depend on the input (one of size /
-/// scale_factor, positive values, mode, align_corners with a non-interpolating mode), with
-/// interpolate's errors; the rest (rank, dtype, list lengths) at forward.
+/// scale_factor, positive values, mode, align_corners with a non-interpolating mode, antialias
+/// with a mode other than bilinear / bicubic), with interpolate's errors; the rest (rank, dtype,
+/// list lengths) at forward. options.antialias goes beyond PyTorch 1.13's nn.Upsample (which has
+/// none) to F.interpolate's.
 class Upsample : public Module {
  public:
   explicit Upsample(InterpolateOptions options);

@@ -14,14 +14,20 @@ namespace sl {
 void check_interpolate_mode(const InterpolateOptions& o, const char* op) {
   const std::string& mode = o.mode;
   SL_CHECK(mode == "nearest" || mode == "nearest-exact" || mode == "area" || mode == "linear" ||
-               mode == "bilinear",
-           op, ": mode must be one of nearest | nearest-exact | area | linear | bilinear, got '",
+               mode == "bilinear" || mode == "bicubic" || mode == "trilinear",
+           op,
+           ": mode must be one of nearest | nearest-exact | area | linear | bilinear | bicubic | "
+           "trilinear, got '",
            mode, "'");
-  const bool interpolating = mode == "linear" || mode == "bilinear";
+  const bool interpolating =
+      mode == "linear" || mode == "bilinear" || mode == "bicubic" || mode == "trilinear";
   SL_CHECK(interpolating || !o.align_corners.has_value(), op,
            ": align_corners option can only be set with the interpolating modes linear | "
-           "bilinear, got align_corners=",
+           "bilinear | bicubic | trilinear, got align_corners=",
            *o.align_corners ? "True" : "False", " with mode '", mode, "'");
+  SL_CHECK(!o.antialias || mode == "bilinear" || mode == "bicubic", op,
+           ": antialias is only supported for the bilinear and bicubic modes, got mode '", mode,
+           "'");
 }
 
 namespace {
@@ -40,7 +46,7 @@ std::vector<V> per_dim(const std::vector<V>& v, int64_t dims) {
 
 struct Resolved {
   UpsampleGeometry g;
-  bool linear = false;
+  UpsampleMode mode = UpsampleMode::nearest;
   bool area = false;  ///< adaptive average pooling to the output size, as PyTorch's "area"
   const char* backward_name = "";
 };
@@ -50,15 +56,19 @@ Resolved resolve(const Tensor& input, const InterpolateOptions& o) {
   ops::check_defined(op, input);
   const std::string& mode = o.mode;
   check_interpolate_mode(o, op);
-  const bool interpolating = mode == "linear" || mode == "bilinear";
+  const bool interpolating =
+      mode == "linear" || mode == "bilinear" || mode == "bicubic" || mode == "trilinear";
   if (!interpolating) {
     SL_CHECK_SHAPE(input.dim() == 3 || input.dim() == 4, op, ": mode '", mode,
                    "' expects a 3-d [N, C, W] or 4-d [N, C, H, W] input, got ",
                    shape_str(input.sizes()));
   } else {
-    const int64_t want = mode == "linear" ? 3 : 4;
+    const int64_t want = mode == "linear" ? 3 : mode == "trilinear" ? 5 : 4;
     SL_CHECK_SHAPE(input.dim() == want, op, ": mode '", mode, "' expects a ", want, "-d input",
-                   want == 3 ? " [N, C, W]" : " [N, C, H, W]", ", got ", shape_str(input.sizes()));
+                   want == 3   ? " [N, C, W]"
+                   : want == 4 ? " [N, C, H, W]"
+                               : " [N, C, D, H, W]",
+                   ", got ", shape_str(input.sizes()));
   }
   SL_CHECK_DTYPE(is_floating(input.dtype()), op, ": expected a floating input, got ",
                  dtype_name(input.dtype()));
@@ -103,17 +113,30 @@ Resolved resolve(const Tensor& input, const InterpolateOptions& o) {
     if (o.recompute_scale_factor.value_or(false)) std::fill(scale.begin(), scale.end(), 0.0);
   }
   Resolved r;
-  r.linear = interpolating;
+  r.mode = interpolating ? (mode == "bicubic" ? UpsampleMode::cubic : UpsampleMode::linear)
+                         : UpsampleMode::nearest;
+  if (o.antialias) r.mode = UpsampleMode::antialias;
   r.area = mode == "area";
   r.g.exact = mode == "nearest-exact";
+  r.g.cubic = mode == "bicubic";
   r.g.align_corners = o.align_corners.value_or(false);
   r.g.out_w = out.back();
   r.g.scale_w = scale.back();
-  if (dims == 2) {
-    r.g.out_h = out[0];
-    r.g.scale_h = scale[0];
+  if (dims >= 2) {
+    r.g.out_h = out[dims - 2];
+    r.g.scale_h = scale[dims - 2];
   }
-  if (interpolating) {
+  if (dims == 3) {
+    r.g.out_d = out[0];
+    r.g.scale_d = scale[0];
+  }
+  if (o.antialias) {
+    r.backward_name = r.g.cubic ? "UpsampleBicubic2DAaBackward" : "UpsampleBilinear2DAaBackward";
+  } else if (mode == "bicubic") {
+    r.backward_name = "UpsampleBicubic2DBackward";
+  } else if (mode == "trilinear") {
+    r.backward_name = "UpsampleTrilinear3DBackward";
+  } else if (interpolating) {
     r.backward_name = dims == 1 ? "UpsampleLinear1DBackward" : "UpsampleBilinear2DBackward";
   } else if (r.g.exact) {
     r.backward_name =
@@ -133,12 +156,12 @@ Tensor interpolate(const Tensor& input, const InterpolateOptions& options) {
     if (input.dim() == 3) return adaptive_avg_pool1d(input, r.g.out_w);
     return adaptive_avg_pool2d(input, {r.g.out_h, r.g.out_w});
   }
-  Tensor out = ops::upsample_forward(input, r.g, r.linear);
+  Tensor out = ops::upsample_forward(input, r.g, r.mode);
   if (needs_grad(input)) {
     Shape in_sizes = input.sizes();
     record(r.backward_name, {input}, {&out},
-           [in_sizes, g = r.g, linear = r.linear](const BackwardCtx& c) -> variable_list {
-             return {ops::upsample_backward(c.grad(), in_sizes, g, linear)};
+           [in_sizes, g = r.g, mode = r.mode](const BackwardCtx& c) -> variable_list {
+             return {ops::upsample_backward(c.grad(), in_sizes, g, mode)};
            });
   }
   return out;

@@ -1,4 +1,5 @@
-// CPU kernels of the upsample family: the per-dimension taps (core/ops/upsample_index.h) are
+// CPU kernels of the upsample family (nearest, linear, bilinear, trilinear; bicubic and
+// antialias in upsample_cubic.cpp): the per-dimension taps (core/ops/upsample_index.h) are
 // computed once per call, then planes are split over the OpenMP pool. Backward kernels own whole
 // input planes and scatter in ascending output order (Note [Upsample backward order]).
 #include <algorithm>
@@ -133,6 +134,79 @@ void linear_bwd(const Tensor& grad_input, const Tensor& grad_out, const Upsample
   });
 }
 
+template <class T>
+void trilinear_fwd(const Tensor& out, const Tensor& input, const UpsampleGeometry& g) {
+  const int64_t P = input.size(0), D = input.size(1), H = input.size(2), W = input.size(3);
+  const int64_t Do = g.out_d, Ho = g.out_h, Wo = g.out_w;
+  const auto td = linear_table<T>(D, Do, g.align_corners, g.scale_d);
+  const auto th = linear_table<T>(H, Ho, g.align_corners, g.scale_h);
+  const auto tw = linear_table<T>(W, Wo, g.align_corners, g.scale_w);
+  const T* x = input.data_ptr<T>();
+  T* y = out.data_ptr<T>();
+  parallel_for(0, P, plane_grain(8 * Do * Ho * Wo), [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const T* xp = x + p * D * H * W;
+      T* yp = y + p * Do * Ho * Wo;
+      for (int64_t od = 0; od < Do; ++od) {
+        const LinearTaps<T> d = td[od];
+        for (int64_t oh = 0; oh < Ho; ++oh) {
+          const LinearTaps<T> h = th[oh];
+          const T* r00 = xp + (d.i0 * H + h.i0) * W;
+          const T* r01 = xp + (d.i0 * H + h.i1) * W;
+          const T* r10 = xp + (d.i1 * H + h.i0) * W;
+          const T* r11 = xp + (d.i1 * H + h.i1) * W;
+          for (int64_t ow = 0; ow < Wo; ++ow) {
+            const LinearTaps<T> w = tw[ow];
+            // PyTorch's order: the innermost dimension first, then outwards
+            yp[(od * Ho + oh) * Wo + ow] = ((r00[w.i0] * w.l0 + r00[w.i1] * w.l1) * h.l0 +
+                                            (r01[w.i0] * w.l0 + r01[w.i1] * w.l1) * h.l1) *
+                                               d.l0 +
+                                           ((r10[w.i0] * w.l0 + r10[w.i1] * w.l1) * h.l0 +
+                                            (r11[w.i0] * w.l0 + r11[w.i1] * w.l1) * h.l1) *
+                                               d.l1;
+          }
+        }
+      }
+    }
+  });
+}
+
+template <class T>
+void trilinear_bwd(const Tensor& grad_input, const Tensor& grad_out, const UpsampleGeometry& g) {
+  const int64_t P = grad_input.size(0), D = grad_input.size(1), H = grad_input.size(2),
+                W = grad_input.size(3);
+  const int64_t Do = g.out_d, Ho = g.out_h, Wo = g.out_w;
+  const auto td = linear_table<T>(D, Do, g.align_corners, g.scale_d);
+  const auto th = linear_table<T>(H, Ho, g.align_corners, g.scale_h);
+  const auto tw = linear_table<T>(W, Wo, g.align_corners, g.scale_w);
+  T* gi = grad_input.data_ptr<T>();
+  const T* go = grad_out.data_ptr<T>();
+  parallel_for(0, P, plane_grain(D * H * W + 8 * Do * Ho * Wo), [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      T* gip = gi + p * D * H * W;
+      const T* gop = go + p * Do * Ho * Wo;
+      std::fill(gip, gip + D * H * W, T(0));
+      for (int64_t od = 0; od < Do; ++od) {
+        const LinearTaps<T> d = td[od];
+        for (int64_t oh = 0; oh < Ho; ++oh) {
+          const LinearTaps<T> h = th[oh];
+          T* rows[4] = {gip + (d.i0 * H + h.i0) * W, gip + (d.i0 * H + h.i1) * W,
+                        gip + (d.i1 * H + h.i0) * W, gip + (d.i1 * H + h.i1) * W};
+          const T lrow[4] = {d.l0 * h.l0, d.l0 * h.l1, d.l1 * h.l0, d.l1 * h.l1};
+          for (int64_t ow = 0; ow < Wo; ++ow) {
+            const LinearTaps<T> w = tw[ow];
+            const T v = gop[(od * Ho + oh) * Wo + ow];
+            for (int r = 0; r < 4; ++r) {
+              rows[r][w.i0] += v * (lrow[r] * w.l0);
+              rows[r][w.i1] += v * (lrow[r] * w.l1);
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
 /// Calls f with the float type of t (f32/f64), naming op in the error for other dtypes.
 template <class F>
 void float_or_double(const Tensor& t, const char* op, F&& f) {
@@ -165,10 +239,22 @@ void linear_backward_cpu(const Tensor& grad_input, const Tensor& grad_out,
                   [&](auto z) { linear_bwd<decltype(z)>(grad_input, grad_out, g); });
 }
 
+void trilinear_forward_cpu(const Tensor& out, const Tensor& input, const UpsampleGeometry& g) {
+  float_or_double(input, "upsample_trilinear",
+                  [&](auto z) { trilinear_fwd<decltype(z)>(out, input, g); });
+}
+void trilinear_backward_cpu(const Tensor& grad_input, const Tensor& grad_out,
+                            const UpsampleGeometry& g) {
+  float_or_double(grad_out, "upsample_trilinear_backward",
+                  [&](auto z) { trilinear_bwd<decltype(z)>(grad_input, grad_out, g); });
+}
+
 SL_REGISTER_KERNEL(upsample_nearest_forward_kernel, DeviceKind::cpu, &nearest_forward_cpu);
 SL_REGISTER_KERNEL(upsample_nearest_backward_kernel, DeviceKind::cpu, &nearest_backward_cpu);
 SL_REGISTER_KERNEL(upsample_linear_forward_kernel, DeviceKind::cpu, &linear_forward_cpu);
 SL_REGISTER_KERNEL(upsample_linear_backward_kernel, DeviceKind::cpu, &linear_backward_cpu);
+SL_REGISTER_KERNEL(upsample_trilinear_forward_kernel, DeviceKind::cpu, &trilinear_forward_cpu);
+SL_REGISTER_KERNEL(upsample_trilinear_backward_kernel, DeviceKind::cpu, &trilinear_backward_cpu);
 
 }  // namespace
 }  // namespace sl::cpu

@@ -1,4 +1,5 @@
-// CUDA kernels of the upsample family, with the CPU kernels' index rules (core/ops/
+// CUDA kernels of the upsample family's nearest, linear, bilinear and trilinear modes (bicubic and
+// antialias in upsample_cubic.cu), with the CPU kernels' index rules (core/ops/
 // upsample_index.h): one thread per output element forward; backward gathers, one thread per
 // input element, the outputs that read it in ascending output order (Note [Upsample backward
 // order]). 16-bit storage is computed in float (comp_t) and rounded once.
@@ -86,15 +87,82 @@ __global__ void linear_bwd_kernel(T* gi, const T* go, UpsampleGeom g) {
   });
 }
 
+template <class T>
+__global__ void trilinear_fwd_kernel(T* y, const T* x, UpsampleGeom g) {
+  using C = comp_t<T>;
+  const C rd = upsample::linear_ratio<C>(g.D, g.out_d, g.align_corners, g.scale_d);
+  const C rh = upsample::linear_ratio<C>(g.H, g.out_h, g.align_corners, g.scale_h);
+  const C rw = upsample::linear_ratio<C>(g.W, g.out_w, g.align_corners, g.scale_w);
+  grid_stride(g.P * g.out_d * g.out_h * g.out_w, [&](int64_t t) {
+    const int64_t ow = t % g.out_w, oh = (t / g.out_w) % g.out_h;
+    const int64_t od = (t / (g.out_w * g.out_h)) % g.out_d;
+    const int64_t p = t / (g.out_w * g.out_h * g.out_d);
+    const LinearTaps<C> d = upsample::linear_source<C>(od, g.D, g.out_d, rd, g.align_corners);
+    const LinearTaps<C> h = upsample::linear_source<C>(oh, g.H, g.out_h, rh, g.align_corners);
+    const LinearTaps<C> w = upsample::linear_source<C>(ow, g.W, g.out_w, rw, g.align_corners);
+    const T* xp = x + p * g.D * g.H * g.W;
+    auto row = [&](int64_t id, int64_t ih) {
+      const T* r = xp + (id * g.H + ih) * g.W;
+      return to_comp(r[w.i0]) * w.l0 + to_comp(r[w.i1]) * w.l1;
+    };
+    const C v = (row(d.i0, h.i0) * h.l0 + row(d.i0, h.i1) * h.l1) * d.l0 +
+                (row(d.i1, h.i0) * h.l0 + row(d.i1, h.i1) * h.l1) * d.l1;
+    y[t] = convert<T>(v);
+  });
+}
+
+template <class T>
+__global__ void trilinear_bwd_kernel(T* gi, const T* go, UpsampleGeom g) {
+  using C = comp_t<T>;
+  const C rd = upsample::linear_ratio<C>(g.D, g.out_d, g.align_corners, g.scale_d);
+  const C rh = upsample::linear_ratio<C>(g.H, g.out_h, g.align_corners, g.scale_h);
+  const C rw = upsample::linear_ratio<C>(g.W, g.out_w, g.align_corners, g.scale_w);
+  grid_stride(g.P * g.D * g.H * g.W, [&](int64_t t) {
+    const int64_t w = t % g.W, h = (t / g.W) % g.H, d = (t / (g.W * g.H)) % g.D;
+    const int64_t p = t / (g.W * g.H * g.D);
+    int64_t od0, od1, oh0, oh1, ow0, ow1;
+    upsample::linear_readers<C>(d, g.D, g.out_d, rd, g.align_corners, od0, od1);
+    upsample::linear_readers<C>(h, g.H, g.out_h, rh, g.align_corners, oh0, oh1);
+    upsample::linear_readers<C>(w, g.W, g.out_w, rw, g.align_corners, ow0, ow1);
+    const T* gp = go + p * g.out_d * g.out_h * g.out_w;
+    C s = 0;
+    for (int64_t od = od0; od < od1; ++od) {
+      const LinearTaps<C> a = upsample::linear_source<C>(od, g.D, g.out_d, rd, g.align_corners);
+      if (a.i0 != d && a.i1 != d) continue;
+      for (int64_t oh = oh0; oh < oh1; ++oh) {
+        const LinearTaps<C> b = upsample::linear_source<C>(oh, g.H, g.out_h, rh, g.align_corners);
+        if (b.i0 != h && b.i1 != h) continue;
+        // the CPU's row weights, (d.l * h.l), in its row order (d0 h0, d0 h1, d1 h0, d1 h1)
+        const int64_t ri[4][2] = {{a.i0, b.i0}, {a.i0, b.i1}, {a.i1, b.i0}, {a.i1, b.i1}};
+        const C rl[4] = {a.l0 * b.l0, a.l0 * b.l1, a.l1 * b.l0, a.l1 * b.l1};
+        for (int64_t ow = ow0; ow < ow1; ++ow) {
+          const LinearTaps<C> c = upsample::linear_source<C>(ow, g.W, g.out_w, rw, g.align_corners);
+          if (c.i0 != w && c.i1 != w) continue;
+          const C v = to_comp(gp[(od * g.out_h + oh) * g.out_w + ow]);
+          for (int r = 0; r < 4; ++r) {
+            if (ri[r][0] != d || ri[r][1] != h) continue;
+            if (c.i0 == w) s += v * (rl[r] * c.l0);
+            if (c.i1 == w) s += v * (rl[r] * c.l1);
+          }
+        }
+      }
+    }
+    gi[t] = convert<T>(s);
+  });
+}
+
 }  // namespace
 
-void launch_upsample_forward(DType dt, bool linear, void* out, const void* x,
+void launch_upsample_forward(DType dt, UpsampleRule rule, void* out, const void* x,
                              const UpsampleGeom& g, cudaStream_t s) {
   visit_float(dt, "upsample", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const int64_t n = g.P * g.out_h * g.out_w;
+    const int64_t n = g.P * g.out_d * g.out_h * g.out_w;
     if (n == 0) return;
-    if (linear) {
+    if (rule == UpsampleRule::trilinear) {
+      trilinear_fwd_kernel<T><<<grid_for(n), kBlockThreads, 0, s>>>(static_cast<T*>(out),
+                                                                    static_cast<const T*>(x), g);
+    } else if (rule == UpsampleRule::linear) {
       linear_fwd_kernel<T><<<grid_for(n), kBlockThreads, 0, s>>>(static_cast<T*>(out),
                                                                  static_cast<const T*>(x), g);
     } else {
@@ -105,13 +173,16 @@ void launch_upsample_forward(DType dt, bool linear, void* out, const void* x,
   });
 }
 
-void launch_upsample_backward(DType dt, bool linear, void* grad_in, const void* grad_out,
+void launch_upsample_backward(DType dt, UpsampleRule rule, void* grad_in, const void* grad_out,
                               const UpsampleGeom& g, cudaStream_t s) {
   visit_float(dt, "upsample_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const int64_t n = g.P * g.H * g.W;
+    const int64_t n = g.P * g.D * g.H * g.W;
     if (n == 0) return;
-    if (linear) {
+    if (rule == UpsampleRule::trilinear) {
+      trilinear_bwd_kernel<T><<<grid_for(n), kBlockThreads, 0, s>>>(
+          static_cast<T*>(grad_in), static_cast<const T*>(grad_out), g);
+    } else if (rule == UpsampleRule::linear) {
       linear_bwd_kernel<T><<<grid_for(n), kBlockThreads, 0, s>>>(
           static_cast<T*>(grad_in), static_cast<const T*>(grad_out), g);
     } else {

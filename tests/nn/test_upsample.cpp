@@ -180,11 +180,13 @@ TEST_CASE("interpolate errors name the op, the values and the expectation") {
                   "interpolate: either size or scale_factor should be defined");
   SL_CHECK_THROWS(F::interpolate(x, {.size = {3}, .align_corners = false}), ValueError,
                   "interpolate: align_corners option can only be set with the interpolating "
-                  "modes linear | bilinear, got align_corners=False with mode 'nearest'");
+                  "modes linear | bilinear | bicubic | trilinear, got align_corners=False with "
+                  "mode 'nearest'");
   SL_CHECK_THROWS(F::interpolate(x, {.size = {3}, .mode = "area", .align_corners = true}),
                   ValueError,
                   "interpolate: align_corners option can only be set with the interpolating "
-                  "modes linear | bilinear, got align_corners=True with mode 'area'");
+                  "modes linear | bilinear | bicubic | trilinear, got align_corners=True with "
+                  "mode 'area'");
   SL_CHECK_THROWS(F::interpolate(randn({2, 4}), {.size = {3}, .mode = "nearest-exact"}), ShapeError,
                   "interpolate: mode 'nearest-exact' expects a 3-d [N, C, W] or 4-d [N, C, H, W] "
                   "input, got [2, 4]");
@@ -195,9 +197,9 @@ TEST_CASE("interpolate errors name the op, the values and the expectation") {
   SL_CHECK_THROWS(F::interpolate(randn({2, 4}), {.size = {3}}), ShapeError,
                   "interpolate: mode 'nearest' expects a 3-d [N, C, W] or 4-d [N, C, H, W] "
                   "input, got [2, 4]");
-  SL_CHECK_THROWS(F::interpolate(x, {.size = {3}, .mode = "bicubic"}), ValueError,
+  SL_CHECK_THROWS(F::interpolate(x, {.size = {3}, .mode = "cubic"}), ValueError,
                   "interpolate: mode must be one of nearest | nearest-exact | area | linear | "
-                  "bilinear, got 'bicubic'");
+                  "bilinear | bicubic | trilinear, got 'cubic'");
   SL_CHECK_THROWS(F::interpolate(x, {.size = {3, 0}}), ValueError,
                   "interpolate: size must be positive, got [3, 0]");
   SL_CHECK_THROWS(F::interpolate(x, {.size = {-3}}), ValueError,
@@ -246,7 +248,7 @@ TEST_CASE("Upsample: repr and construction errors as PyTorch") {
                   "Upsample: scale_factor must be positive and finite, got -1.0");
   SL_CHECK_THROWS(nn::Upsample({.size = {0, 2}}), ValueError,
                   "Upsample: size must be positive, got (0, 2)");
-  SL_CHECK_THROWS(nn::Upsample({.size = {2}, .mode = "trilinear"}), ValueError,
+  SL_CHECK_THROWS(nn::Upsample({.size = {2}, .mode = "Bilinear"}), ValueError,
                   "Upsample: mode must be one of nearest | nearest-exact | area | linear | "
-                  "bilinear, got 'trilinear'");
+                  "bilinear | bicubic | trilinear, got 'Bilinear'");
 }
