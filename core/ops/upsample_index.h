@@ -1,7 +1,8 @@
 // Which input positions an upsampled output position reads, one dimension at a time: PyTorch
 // 1.13's index rules (aten/src/ATen/native/UpSample.h), shared by the CPU kernels
-// (core/cpu/upsample.cpp) and the CUDA kernels (core/cuda/upsample.cu) so both devices pick the
-// same taps. Plain integer and floating functions, host and device (no Tensor, no CUDA types).
+// (core/cpu/upsample.cpp, upsample_cubic.cpp) and the CUDA kernels (core/cuda/upsample.cu,
+// upsample_cubic.cu) so both devices pick the same taps. Plain integer and floating functions, host
+// and device (no Tensor, no CUDA types).
 //
 // Note [Upsample source index]
 // `scale` is the scale_factor the caller gave for the dimension (<= 0: none given). As PyTorch:
@@ -31,8 +32,9 @@
 //    filter((j - c + 0.5) / max(r, 1)), normalised to sum 1 over the window; the filter is the
 //    triangle (bilinear) or Keys' cubic with A = -0.5 (bicubic, as Pillow).
 // The arithmetic type A is float for f32 and the 16-bit types, double for f64 (PyTorch's opmath).
-// Both source indices are non-decreasing in o, so the outputs that read an input position form one
-// range (first_output_reading), which is how the CUDA backward gathers.
+// Every source index (and both ends of an antialias window) is non-decreasing in o, so the outputs
+// that read an input position form one range (first_output_reading), which is how the CUDA
+// backward gathers.
 #pragma once
 
 #include <cmath>
