@@ -37,7 +37,7 @@ TEST_CASE("a flag no job reads fails before any work, with the closest known fla
   JobResult r = run_job(plus(d.cnn("e"), {"--precison", "bf16-mixed"}));
   CHECK(r.code == 1);
   CHECK_MESSAGE(r.out.find("cnn: unknown flag --precison (did you mean --precision?); this job "
-                           "reads --accumulate, --batch-size, --bucket-mb, --channels1,") !=
+                           "reads --accumulate, --adagrad-lr-decay, --batch-size, --bucket-mb,") !=
                     std::string::npos,
                 r.out);
   CHECK(r.out.find("fashion-mnist:") == std::string::npos);  // failed before loading the data

@@ -23,7 +23,10 @@ constexpr LoopKey kLoopKeys[] = {
     {"epochs", "--epochs", "(none)"},
     {"max_grad_norm", "--max-grad-norm", "(not recorded)"},
     {"optimizer", "--optimizer", "AdamW"},
-    {"momentum", "--momentum", "(none: not sgd)"},
+    {"momentum", "--momentum", "(none: not sgd or rmsprop)"},
+    {"rmsprop_alpha", "--rmsprop-alpha", "0.99"},
+    {"rmsprop_centered", "--rmsprop-centered", "0"},
+    {"adagrad_lr_decay", "--adagrad-lr-decay", "0"},
     {"lr_schedule", "--lr-schedule", "auto"},
     {"lr_gamma", "--lr-gamma", "(unused: --lr-schedule auto)"},
     {"warmup_steps", "--warmup-steps", "0"},
@@ -119,6 +122,9 @@ void check_resume_hyperparameters(const std::string& job, const std::string& dir
       const std::string flag = key == "initial_lr"     ? "--lr"
                                : key == "weight_decay" ? "--weight-decay"
                                : key == "momentum"     ? "--momentum"
+                               : key == "alpha"        ? "--rmsprop-alpha"
+                               : key == "centered"     ? "--rmsprop-centered"
+                               : key == "lr_decay"     ? "--adagrad-lr-decay"
                                                        : "the optimizer's " + key;
       if (std::find(named.begin(), named.end(), flag) != named.end()) continue;
       named.push_back(flag);

@@ -4,8 +4,9 @@
 // Note [Resume configuration]
 // A checkpoint's "extra" holds:
 //   config        the run's configuration (the job's model and data settings; the loop's
-//                 batch_size, seed, epochs, max_grad_norm, and optimizer, momentum, lr_schedule,
-//                 lr_gamma, warmup_steps, param_dtype when not their defaults). A key whose
+//                 batch_size, seed, epochs, max_grad_norm, and optimizer, momentum,
+//                 rmsprop_alpha, rmsprop_centered, adagrad_lr_decay, lr_schedule, lr_gamma,
+//                 warmup_steps, param_dtype when not their defaults). A key whose
 //                 default is not written reads as that default, so checkpoints written before the
 //                 key existed still resume; max_grad_norm is always written, and a checkpoint
 //                 without it (an older trainer's) resumes with the run's value, announced.
@@ -62,7 +63,9 @@ std::vector<std::string> check_resume_config(const std::string& job, const std::
 
 /// Compares the optimizer's param_groups as the checkpoint restored them (`loaded`) with those
 /// the run built from its flags (`built`), except the scheduled "lr": initial_lr is --lr,
-/// weight_decay --weight-decay, momentum --momentum. Throws ValueError as check_resume_config.
+/// weight_decay --weight-decay, momentum --momentum, alpha --rmsprop-alpha, centered
+/// --rmsprop-centered, lr_decay --adagrad-lr-decay (others as "the optimizer's <key>"). Throws
+/// ValueError as check_resume_config.
 void check_resume_hyperparameters(const std::string& job, const std::string& dir,
                                   const serialize::Json& loaded, const serialize::Json& built);
 

@@ -18,6 +18,7 @@
 #include "models/classifier.h"
 #include "nn/conv.h"
 #include "nn/loss.h"
+#include "optimizer_flags.h"
 #include "resume.h"
 #include "step_profile.h"
 
@@ -186,12 +187,7 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   const int64_t batch = opt.batch_size > 0 ? opt.batch_size : job.default_batch_size;
   const double lr = opt.lr > 0 ? opt.lr : job.default_lr;
   const double weight_decay = opt.get_double("weight-decay", 0.01, 0.0);
-  const std::string optimizer_name = opt.get_string("optimizer", "adamw");
-  // refused but with sgd and rmsprop
-  const bool momentum_given = opt.extra.count("momentum") > 0;
-  const bool has_momentum = optimizer_name == "sgd" || optimizer_name == "rmsprop";
-  // torch.optim.RMSprop's default is no momentum; torchvision's SGD recipe's is 0.9
-  const double momentum = opt.get_double("momentum", optimizer_name == "rmsprop" ? 0.0 : 0.9, 0.0);
+  const OptimizerFlags optim_flags = read_optimizer_flags(opt);
   const std::string ckpt_dir = opt.get_string("checkpoint-dir", "checkpoints/" + name);
   const bool resume = opt.get_bool("resume", false);
   const int64_t stop_after = opt.get_int("stop-after-epochs", -1, -1);
@@ -218,16 +214,7 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   auto given = [&opt](const char* flag) { return opt.extra.count(flag) > 0; };
   StepProfile profile(opt, name, rank, world);
   opt.check_all_read(name);  // every flag is read by now: a misspelt one fails before any work
-  SL_CHECK(optimizer_name == "adamw" || optimizer_name == "lamb" || optimizer_name == "sgd" ||
-               optimizer_name == "rmsprop" || optimizer_name == "adagrad",
-           name, ": --optimizer must be adamw, lamb, sgd, rmsprop or adagrad, got '",
-           optimizer_name, "'");
-  if (momentum_given) {
-    SL_CHECK(has_momentum, name, ": --momentum ", opt.extra.at("momentum"),
-             " applies to --optimizer sgd and rmsprop only, got --optimizer ", optimizer_name,
-             optimizer_name == "adagrad" ? " (which has no momentum)"
-                                         : " (whose moments have their own fixed betas)");
-  }
+  check_optimizer_flags(name, opt, optim_flags);
   // A flag given but ignored under the other settings would do nothing, silently: refused.
   if (given("lr-gamma")) {
     const bool ignored = lr_schedule == "auto" || lr_schedule == "linear" ||
@@ -248,8 +235,6 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
              " (it sizes the gradient buckets that --strategy ddp, zero1 and zero2 communicate, "
              "and --estimate-memory's rows)");
   }
-  // 1 would sum every gradient ever seen into the step, never forgetting one
-  SL_CHECK(momentum < 1, name, ": --momentum must lie in [0, 1), got ", momentum);
   SL_CHECK(opt.epochs >= 1, name, ": --epochs must be >= 1, got ", opt.epochs);
   SL_CHECK(batch % world == 0, name, ": --batch-size ", batch, " must be divisible by the ", world,
            " ranks (each rank takes an equal share of every global batch)");
@@ -354,40 +339,8 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   // 16-bit parameters: the optimizer updates float32 master copies (and keeps float32 moments).
   const bool master = precision.params_16;
   // The same two groups for every optimizer: weight decay on the weights, none on the rest.
-  std::unique_ptr<optim::Optimizer> optimizer;
-  if (optimizer_name == "sgd") {
-    // torch.optim.SGD's: the decay is L2, added to the gradient before the momentum
-    optimizer = std::make_unique<optim::SGD>(std::vector<optim::ParamGroup<optim::SGDOptions>>{
-        {decay,
-         {.lr = lr, .momentum = momentum, .weight_decay = weight_decay, .master_weights = master}},
-        {no_decay,
-         {.lr = lr, .momentum = momentum, .weight_decay = 0.0, .master_weights = master}}});
-  } else if (optimizer_name == "rmsprop") {
-    // torch.optim.RMSprop's (alpha 0.99, eps 1e-8, not centered): L2 decay, as SGD's
-    optimizer =
-        std::make_unique<optim::RMSprop>(std::vector<optim::ParamGroup<optim::RMSpropOptions>>{
-            {decay,
-             {.lr = lr,
-              .weight_decay = weight_decay,
-              .momentum = momentum,
-              .master_weights = master}},
-            {no_decay,
-             {.lr = lr, .weight_decay = 0.0, .momentum = momentum, .master_weights = master}}});
-  } else if (optimizer_name == "adagrad") {
-    // torch.optim.Adagrad's (no lr_decay: the schedule is --lr-schedule's; eps 1e-10): L2 decay
-    optimizer =
-        std::make_unique<optim::Adagrad>(std::vector<optim::ParamGroup<optim::AdagradOptions>>{
-            {decay, {.lr = lr, .weight_decay = weight_decay, .master_weights = master}},
-            {no_decay, {.lr = lr, .weight_decay = 0.0, .master_weights = master}}});
-  } else if (optimizer_name == "lamb") {
-    optimizer = std::make_unique<optim::Lamb>(std::vector<optim::ParamGroup<optim::LambOptions>>{
-        {decay, {.lr = lr, .weight_decay = weight_decay, .master_weights = master}},
-        {no_decay, {.lr = lr, .weight_decay = 0.0, .master_weights = master}}});
-  } else {
-    optimizer = std::make_unique<optim::AdamW>(std::vector<optim::ParamGroup<optim::AdamWOptions>>{
-        {decay, {.lr = lr, .weight_decay = weight_decay, .master_weights = master}},
-        {no_decay, {.lr = lr, .weight_decay = 0.0, .master_weights = master}}});
-  }
+  std::unique_ptr<optim::Optimizer> optimizer =
+      make_optimizer(optim_flags, lr, weight_decay, decay, no_decay, master);
   // CUDA parameters: the strategy makes its NCCL group over the world itself.
   dist::StrategyOptions so{.group = device.is_cuda() ? nullptr : group};
   so.dp_replicas = dp_replicas;
@@ -499,11 +452,8 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   // The checkpoint's tensors are in the parameters' dtype, so that part of the precision must
   // agree on resume; autocast and --accumulate may change between runs.
   if (precision.params_16) model_config.set("param_dtype", dtype_name(precision.dtype));
-  // Its state does not load into another optimizer's. AdamW, the default, adds no key, so that
-  // checkpoints written before --optimizer existed still resume.
-  if (optimizer_name != "adamw") model_config.set("optimizer", optimizer->name());
-  // a momentum buffer means another thing under another momentum
-  if (has_momentum) model_config.set("momentum", momentum);
+  // Its state does not load into another optimizer's, nor under other hyperparameters.
+  record_optimizer_config(optim_flags, *optimizer, model_config);
   const serialize::Json config =
       run_config(model_config, batch, opt.seed, opt.epochs, max_grad_norm);
   // Flags that may change between a run and its resumption, each announced when it does. The
@@ -523,12 +473,10 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
                                {"cudnn-benchmark", std::to_string(cudnn_benchmark)},
                                {"log-every", std::to_string(log_every)},
                                {"checkpoint-every", std::to_string(checkpoint_every)}});
-  char momentum_text[48] = "";
-  if (has_momentum) std::snprintf(momentum_text, sizeof momentum_text, " momentum %g", momentum);
   say("model: %s, %lld parameters; %s lr %g%s wd %g, %s over %lld "
       "steps; global batch %lld; strategy %s on %d rank(s), %d thread(s) each, on %s\n",
       job.description.c_str(), static_cast<long long>(model->num_parameters()), optimizer->name(),
-      lr, momentum_text, weight_decay, schedule.description.c_str(),
+      lr, optimizer_settings_text(optim_flags).c_str(), weight_decay, schedule.description.c_str(),
       static_cast<long long>(total_steps), static_cast<long long>(batch), strategy->name(), world,
       get_num_threads(), device.str().c_str());
   if (accumulate > 1 || precision.name != "32") {
@@ -704,14 +652,9 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
 
 const FlagDocs& loop_flags() {
   static const FlagDocs flags = {
-      {"optimizer", "adamw",
-       "adamw, lamb (LAMB: per-tensor trust ratios), sgd (with --momentum), rmsprop (with "
-       "--momentum) or adagrad; same --lr, groups"},
-      {"momentum", "(0.9 for sgd, 0 for rmsprop)",
-       "--optimizer sgd and rmsprop: momentum in [0, 1) (0: no momentum buffer)"},
       {"weight-decay", "0.01",
        "weight decay, not on biases and norms: decoupled (adamw, lamb) or L2 in the gradient "
-       "(sgd, rmsprop, adagrad)"},
+       "(sgd, rmsprop, adagrad, adamax, nadam, radam)"},
       {"warmup-steps", "(the job's)",
        "W > 0: linear warmup over W steps, then linear decay "
        "(BERT's); 0: cosine annealing"},
@@ -752,7 +695,8 @@ const FlagDocs& loop_flags() {
       {"stop-after-epochs", "-1", "stop after this epoch as if interrupted (-1: never)"},
       {"stop-after-steps", "-1", "stop after this step as if interrupted (-1: never)"},
   };
-  static const FlagDocs with_profile = join_flags(flags, profile_flags());
+  static const FlagDocs with_profile =
+      join_flags(join_flags(optimizer_flags(), flags), profile_flags());
   return with_profile;
 }
 

@@ -1,5 +1,6 @@
 // The supervised training loop behind the trainer's jobs (cnn, resnet, bert): the job's model
-// trained on the job's data with AdamW (or --optimizer lamb | sgd | rmsprop | adagrad: optim/)
+// trained on the job's data with AdamW (or --optimizer lamb | sgd | rmsprop | adagrad | adamax |
+// nadam | radam: optim/, the flags in optimizer_flags.h)
 // and a cosine learning-rate schedule through dist::Strategy, so one flag picks the parallel mode
 // and nothing else changes. A sharded checkpoint (dist/checkpoint.h) is written after every epoch;
 // `--resume 1` continues from it, with any world size and mode.
@@ -10,7 +11,9 @@
 //            [--log-every 100] [--device cpu|cuda|cuda:N] [--max-grad-norm 0] [--warmup-steps W]
 //            [--accumulate K] [--precision 32|bf16-mixed|f16-mixed|bf16-true]
 //            [--checkpoint-every N] [--stop-after-steps S]
-//            [--optimizer adamw|lamb|sgd|rmsprop|adagrad] [--momentum 0.9 (sgd) | 0 (rmsprop)]
+//            [--optimizer adamw|lamb|sgd|rmsprop|adagrad|adamax|nadam|radam]
+//            [--momentum 0.9 (sgd) | 0 (rmsprop)] [--rmsprop-alpha 0.99] [--rmsprop-centered 0|1]
+//            [--adagrad-lr-decay 0]
 //            [--sync-batchnorm 0|1] [--bucket-mb 25] [--first-bucket-mb 1]
 //            [--reduce-dtype same|bf16|f16] [--offload-optimizer 0|1] [--estimate-memory N]
 //            [--lr-schedule auto|linear|cosine|exp|step:E1,E2,...|constant] [--lr-gamma 0.1]
@@ -39,13 +42,28 @@
 // one float32 buffer per parameter (K = 4 in --estimate-memory's paper column; none, K = 0, with
 // --momentum 0, which allocates no buffer), sharded by zero1/zero2 as Adam's moments are.
 //
-// --optimizer rmsprop trains with torch.optim.RMSprop's defaults (optim::RMSprop: alpha 0.99, eps
-// 1e-8, not centered) and --momentum M, default 0 as PyTorch's; --optimizer adagrad with
-// torch.optim.Adagrad's (optim::Adagrad: eps 1e-10, initial accumulator 0, no lr_decay: the lr
-// follows --lr-schedule). Both decay weights as SGD (L2 in the gradient), with the same groups;
-// the optimizer, and RMSprop's momentum, are part of the configuration as SGD's. State: RMSprop's
-// square_avg, plus a momentum buffer when M > 0 (K = 4 or 8 in --estimate-memory), Adagrad's sum
-// (K = 4), float32, sharded by zero1/zero2.
+// --optimizer rmsprop trains with torch.optim.RMSprop (optim::RMSprop: eps 1e-8) with
+// --rmsprop-alpha A (default 0.99, >= 0), --rmsprop-centered 0|1 (default 0) and --momentum M
+// (default 0 as PyTorch's); --optimizer adagrad with torch.optim.Adagrad (optim::Adagrad: eps
+// 1e-10, initial accumulator 0) with --adagrad-lr-decay D (default 0, >= 0: the lr of step t is
+// the scheduled lr / (1 + (t - 1) D), as PyTorch's lr_decay on top of a scheduler). Both decay
+// weights as SGD (L2 in the gradient), with the same groups; the optimizer, RMSprop's momentum,
+// alpha and centered and Adagrad's lr_decay are part of the configuration as SGD's momentum is
+// (alpha, centered and lr_decay recorded only when not their defaults, so older checkpoints
+// resume). --rmsprop-alpha and --rmsprop-centered with another optimizer than rmsprop, and
+// --adagrad-lr-decay with another than adagrad, are refused (ValueError naming the flag, its
+// value and the optimizer). State: RMSprop's square_avg, plus grad_avg when centered and a
+// momentum buffer when M > 0 (K = 4, 8 or 12 in --estimate-memory), Adagrad's sum (K = 4),
+// float32, sharded by zero1/zero2.
+//
+// --optimizer adamax | nadam | radam trains with torch.optim.Adamax, NAdam or RAdam as PyTorch
+// 1.13 has them (optim::Adamax, NAdam, RAdam: betas 0.9, 0.999, eps 1e-8, NAdam's momentum_decay
+// 4e-3), whose weight decay is L2 in the gradient in 1.13 (not decoupled), with the same groups.
+// Their betas are fixed (--momentum is refused); the optimizer is part of the configuration.
+// State: two float32 tensors per parameter (Adamax exp_avg and exp_inf, NAdam and RAdam exp_avg
+// and exp_avg_sq: K = 8, 12 with bf16-true's masters), sharded by zero1/zero2; NAdam also keeps
+// one float64 mu_product per parameter tensor (on the host, in the checkpoint's optimizer header;
+// not in --estimate-memory's bytes).
 //
 // --checkpoint-every N also writes the checkpoint every N steps of the run inside an epoch (a
 // long epoch is not lost to a crash); --resume 1 then continues from that step of the epoch, bit
@@ -87,7 +105,8 @@
 // same data order at any other world size or mode.
 // A resume must be given the flags that shaped the run (Note [Resume configuration] in
 // resume_check.h): a changed --lr, --weight-decay, --max-grad-norm, --batch-size, --seed,
-// --epochs, --optimizer, --momentum, --lr-schedule, --lr-gamma, --warmup-steps, bf16-true's
+// --epochs, --optimizer, --momentum, --rmsprop-alpha, --rmsprop-centered, --adagrad-lr-decay,
+// --lr-schedule, --lr-gamma, --warmup-steps, bf16-true's
 // --precision or job flag of the model or data is refused (ValueError naming each flag, the
 // checkpoint's value and the run's), never overridden by the checkpoint's optimizer groups.
 // --epochs may change under --lr-schedule constant, exp and step:... (the longer run's lrs).
@@ -109,7 +128,8 @@
 // ignores it), not silently dropped: --lr-gamma under a schedule other than exp and step:...,
 // --dp-replicas without --strategy dp, --bucket-mb and --first-bucket-mb with single or dp
 // (unless --estimate-memory), --reduce-dtype and --sync-batchnorm 1 with single or dp,
-// --momentum without --optimizer sgd or rmsprop; and, once the model is built, --cudnn-benchmark 1
+// --momentum without --optimizer sgd or rmsprop, --rmsprop-alpha / --rmsprop-centered without
+// rmsprop, --adagrad-lr-decay without adagrad; and, once the model is built, --cudnn-benchmark 1
 // on a model without a convolution module and --sync-batchnorm 1 on one without a BatchNorm layer
 // (ValueError naming the flag and the model).
 #pragma once
