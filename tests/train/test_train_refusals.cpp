@@ -1,8 +1,9 @@
 // The trainer's flag checks (tools/train/registry.h, supervised.h), end to end through sl_train
 // and on the parsers directly: a flag no job reads fails with the closest known flag; values out
 // of range fail naming the flag, none falls back to a default; a flag that the other flags make
-// ineffective is refused, naming both; --help lists each job's flags, and check_all_read keeps
-// the table from drifting from the code.
+// ineffective is refused, naming both, and so are --tf32 1 under bf16-true and stop points that
+// would stop nothing; --help lists each job's flags, and check_all_read keeps the table from
+// drifting from the code.
 #include <cstdint>
 #include <filesystem>
 #include <stdexcept>
@@ -149,6 +150,82 @@ TEST_CASE("a flag given but ignored under the other flags is refused, naming bot
     JobResult r = run_job(plus(d.cnn("ok"), flags));
     CHECK_MESSAGE(r.code == 0, r.out);
   }
+}
+
+TEST_CASE("a flag that would do nothing is refused: --tf32 1 under bf16-true, idle stop points") {
+  // Before: --tf32 1 --precision bf16-true trained as without it (no float32 product is left),
+  // --stop-after-epochs 0 trained nothing and --stop-after-steps 0 took one step, and a stop
+  // point past a fresh run's end ran the whole run.
+  Data d("idle_flags");
+  auto fails_with = [&](const std::vector<std::string>& flags, const std::string& message) {
+    JobResult r = run_job(plus(d.cnn("e"), flags));  // 3 epochs of 3 steps
+    CHECK(r.code == 1);
+    CHECK_MESSAGE(r.out.find(message) != std::string::npos, r.out);
+    CHECK(r.out.find("epoch 1/3") == std::string::npos);
+    return r.out;
+  };
+  // refused where the device would be checked: the precision alone decides
+  fails_with({"--tf32", "1", "--precision", "bf16-true"},
+             "cnn: --tf32 1 has no effect with --precision bf16-true (its matmuls and "
+             "convolutions run in bfloat16; TF32 rounds float32 ones only)");
+  std::string out = fails_with({"--stop-after-epochs", "0"},
+                               "cnn: --stop-after-epochs must be >= 1 (-1: never), got 0 (the run "
+                               "would stop before its first step and train nothing)");
+  CHECK(out.find("fashion-mnist:") == std::string::npos);  // before loading the data
+  out = fails_with({"--stop-after-steps", "0"},
+                   "cnn: --stop-after-steps must be >= 1 (-1: never), got 0 (the run stops after "
+                   "the step that reaches the stop point, so it would still take one)");
+  CHECK(out.find("fashion-mnist:") == std::string::npos);
+  for (const char* n : {"3", "5"}) {
+    out = fails_with({"--stop-after-epochs", n},
+                     std::string("cnn: --stop-after-epochs ") + n +
+                         " stops nothing: the run ends after its --epochs 3 anyway (a stop point "
+                         "must lie before the run's end)");
+    CHECK(out.find("fashion-mnist:") == std::string::npos);
+  }
+  // the run's steps are known once the data is: checked then, before the first step
+  fails_with({"--stop-after-steps", "10"},
+             "cnn: --stop-after-steps 10 stops nothing: the run has 9 steps (--epochs 3 of 3 "
+             "steps) and ends before it (a stop point must lie at or before the run's last step)");
+  CHECK_FALSE(std::filesystem::exists(d.dir("e")));
+  // At the last step it still stops something: the last evaluation and checkpoint, as a crash
+  // after that step would.
+  JobResult last = run_job(plus(d.cnn("last"), {"--stop-after-steps", "9"}));
+  REQUIRE_MESSAGE(last.code == 0, last.out);
+  CHECK(last.out.find("stopped after step 9 of the run") != std::string::npos);
+  CHECK(last.out.find("epoch 2/3") != std::string::npos);
+  CHECK(last.out.find("epoch 3/3") == std::string::npos);
+  JobResult two = run_job(plus(d.cnn("two"), {"--stop-after-epochs", "2"}));
+  REQUIRE_MESSAGE(two.code == 0, two.out);
+  CHECK(two.out.find("epoch 2/3") != std::string::npos);
+  CHECK(two.out.find("epoch 3/3") == std::string::npos);
+  // On resume a stop point may be reached already (nothing to do, test_resume_check.cpp) or lie
+  // at the end; 0 is refused there too.
+  JobResult zero = run_job(plus(d.cnn("two"), {"--resume", "1", "--stop-after-epochs", "0"}));
+  CHECK(zero.code == 1);
+  CHECK_MESSAGE(zero.out.find("cnn: --stop-after-epochs must be >= 1 (-1: never), got 0") !=
+                    std::string::npos,
+                zero.out);
+  JobResult rest = run_job(plus(d.cnn("two"), {"--resume", "1", "--stop-after-epochs", "3"}));
+  REQUIRE_MESSAGE(rest.code == 0, rest.out);
+  CHECK(rest.out.find("epoch 3/3") != std::string::npos);
+}
+
+TEST_CASE("--tf32 1 with --device cuda: taken in float32, refused under bf16-true" *
+          needs_gpu_trainer("tf32 under bf16-true")) {
+  Data d("tf32_bf16_true");
+  JobResult r =
+      run_job(plus(d.cnn("e"), {"--device", "cuda", "--tf32", "1", "--precision", "bf16-true"}),
+              gpu_train_bin());
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(
+      r.out.find("cnn: --tf32 1 has no effect with --precision bf16-true") != std::string::npos,
+      r.out);
+  CHECK_FALSE(std::filesystem::exists(d.dir("e")));
+  // in float32 it is taken (the refusal is bf16-true's)
+  r = run_job(plus(d.cnn("f"), {"--device", "cuda", "--tf32", "1", "--stop-after-epochs", "1"}),
+              gpu_train_bin());
+  CHECK_MESSAGE(r.code == 0, r.out);
 }
 
 TEST_CASE("--cudnn-benchmark 1 on a model without convolutions is refused, naming it" *

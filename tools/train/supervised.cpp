@@ -293,6 +293,13 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
            device.str(), " it is in host memory already");
   for (auto [flag, v] : {std::pair{"cudnn-benchmark", cudnn_benchmark}, {"tf32", tf32}}) {
     SL_CHECK(v == 0 || v == 1, name, ": --", flag, " must be 0 or 1, got ", v);
+  }
+  // bf16-true stores the parameters, activations and inputs in bfloat16: no float32 product is
+  // left for TF32 to round
+  SL_CHECK(tf32 == 0 || !precision.params_16, name, ": --tf32 1 has no effect with --precision ",
+           precision.name,
+           " (its matmuls and convolutions run in bfloat16; TF32 rounds float32 ones only)");
+  for (auto [flag, v] : {std::pair{"cudnn-benchmark", cudnn_benchmark}, {"tf32", tf32}}) {
     SL_CHECK(v == 0 || device.is_cuda(), name, ": --", flag,
              " 1 changes how GPU kernels compute (cuDNN convolutions, float32 products): it "
              "needs --device cuda, got --device ",
@@ -307,6 +314,19 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
            checkpoint_every);
   SL_CHECK(checkpoint_every == 0 || !ckpt_dir.empty(), name,
            ": --checkpoint-every needs a --checkpoint-dir");
+  // A stop point ends the run after the step that reaches it: 0 would train nothing (epochs) or
+  // still take a step (steps), neither what it says.
+  SL_CHECK(stop_after != 0, name,
+           ": --stop-after-epochs must be >= 1 (-1: never), got 0 (the run would stop before its "
+           "first step and train nothing)");
+  SL_CHECK(stop_after_steps != 0, name,
+           ": --stop-after-steps must be >= 1 (-1: never), got 0 (the run stops after the step "
+           "that reaches the stop point, so it would still take one)");
+  // On a fresh run, a stop point at or past the run's end would stop nothing (on resume it may
+  // be reached already: nothing to do, resume.h). The steps are checked once the data is loaded.
+  SL_CHECK(resume || stop_after < opt.epochs, name, ": --stop-after-epochs ", stop_after,
+           " stops nothing: the run ends after its --epochs ", opt.epochs,
+           " anyway (a stop point must lie before the run's end)");
   SL_CHECK(accumulate >= 1 && (batch / world) % accumulate == 0, name, ": --accumulate ",
            accumulate, " must be >= 1 and divide each rank's ", batch / world,
            " examples of a batch (--batch-size ", batch, " over ", world,
@@ -434,6 +454,12 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
   SL_CHECK(per_epoch >= 1, name, ": --batch-size ", batch, " is larger than the ",
            train_set->size(), " training examples (each step takes a full batch)");
   const int64_t total_steps = opt.epochs * per_epoch;
+  // At the last step it still stops the run before its last evaluation and checkpoint, as a crash
+  // there would; past it, nothing.
+  SL_CHECK(resume || stop_after_steps <= total_steps, name, ": --stop-after-steps ",
+           stop_after_steps, " stops nothing: the run has ", total_steps, " steps (--epochs ",
+           opt.epochs, " of ", per_epoch,
+           " steps) and ends before it (a stop point must lie at or before the run's last step)");
   const int64_t warmup =
       warmup_given ? warmup_flag : static_cast<int64_t>(job.default_warmup_fraction * total_steps);
   SL_CHECK(warmup >= 0 && warmup <= total_steps, name, ": --warmup-steps must lie in [0, ",

@@ -68,7 +68,11 @@
 // --checkpoint-every N also writes the checkpoint every N steps of the run inside an epoch (a
 // long epoch is not lost to a crash); --resume 1 then continues from that step of the epoch, bit
 // for bit as from an epoch's end (the epoch's printed loss then averages the steps run since).
-// --stop-after-steps S ends the run after its S-th step, as a crash would (for tests).
+// --stop-after-steps S ends the run after its S-th step, as a crash would (for tests): at an
+// epoch's last step, before that epoch's evaluation and checkpoint. --stop-after-epochs K ends it
+// after K epochs. Both must be >= 1 (-1: never); on a fresh run K must be below --epochs and S at
+// most the run's steps (a stop point past the end would stop nothing: ValueError, S's once the
+// data is loaded, before the first step).
 //
 // --accumulate K splits each rank's share of a batch into K equal micro-batches whose gradients
 // add up before one optimizer step (each loss weighted 1/K): the same step as without it, for
@@ -129,7 +133,8 @@
 // --dp-replicas without --strategy dp, --bucket-mb and --first-bucket-mb with single or dp
 // (unless --estimate-memory), --reduce-dtype and --sync-batchnorm 1 with single or dp,
 // --momentum without --optimizer sgd or rmsprop, --rmsprop-alpha / --rmsprop-centered without
-// rmsprop, --adagrad-lr-decay without adagrad; and, once the model is built, --cudnn-benchmark 1
+// rmsprop, --adagrad-lr-decay without adagrad, --tf32 1 with --precision bf16-true (no float32
+// product left to round); and, once the model is built, --cudnn-benchmark 1
 // on a model without a convolution module and --sync-batchnorm 1 on one without a BatchNorm layer
 // (ValueError naming the flag and the model).
 #pragma once
