@@ -34,8 +34,13 @@ Tensor cosine_similarity(const Tensor& x1_in, const Tensor& x2_in, int64_t dim, 
   const int64_t d = wrap_dim(dim, static_cast<int64_t>(shape.size()), op);
   x1 = x1.expand(shape);
   x2 = x2.expand(shape);
-  Tensor n1 = x1.norm(2.0, {d}, true).clamp(eps), n2 = x2.norm(2.0, {d}, true).clamp(eps);
-  return ((x1 / n1) * (x2 / n2)).sum({d});
+  // PyTorch 1.13 clamps the squared norms in place under no_grad: the value is max(s, eps^2),
+  // the gradient that of s. s - s.detach() is exactly 0 (s is finite and >= 0).
+  auto norm = [&](const Tensor& x) {
+    Tensor s = (x * x).sum({d}, true);
+    return (s - s.detach() + s.detach().clamp(eps * eps)).sqrt();
+  };
+  return ((x1 / norm(x1)) * (x2 / norm(x2))).sum({d});
 }
 
 Tensor pairwise_distance(const Tensor& x1_in, const Tensor& x2_in, double p, double eps,

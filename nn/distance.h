@@ -8,11 +8,12 @@
 namespace sl::nn {
 namespace functional {
 
-/// sum over dim of (x1 / max(||x1||, eps)) (x2 / max(||x2||, eps)), the norms taken over dim
-/// after x1 and x2 are broadcast together, as PyTorch 1.13 (a norm below eps is clamped, and the
-/// clamp passes no gradient to it). The result has the broadcast shape without dim. Floating
-/// inputs (DTypeError; PyTorch also takes integers), ShapeError when they do not broadcast,
-/// IndexError for dim out of range, ValueError for eps < 0, DeviceError.
+/// sum over dim of (x1 / n1) (x2 / n2) with n = sqrt(max(sum over dim of x^2, eps^2)), taken after
+/// x1 and x2 are broadcast together, as PyTorch 1.13: the clamp is invisible to autograd (a
+/// vector whose norm is below eps gets the gradient of the unclamped squared norm at the clamped
+/// value). The result has the broadcast shape without dim. Floating inputs (DTypeError; PyTorch
+/// also takes integers), ShapeError when they do not broadcast, IndexError for dim out of range,
+/// ValueError for eps < 0, DeviceError.
 Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim = 1, double eps = 1e-8);
 
 /// ||x1 - x2 + eps||_p over the last dim of the broadcast shape (kept as size 1 with keepdim),
