@@ -65,6 +65,7 @@ def gen_upsample(w, run_case, seeded):
           F.interpolate(torch.arange(2, dtype=torch.float64).view(1, 1, 2), size=41,
                         mode="nearest-exact"))
     gen_upsample_cubic(w, run_case, seeded)
+    gen_upsample_3d(w, run_case, seeded)
 
 
 def gen_upsample_cubic(w, run_case, seeded):
@@ -140,3 +141,55 @@ def gen_upsample_cubic(w, run_case, seeded):
     x = torch.randn(1, 2, 5, 6)
     w.put("bicubic_same_scale.in.0", x)
     w.put("bicubic_same_scale.out.0", F.interpolate(x, scale_factor=1.1, mode="bicubic"))
+
+
+def gen_upsample_3d(w, run_case, seeded):
+    """The upsample family's 5-d nearest, nearest-exact and area cases (PyTorch's
+    upsample_nearest3d, _upsample_nearest_exact3d and adaptive_avg_pool3d); each case's call is
+    repeated in tests/nn/test_upsample_3d.cpp next to its name."""
+    def interp(**kw):
+        return lambda x: F.interpolate(x, **kw)
+
+    f64 = torch.float64
+    cases = [
+        ("nearest3d_2x", interp(scale_factor=2, mode="nearest"), (1, 2, 2, 3, 4)),
+        ("nearest3d_scale_per_dim", interp(scale_factor=(1.7, 0.6, 2.5), mode="nearest"),
+         (2, 2, 3, 5, 3)),
+        ("nearest3d_shrink", interp(size=(2, 3, 2), mode="nearest"), (1, 2, 5, 6, 4)),
+        ("nearest3d_recompute", interp(scale_factor=1.7, mode="nearest",
+                                       recompute_scale_factor=True), (1, 2, 3, 4, 5)),
+        ("nearest3d_module", nn.Upsample(size=(4, 6, 3), mode="nearest"), (1, 2, 3, 4, 5)),
+        ("nearest_exact3d_up", interp(scale_factor=1.7, mode="nearest-exact"), (1, 2, 3, 4, 5)),
+        ("nearest_exact3d_shrink", interp(size=(2, 3, 2), mode="nearest-exact"),
+         (2, 2, 5, 6, 4)),
+        ("nearest_exact3d_scale_per_dim",
+         interp(scale_factor=(0.6, 2.5, 1.3), mode="nearest-exact"), (1, 2, 5, 3, 4)),
+        ("nearest_exact3d_module", nn.Upsample(size=(5, 2, 7), mode="nearest-exact"),
+         (1, 2, 3, 4, 5)),
+        # area: adaptive_avg_pool3d, overlapping windows when the size does not divide
+        ("area3d_down", interp(size=(2, 3, 2), mode="area"), (2, 2, 5, 7, 5)),
+        ("area3d_scale", interp(scale_factor=0.6, mode="area"), (1, 2, 5, 8, 6)),
+        ("area3d_up", interp(size=(4, 3, 5), mode="area"), (1, 2, 3, 2, 4)),
+        ("area3d_module", nn.Upsample(size=(3, 3, 2), mode="area"), (1, 3, 4, 6, 5)),
+        # float64
+        ("nearest3d_f64", interp(scale_factor=(1.5, 0.7, 2.3), mode="nearest"),
+         (1, 2, 3, 5, 4, f64)),
+        ("nearest_exact3d_f64", interp(size=(5, 2, 7), mode="nearest-exact"),
+         (1, 2, 3, 5, 4, f64)),
+        ("area3d_f64", interp(size=(2, 3, 3), mode="area"), (1, 2, 5, 7, 4, f64)),
+    ]
+    for i, (name, fn, shape) in enumerate(cases):
+        seeded(300 + i)
+        dtype = shape[-1] if isinstance(shape[-1], torch.dtype) else torch.float32
+        dims = shape[:-1] if isinstance(shape[-1], torch.dtype) else shape
+        run_case(w, name, fn, [torch.randn(*dims, dtype=dtype)], seed=300 + i)
+    # 5 * 1.1 = 5 along D: the forward still uses the given scale (reads 0, 0, 1, 2, 3), but
+    # PyTorch 1.13's nearest backward copies where out == in and halves where out == 2 * in (so
+    # its gradient is not that of its forward: the cases above avoid such sizes), so only the
+    # forward is stored. C = 2: with C = 1 PyTorch picks its channels-last kernel, which copies
+    # in the forward too (Note [Upsample source index]).
+    seeded(330)
+    x = torch.randn(1, 2, 5, 3, 2)
+    w.put("nearest3d_scale_kept.in.0", x)
+    w.put("nearest3d_scale_kept.out.0",
+          F.interpolate(x, scale_factor=(1.1, 2.0, 1.5), mode="nearest"))

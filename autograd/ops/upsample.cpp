@@ -7,7 +7,9 @@
 #include "autograd/function.h"
 #include "autograd/ops/pool.h"
 #include "core/ops/copy.h"
+#include "core/ops/pool.h"
 #include "core/ops/upsample.h"
+#include "core/ops/view.h"
 
 namespace sl {
 
@@ -59,8 +61,8 @@ Resolved resolve(const Tensor& input, const InterpolateOptions& o) {
   const bool interpolating =
       mode == "linear" || mode == "bilinear" || mode == "bicubic" || mode == "trilinear";
   if (!interpolating) {
-    SL_CHECK_SHAPE(input.dim() == 3 || input.dim() == 4, op, ": mode '", mode,
-                   "' expects a 3-d [N, C, W] or 4-d [N, C, H, W] input, got ",
+    SL_CHECK_SHAPE(input.dim() >= 3 && input.dim() <= 5, op, ": mode '", mode,
+                   "' expects a 3-d [N, C, W], 4-d [N, C, H, W] or 5-d [N, C, D, H, W] input, got ",
                    shape_str(input.sizes()));
   } else {
     const int64_t want = mode == "linear" ? 3 : mode == "trilinear" ? 5 : 4;
@@ -139,12 +141,47 @@ Resolved resolve(const Tensor& input, const InterpolateOptions& o) {
   } else if (interpolating) {
     r.backward_name = dims == 1 ? "UpsampleLinear1DBackward" : "UpsampleBilinear2DBackward";
   } else if (r.g.exact) {
-    r.backward_name =
-        dims == 1 ? "UpsampleNearestExact1DBackward" : "UpsampleNearestExact2DBackward";
+    r.backward_name = dims == 1   ? "UpsampleNearestExact1DBackward"
+                      : dims == 2 ? "UpsampleNearestExact2DBackward"
+                                  : "UpsampleNearestExact3DBackward";
   } else {
-    r.backward_name = dims == 1 ? "UpsampleNearest1DBackward" : "UpsampleNearest2DBackward";
+    r.backward_name = dims == 1   ? "UpsampleNearest1DBackward"
+                      : dims == 2 ? "UpsampleNearest2DBackward"
+                                  : "UpsampleNearest3DBackward";
   }
   return r;
+}
+
+/// "area" on a 5-d input: PyTorch's adaptive_avg_pool3d to (Do, Ho, Wo). An adaptive window is the
+/// product of one window per dim, so its mean is the mean over D of the means over (H, W): two
+/// adaptive_avg_pool2d passes, the first over (H, W) of [N, C * D, H, W], the second over D of
+/// [N, C, D, Ho * Wo] (its windows along the Ho * Wo dim are single elements, divided by 1).
+/// PyTorch sums the whole window before dividing once, so values may differ in the last bits.
+Tensor area3d_forward(const Tensor& x, const UpsampleGeometry& g) {
+  const Shape& s = x.sizes();
+  const int64_t N = s[0], C = s[1], D = s[2], H = s[3], W = s[4];
+  if (x.numel() == 0) return ops::empty({N, C, g.out_d, g.out_h, g.out_w}, x.dtype(), x.device());
+  const Tensor hw = ops::adaptive_avg_pool2d_forward(
+      ops::view(ops::contiguous(x), {N, C * D, H, W}), {g.out_h, g.out_w});
+  const Tensor d = ops::adaptive_avg_pool2d_forward(ops::view(hw, {N, C, D, g.out_h * g.out_w}),
+                                                    {g.out_d, g.out_h * g.out_w});
+  return ops::view(d, {N, C, g.out_d, g.out_h, g.out_w});
+}
+
+/// The gradient of area3d_forward w.r.t. an input of input_sizes: the two passes' backward.
+Tensor area3d_backward(const Tensor& grad, const Shape& s, const UpsampleGeometry& g) {
+  const int64_t N = s[0], C = s[1], D = s[2], H = s[3], W = s[4];
+  if (grad.numel() == 0) {
+    Tensor gi = ops::empty(s, grad.dtype(), grad.device());
+    ops::fill_(gi, 0);
+    return gi;
+  }
+  const Tensor gd = ops::adaptive_avg_pool2d_backward(
+      ops::view(ops::contiguous(grad), {N, C, g.out_d, g.out_h * g.out_w}),
+      {N, C, D, g.out_h * g.out_w});
+  const Tensor ghw = ops::adaptive_avg_pool2d_backward(ops::view(gd, {N, C * D, g.out_h, g.out_w}),
+                                                       {N, C * D, H, W});
+  return ops::view(ghw, s);
 }
 
 }  // namespace
@@ -154,7 +191,16 @@ Tensor interpolate(const Tensor& input, const InterpolateOptions& options) {
   if (r.area) {
     // PyTorch's "area" is adaptive average pooling to the output size (its grad_fn names it too)
     if (input.dim() == 3) return adaptive_avg_pool1d(input, r.g.out_w);
-    return adaptive_avg_pool2d(input, {r.g.out_h, r.g.out_w});
+    if (input.dim() == 4) return adaptive_avg_pool2d(input, {r.g.out_h, r.g.out_w});
+    Tensor out = area3d_forward(input, r.g);
+    if (needs_grad(input)) {
+      Shape in_sizes = input.sizes();
+      record("AdaptiveAvgPool3DBackward", {input}, {&out},
+             [in_sizes, g = r.g](const BackwardCtx& c) -> variable_list {
+               return {area3d_backward(c.grad(), in_sizes, g)};
+             });
+    }
+    return out;
   }
   Tensor out = ops::upsample_forward(input, r.g, r.mode);
   if (needs_grad(input)) {

@@ -1,5 +1,5 @@
-// CPU kernels of the upsample family (nearest, linear, bilinear, trilinear; bicubic and
-// antialias in upsample_cubic.cpp): the per-dimension taps (core/ops/upsample_index.h) are
+// CPU kernels of the upsample family (nearest in 1-d to 3-d, linear, bilinear, trilinear; bicubic
+// and antialias in upsample_cubic.cpp): the per-dimension taps (core/ops/upsample_index.h) are
 // computed once per call, then planes are split over the OpenMP pool. Backward kernels own whole
 // input planes and scatter in ascending output order (Note [Upsample backward order]).
 #include <algorithm>
@@ -36,21 +36,33 @@ std::vector<LinearTaps<T>> linear_table(int64_t in, int64_t out, bool align_corn
   return t;
 }
 
+/// Nearest covers [P, H, W] planes and [P, D, H, W] volumes: (D, H, W) of a 3- or 4-d tensor.
+void spatial(const Tensor& t, int64_t& D, int64_t& H, int64_t& W) {
+  D = t.dim() == 4 ? t.size(1) : 1;
+  H = t.size(-2);
+  W = t.size(-1);
+}
+
 template <class T>
 void nearest_fwd(const Tensor& out, const Tensor& input, const UpsampleGeometry& g) {
-  const int64_t P = input.size(0), H = input.size(1), W = input.size(2);
-  const int64_t Ho = g.out_h, Wo = g.out_w;
+  int64_t D, H, W;
+  spatial(input, D, H, W);
+  const int64_t P = input.size(0), Do = input.dim() == 4 ? g.out_d : 1, Ho = g.out_h, Wo = g.out_w;
+  const auto td = nearest_table<T>(D, Do, g.scale_d, g.exact);
   const auto th = nearest_table<T>(H, Ho, g.scale_h, g.exact);
   const auto tw = nearest_table<T>(W, Wo, g.scale_w, g.exact);
   const T* x = input.data_ptr<T>();
   T* y = out.data_ptr<T>();
-  parallel_for(0, P, plane_grain(Ho * Wo), [&](int64_t p0, int64_t p1) {
+  parallel_for(0, P, plane_grain(Do * Ho * Wo), [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
-      const T* xp = x + p * H * W;
-      T* yp = y + p * Ho * Wo;
-      for (int64_t oh = 0; oh < Ho; ++oh) {
-        const T* xr = xp + th[oh] * W;
-        for (int64_t ow = 0; ow < Wo; ++ow) yp[oh * Wo + ow] = xr[tw[ow]];
+      const T* xp = x + p * D * H * W;
+      T* yp = y + p * Do * Ho * Wo;
+      for (int64_t od = 0; od < Do; ++od) {
+        for (int64_t oh = 0; oh < Ho; ++oh) {
+          const T* xr = xp + (td[od] * H + th[oh]) * W;
+          T* yr = yp + (od * Ho + oh) * Wo;
+          for (int64_t ow = 0; ow < Wo; ++ow) yr[ow] = xr[tw[ow]];
+        }
       }
     }
   });
@@ -58,20 +70,26 @@ void nearest_fwd(const Tensor& out, const Tensor& input, const UpsampleGeometry&
 
 template <class T>
 void nearest_bwd(const Tensor& grad_input, const Tensor& grad_out, const UpsampleGeometry& g) {
-  const int64_t P = grad_input.size(0), H = grad_input.size(1), W = grad_input.size(2);
+  int64_t D, H, W;
+  spatial(grad_input, D, H, W);
+  const int64_t P = grad_input.size(0), Do = grad_input.dim() == 4 ? g.out_d : 1;
   const int64_t Ho = g.out_h, Wo = g.out_w;
+  const auto td = nearest_table<T>(D, Do, g.scale_d, g.exact);
   const auto th = nearest_table<T>(H, Ho, g.scale_h, g.exact);
   const auto tw = nearest_table<T>(W, Wo, g.scale_w, g.exact);
   T* gi = grad_input.data_ptr<T>();
   const T* go = grad_out.data_ptr<T>();
-  parallel_for(0, P, plane_grain(H * W + Ho * Wo), [&](int64_t p0, int64_t p1) {
+  parallel_for(0, P, plane_grain(D * H * W + Do * Ho * Wo), [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
-      T* gip = gi + p * H * W;
-      const T* gop = go + p * Ho * Wo;
-      std::fill(gip, gip + H * W, T(0));
-      for (int64_t oh = 0; oh < Ho; ++oh) {
-        T* gr = gip + th[oh] * W;
-        for (int64_t ow = 0; ow < Wo; ++ow) gr[tw[ow]] += gop[oh * Wo + ow];
+      T* gip = gi + p * D * H * W;
+      const T* gop = go + p * Do * Ho * Wo;
+      std::fill(gip, gip + D * H * W, T(0));
+      for (int64_t od = 0; od < Do; ++od) {
+        for (int64_t oh = 0; oh < Ho; ++oh) {
+          T* gr = gip + (td[od] * H + th[oh]) * W;
+          const T* gor = gop + (od * Ho + oh) * Wo;
+          for (int64_t ow = 0; ow < Wo; ++ow) gr[tw[ow]] += gor[ow];
+        }
       }
     }
   });

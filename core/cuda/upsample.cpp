@@ -6,7 +6,7 @@
 namespace sl::cuda {
 namespace {
 
-/// in_planes: [P, H, W], or [P, D, H, W] for trilinear.
+/// in_planes: [P, H, W], or [P, D, H, W] for trilinear and 5-d nearest.
 UpsampleGeom geom(const Tensor& in_planes, const UpsampleGeometry& g) {
   const bool vol = in_planes.dim() == 4;
   const int64_t D = vol ? in_planes.size(1) : 1;

@@ -1,4 +1,4 @@
-// CUDA kernels of the upsample family's nearest, linear, bilinear and trilinear modes (bicubic and
+// CUDA kernels of the upsample family's nearest (1-d to 3-d), linear, bilinear and trilinear modes (bicubic and
 // antialias in upsample_cubic.cu), with the CPU kernels' index rules (core/ops/
 // upsample_index.h): one thread per output element forward; backward gathers, one thread per
 // input element, the outputs that read it in ascending output order (Note [Upsample backward
@@ -13,28 +13,37 @@ namespace {
 
 using upsample::LinearTaps;
 
+// nearest covers [P, H, W] planes (D = out_d = 1) and [P, D, H, W] volumes alike
 template <class T>
 __global__ void nearest_fwd_kernel(T* y, const T* x, UpsampleGeom g) {
-  grid_stride(g.P * g.out_h * g.out_w, [&](int64_t t) {
-    const int64_t ow = t % g.out_w, oh = (t / g.out_w) % g.out_h, p = t / (g.out_w * g.out_h);
+  grid_stride(g.P * g.out_d * g.out_h * g.out_w, [&](int64_t t) {
+    const int64_t ow = t % g.out_w, oh = (t / g.out_w) % g.out_h;
+    const int64_t od = (t / (g.out_w * g.out_h)) % g.out_d;
+    const int64_t p = t / (g.out_w * g.out_h * g.out_d);
+    const int64_t d = upsample::nearest_source<comp_t<T>>(od, g.D, g.out_d, g.scale_d, g.exact);
     const int64_t h = upsample::nearest_source<comp_t<T>>(oh, g.H, g.out_h, g.scale_h, g.exact);
     const int64_t w = upsample::nearest_source<comp_t<T>>(ow, g.W, g.out_w, g.scale_w, g.exact);
-    y[t] = x[(p * g.H + h) * g.W + w];
+    y[t] = x[((p * g.D + d) * g.H + h) * g.W + w];
   });
 }
 
 template <class T>
 __global__ void nearest_bwd_kernel(T* gi, const T* go, UpsampleGeom g) {
   using C = comp_t<T>;
-  grid_stride(g.P * g.H * g.W, [&](int64_t t) {
-    const int64_t w = t % g.W, h = (t / g.W) % g.H, p = t / (g.W * g.H);
-    int64_t oh0, oh1, ow0, ow1;
+  grid_stride(g.P * g.D * g.H * g.W, [&](int64_t t) {
+    const int64_t w = t % g.W, h = (t / g.W) % g.H, d = (t / (g.W * g.H)) % g.D;
+    const int64_t p = t / (g.W * g.H * g.D);
+    int64_t od0, od1, oh0, oh1, ow0, ow1;
+    upsample::nearest_readers<C>(d, g.D, g.out_d, g.scale_d, g.exact, od0, od1);
     upsample::nearest_readers<C>(h, g.H, g.out_h, g.scale_h, g.exact, oh0, oh1);
     upsample::nearest_readers<C>(w, g.W, g.out_w, g.scale_w, g.exact, ow0, ow1);
-    const T* gp = go + p * g.out_h * g.out_w;
+    const T* gp = go + p * g.out_d * g.out_h * g.out_w;
     C s = 0;
-    for (int64_t oh = oh0; oh < oh1; ++oh) {
-      for (int64_t ow = ow0; ow < ow1; ++ow) s += to_comp(gp[oh * g.out_w + ow]);
+    for (int64_t od = od0; od < od1; ++od) {
+      for (int64_t oh = oh0; oh < oh1; ++oh) {
+        const T* gr = gp + (od * g.out_h + oh) * g.out_w;
+        for (int64_t ow = ow0; ow < ow1; ++ow) s += to_comp(gr[ow]);
+      }
     }
     gi[t] = convert<T>(s);
   });

@@ -1,6 +1,7 @@
 // The "upsample" family: nearest (legacy and exact), linear (1-d linear, 2-d bilinear, 3-d
 // trilinear), bicubic and antialiased bilinear / bicubic resampling of contiguous [P, H, W] planes
-// (P = N * C; a 1-d input is a plane of height 1; trilinear takes [P, D, H, W] volumes), forward
+// (P = N * C; a 1-d input is a plane of height 1; trilinear and nearest take [P, D, H, W] volumes
+// for 5-d inputs), forward
 // and backward, with PyTorch 1.13's index rules (core/ops/upsample_index.h, Note [Upsample source
 // index]). Not differentiable (see autograd/ops/upsample.h).
 #pragma once
@@ -31,11 +32,11 @@ enum class UpsampleMode {
 };
 
 /// out [P, Ho, Wo]: out[p, oh, ow] = input[p, nearest_source(oh), nearest_source(ow)] (g.exact
-/// selects nearest-exact's rule).
+/// selects nearest-exact's rule); on [P, D, H, W] volumes likewise per dim to [P, out_d, Ho, Wo].
 SL_DECLARE_KERNEL(upsample_nearest_forward_kernel,
                   void(const Tensor& out, const Tensor& input, const UpsampleGeometry& g));
-/// grad_input [P, H, W] (overwritten) = for each input element, the sum of grad_out over the
-/// outputs that read it.
+/// grad_input [P, H, W] or [P, D, H, W] (overwritten) = for each input element, the sum of
+/// grad_out over the outputs that read it.
 ///
 /// Note [Upsample backward order]
 /// The CPU scatters plane by plane in ascending output order (od, oh, ow; for linear, the taps
@@ -83,7 +84,7 @@ SL_DECLARE_KERNEL(upsample_aa_backward_kernel,
 
 namespace ops {
 
-/// Resamples a 3-d [N, C, W] (g.out_h 1), 4-d [N, C, H, W] or (linear only) 5-d [N, C, D, H, W]
+/// Resamples a 3-d [N, C, W] (g.out_h 1), 4-d [N, C, H, W] or (nearest, linear) 5-d [N, C, D, H, W]
 /// input to [.., out_d, out_h, out_w] with `mode`'s rule. Validation is the caller's
 /// (sl::interpolate); an empty batch gives an empty output.
 Tensor upsample_forward(const Tensor& input, const UpsampleGeometry& g, UpsampleMode mode);

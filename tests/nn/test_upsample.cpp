@@ -188,15 +188,15 @@ TEST_CASE("interpolate errors name the op, the values and the expectation") {
                   "modes linear | bilinear | bicubic | trilinear, got align_corners=True with "
                   "mode 'area'");
   SL_CHECK_THROWS(F::interpolate(randn({2, 4}), {.size = {3}, .mode = "nearest-exact"}), ShapeError,
-                  "interpolate: mode 'nearest-exact' expects a 3-d [N, C, W] or 4-d [N, C, H, W] "
-                  "input, got [2, 4]");
+                  "interpolate: mode 'nearest-exact' expects a 3-d [N, C, W], 4-d [N, C, H, W] or "
+                  "5-d [N, C, D, H, W] input, got [2, 4]");
   SL_CHECK_THROWS(F::interpolate(x, {.size = {3}, .mode = "linear"}), ShapeError,
                   "interpolate: mode 'linear' expects a 3-d input [N, C, W], got [1, 2, 4, 4]");
   SL_CHECK_THROWS(F::interpolate(randn({1, 2, 4}), {.size = {3}, .mode = "bilinear"}), ShapeError,
                   "interpolate: mode 'bilinear' expects a 4-d input [N, C, H, W], got [1, 2, 4]");
   SL_CHECK_THROWS(F::interpolate(randn({2, 4}), {.size = {3}}), ShapeError,
-                  "interpolate: mode 'nearest' expects a 3-d [N, C, W] or 4-d [N, C, H, W] "
-                  "input, got [2, 4]");
+                  "interpolate: mode 'nearest' expects a 3-d [N, C, W], 4-d [N, C, H, W] or "
+                  "5-d [N, C, D, H, W] input, got [2, 4]");
   SL_CHECK_THROWS(F::interpolate(x, {.size = {3}, .mode = "cubic"}), ValueError,
                   "interpolate: mode must be one of nearest | nearest-exact | area | linear | "
                   "bilinear | bicubic | trilinear, got 'cubic'");
