@@ -168,7 +168,7 @@ Tensor area3d_forward(const Tensor& x, const UpsampleGeometry& g) {
   return ops::view(d, {N, C, g.out_d, g.out_h, g.out_w});
 }
 
-/// The gradient of area3d_forward w.r.t. an input of input_sizes: the two passes' backward.
+/// The gradient of area3d_forward w.r.t. an input of sizes s: the two passes' backward.
 Tensor area3d_backward(const Tensor& grad, const Shape& s, const UpsampleGeometry& g) {
   const int64_t N = s[0], C = s[1], D = s[2], H = s[3], W = s[4];
   if (grad.numel() == 0) {
