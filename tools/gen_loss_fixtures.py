@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """PyTorch reference fixtures for the margin, likelihood and distance losses (nn/loss_margin.h,
 nn/loss_likelihood.h, nn/distance.h), in the key layout of tools/gen_nn_fixtures.py (whose
-Writer and run_case this script uses):
+run_case and command line this script uses):
 
     /usr/bin/python3 tools/gen_loss_fixtures.py [--out DIR] [--keep-existing] [family...]
 
@@ -13,7 +13,6 @@ by the case's function (soft margin's and Poisson's are stored as <case>.target)
 the gradients PyTorch defines are stored. The configuration of each case is written out here
 and in tests/nn/test_loss_*.cpp and test_distance.cpp beside its name.
 """
-import argparse
 import os
 import sys
 
@@ -21,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(__file__))
-from gen_nn_fixtures import Writer, run_case, seeded  # noqa: E402
+from gen_nn_fixtures import main, run_case, seeded  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -190,21 +189,5 @@ FAMILIES = {"loss_margin": gen_loss_margin, "loss_likelihood": gen_loss_likeliho
             "distance": gen_distance}
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests",
-                                                  "fixtures", "nn"))
-    ap.add_argument("--keep-existing", action="store_true",
-                    help="keep tensors already in the output files bit for bit")
-    ap.add_argument("families", nargs="*", default=sorted(FAMILIES))
-    args = ap.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    print(f"torch {torch.__version__}")
-    for fam in args.families:
-        w = Writer()
-        FAMILIES[fam](w)
-        w.save(os.path.join(args.out, f"{fam}.safetensors"), args.keep_existing)
-
-
 if __name__ == "__main__":
-    main()
+    main(FAMILIES)
