@@ -165,6 +165,10 @@ inline Tensor rnd(const Shape& s, DType dt, bool grad = true) {
 
 constexpr DType kDtypes[] = {DType::f64, DType::f32};
 
+/// Whether the GPU has convolution kernels. They come from cuDNN only: a CUDA build without cuDNN
+/// has none, and the conv/pool module cases cannot run there, so they report the skip (visible
+/// in the test output) instead of failing on the missing kernel. Moved unchanged from
+/// test_cuda_modules.cpp.
 inline bool have_conv_kernels() {
   if (conv2d_forward_kernel.has(kGPU.kind)) return true;
   sl::testing::report_skip("CUDA test: conv module parity", "built without cuDNN");
