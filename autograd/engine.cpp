@@ -48,12 +48,48 @@
 // The refresh writes the view's autograd meta lazily from const accessors; like other autograd
 // state it is not synchronised, so one stale view must not be used from two threads at once.
 // Hooks registered with register_hook stay on the grad_fn the tensor had when they were added.
+// Note [Double backward]
+// backward(..., create_graph = true) and grad(..., create_graph = true) run the backward with grad
+// mode on, so the ops a backward formula calls record their own graph and the gradients can be
+// differentiated again (gradient penalties, Hessian-vector products), as PyTorch's create_graph.
+// - A formula sees its saved tensors attached to their history: an input saved with
+//   SavedTensor(t) comes back with the grad_fn/output_nr it had when saved (a leaf: its
+//   AccumulateGrad), an output saved with SavedTensor::output comes back as an output of the node
+//   being run. Without create_graph unpack returns the plain saved tensor, as before.
+// - Only ops recorded with DoubleBackward::supported (autograd/function.h) have formulas built
+//   from differentiable ops; where a plain backward uses a kernel (a fused tanh/sigmoid/relu/gelu/
+//   silu backward, the GEMMs of matmul and linear, reshape/expand/sum in sum_to) the formula
+//   branches on GradMode and uses the differentiable ops when it is on (the same values). The
+//   gradients of every other node get a NoDoubleBackward grad_fn: a second backward through
+//   them throws AutogradError naming the op, even where the true second derivative would be zero
+//   (never a silently missing term).
+// - Supported: add/sub/mul/div (tensor and scalar), neg, abs, exp, log, log1p, expm1, sqrt,
+//   rsqrt, square, reciprocal, tanh, sigmoid, relu, gelu (both forms), silu, sin, cos, erf, pow
+//   (all three forms), maximum/minimum, clamp, hardtanh, leaky_relu, where, masked_fill, casts
+//   and device copies, sum, mean, softmax, log_softmax, matmul/mm/bmm/dot/outer/addmm, linear
+//   (not linear_act), cat, stack, and the views view/reshape/permute/transpose/t/expand/squeeze/
+//   unsqueeze/flatten/unflatten/movedim/narrow/select with clone/contiguous.
+//   tests/autograd/test_double_backward.cpp gradgradchecks every op-case table case of these and
+//   checks that the others refuse.
+// - Not yet: slice (with a step its gradient is not a contiguous block), split/chunk, indexing
+//   (gather, index_select, embedding, ...), the other reductions (max/min, prod, var/std, norm,
+//   logsumexp, cumsum), pad, flip, sort/topk, norms, conv/pool, RNNs, attention, fused losses,
+//   linear_act, and in-place ops.
+// - The graph is kept (retain_graph is implied), as PyTorch's default for create_graph. An
+//   AccumulateGrad under create_graph stores a copy with a graph (clone, then out-of-place adds),
+//   so backward(create_graph) makes parameter -> .grad() -> graph -> AccumulateGrad -> parameter
+//   a reference cycle, as in PyTorch (which warns about it): reset .grad() to break it, or use
+//   grad(), which leaves .grad() alone.
 #include "autograd/engine.h"
 
+#include <optional>
 #include <queue>
+#include <string>
 #include <unordered_map>
 
+#include "autograd/function.h"
 #include "autograd/grad_mode.h"
+#include "autograd/ops/elementwise.h"
 #include "core/amp.h"
 #include "core/ops/copy.h"
 #include "core/ops/elementwise.h"
@@ -79,9 +115,35 @@ struct GraphTask {
 void accumulate_into(variable_list& buf, uint32_t slot, Tensor g) {
   if (!buf[slot].defined()) {
     buf[slot] = std::move(g);
+  } else if (GradMode::is_enabled()) {
+    buf[slot] = add(buf[slot], g);  // create_graph: the sum is part of the recorded graph
   } else {
     buf[slot] = ops::binary(BinaryOp::add, buf[slot], g);
   }
+}
+
+/// The node a gradient computed under create_graph by a backward that is not
+/// double_differentiable gets as its grad_fn: a second backward reaching it throws, naming the op.
+class NoDoubleBackward final : public Node {
+ public:
+  explicit NoDoubleBackward(const char* op) : name_(std::string(op) + " (no double backward)") {}
+  const char* name() const override { return name_.c_str(); }
+  variable_list apply(variable_list&&) override {
+    detail::throw_error<AutogradError>(
+        name_.substr(0, name_.size() - 21),
+        ": double backward is not supported for this op: a "
+        "gradient computed through it with create_graph=true cannot be differentiated again "
+        "(the ops that support it are listed in Note [Double backward], autograd/engine.cpp)");
+  }
+
+ private:
+  std::string name_;
+};
+
+Tensor refuse_double_backward(const char* op, const Tensor& g) {
+  Tensor out = g.detach();
+  detail::attach_node(std::make_shared<NoDoubleBackward>(op), {}, {&out});
+  return out;
 }
 
 Tensor check_grad(const Node& producer, size_t edge_index, const Node& target, uint32_t slot,
@@ -94,13 +156,21 @@ Tensor check_grad(const Node& producer, size_t edge_index, const Node& target, u
   }
   SL_CHECK_AUTOGRAD(g.device() == m.device, producer.name(), ": gradient for input ", edge_index,
                     " is on ", g.device(), ", expected ", m.device);
-  if (g.dtype() != m.dtype) g = ops::cast(g, m.dtype);
+  if (g.dtype() != m.dtype) g = GradMode::is_enabled() ? g.to(m.dtype) : ops::cast(g, m.dtype);
   return g;
 }
 
-void execute(GraphTask& task, const std::vector<std::pair<Edge, Tensor>>& roots,
-             bool retain_graph) {
-  NoGradGuard no_grad;
+void execute(GraphTask& task, const std::vector<std::pair<Edge, Tensor>>& roots, bool retain_graph,
+             bool create_graph) {
+  // create_graph records the backward's own ops (Note [Double backward]); it keeps the graph.
+  std::optional<NoGradGuard> no_grad;
+  std::optional<EnableGradGuard> grad;
+  if (create_graph) {
+    grad.emplace();
+    retain_graph = true;
+  } else {
+    no_grad.emplace();
+  }
   // Backward ops run in the dtypes forward recorded, even when backward() is called inside an
   // autocast scope (Note [Autocast]); a checkpoint's recompute restores its forward's state.
   AutocastStateGuard no_autocast{AutocastState{}};
@@ -179,11 +249,19 @@ void execute(GraphTask& task, const std::vector<std::pair<Edge, Tensor>>& roots,
           }
         }
         profiler::Scope scope(node->name(), profiler::Category::autograd);
-        results = node->apply(std::move(grads));
+        {
+          detail::CreateGraphNodeScope graph_node(create_graph ? node : nullptr);
+          results = node->apply(std::move(grads));
+        }
         if (!retain_graph) node->release_saved();
         SL_CHECK_AUTOGRAD(results.empty() || results.size() == node->next_edges.size(),
                           node->name(), ": backward returned ", results.size(),
                           " gradients, expected ", node->next_edges.size());
+        if (create_graph && !node->double_differentiable) {
+          for (Tensor& r : results) {
+            if (r.defined()) r = refuse_double_backward(node->name(), r);
+          }
+        }
       }
     }
     for (size_t i = 0; i < node->next_edges.size(); ++i) {
@@ -236,13 +314,14 @@ std::vector<std::pair<Edge, Tensor>> make_roots(const variable_list& roots,
 
 }  // namespace
 
-void run_backward(const variable_list& roots, const variable_list& grad_roots, bool retain_graph) {
+void run_backward(const variable_list& roots, const variable_list& grad_roots, bool retain_graph,
+                  bool create_graph) {
   GraphTask task;
-  execute(task, make_roots(roots, grad_roots), retain_graph);
+  execute(task, make_roots(roots, grad_roots), retain_graph, create_graph);
 }
 
 variable_list grad(const variable_list& outputs, const variable_list& inputs,
-                   const variable_list& grad_outputs, bool retain_graph) {
+                   const variable_list& grad_outputs, bool retain_graph, bool create_graph) {
   GraphTask task;
   task.capture_only = true;
   task.captured.resize(inputs.size());
@@ -251,12 +330,12 @@ variable_list grad(const variable_list& outputs, const variable_list& inputs,
     SL_CHECK_AUTOGRAD(e.valid(), "grad: input ", i, " does not require grad");
     task.captures[e.node.get()].emplace_back(e.input_nr, i);
   }
-  execute(task, make_roots(outputs, grad_outputs), retain_graph);
+  execute(task, make_roots(outputs, grad_outputs), retain_graph, create_graph);
   return task.captured;
 }
 
-void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
-  run_backward({*this}, {gradient}, retain_graph);
+void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph) const {
+  run_backward({*this}, {gradient}, retain_graph, create_graph);
 }
 
 }  // namespace sl

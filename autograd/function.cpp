@@ -1,5 +1,6 @@
 #include "autograd/function.h"
 
+#include "autograd/ops/reduce.h"
 #include "autograd/view_tracking.h"
 #include "core/ops/copy.h"
 #include "core/ops/reduce.h"
@@ -95,8 +96,21 @@ Tensor sum_to(const Tensor& grad, const Shape& shape) {
                      " cannot be reduced to ", shape_str(shape));
     }
   }
-  Tensor r = dims.empty() ? grad : ops::reduce(ReduceOp::sum, grad, dims, /*keepdim=*/true);
-  return ops::reshape(r, shape);
+  Tensor r = dims.empty() ? grad : grad_sum(grad, dims, /*keepdim=*/true);
+  return grad_reshape(r, shape);
+}
+
+Tensor grad_reshape(const Tensor& g, const Shape& shape) {
+  return GradMode::is_enabled() ? g.reshape(shape) : ops::reshape(g, shape);
+}
+
+Tensor grad_expand(const Tensor& g, const Shape& shape) {
+  return GradMode::is_enabled() ? g.expand(shape) : ops::expand(g, shape);
+}
+
+Tensor grad_sum(const Tensor& g, const std::vector<int64_t>& dims, bool keepdim) {
+  return GradMode::is_enabled() ? sum(g, dims, keepdim)
+                                : ops::reduce(ReduceOp::sum, g, dims, keepdim);
 }
 
 }  // namespace sl

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <vector>
 
 #include "autograd/grad_mode.h"
 #include "autograd/node.h"
@@ -38,20 +39,34 @@ void attach_node_inplace(const std::shared_ptr<Node>& node, Tensor& self,
                          std::initializer_list<Tensor> others);
 }  // namespace detail
 
+/// Whether a recorded op's backward lambda is built only from differentiable ops (sl::mul, not
+/// ops::binary; no fused backward kernel when grad mode is on), so that a backward with
+/// create_graph can differentiate it again. Each op that says `supported` has a gradgradcheck
+/// test (tests/autograd/test_double_backward*.cpp); Note [Double backward], autograd/engine.cpp.
+enum class DoubleBackward : bool { unsupported, supported };
+
+namespace detail {
+template <class F>
+std::shared_ptr<Node> make_lambda_node(const char* name, F&& fn, DoubleBackward db) {
+  auto node = std::make_shared<LambdaNode<std::decay_t<F>>>(name, std::forward<F>(fn));
+  node->double_differentiable = db == DoubleBackward::supported;
+  return node;
+}
+}  // namespace detail
+
 /// Creates a LambdaNode holding `fn` (callable as variable_list(const BackwardCtx&)) with edges to
 /// `inputs` and makes it the grad_fn of each output.
 /// Outputs must be fresh (not views of inputs) or views created by this op.
 template <class F>
 void record(const char* name, std::initializer_list<Tensor> inputs,
-            std::initializer_list<Tensor*> outputs, F&& fn) {
-  detail::attach_node(std::make_shared<LambdaNode<std::decay_t<F>>>(name, std::forward<F>(fn)),
-                      inputs, outputs);
+            std::initializer_list<Tensor*> outputs, F&& fn,
+            DoubleBackward db = DoubleBackward::unsupported) {
+  detail::attach_node(detail::make_lambda_node(name, std::forward<F>(fn), db), inputs, outputs);
 }
 template <class F>
-void record(const char* name, const TensorList& inputs, const std::vector<Tensor*>& outputs,
-            F&& fn) {
-  detail::attach_node(std::make_shared<LambdaNode<std::decay_t<F>>>(name, std::forward<F>(fn)),
-                      inputs, outputs);
+void record(const char* name, const TensorList& inputs, const std::vector<Tensor*>& outputs, F&& fn,
+            DoubleBackward db = DoubleBackward::unsupported) {
+  detail::attach_node(detail::make_lambda_node(name, std::forward<F>(fn), db), inputs, outputs);
 }
 
 /// Before an in-place op on `self` computed from `others`: throws AutogradError when autograd
@@ -68,5 +83,12 @@ void record_inplace(const char* name, Tensor& self, std::initializer_list<Tensor
 
 /// Reduces a broadcast gradient back to `shape` by summing the broadcast dims.
 Tensor sum_to(const Tensor& grad, const Shape& shape);
+
+/// Helpers for backward formulas: while a backward records a graph (create_graph, grad mode on)
+/// they are the differentiable ops (Tensor::reshape, Tensor::expand, sl::sum); otherwise the
+/// kernels those call, without view tracking or recording (the same values).
+Tensor grad_reshape(const Tensor& g, const Shape& shape);
+Tensor grad_expand(const Tensor& g, const Shape& shape);
+Tensor grad_sum(const Tensor& g, const std::vector<int64_t>& dims, bool keepdim);
 
 }  // namespace sl

@@ -4,6 +4,7 @@
 
 #include "autograd/function.h"
 #include "autograd/grad_mode.h"
+#include "autograd/ops/elementwise.h"
 #include "autograd/view_tracking.h"
 #include "core/ops/copy.h"
 #include "core/ops/elementwise.h"
@@ -91,7 +92,11 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
     check_hook_result("a leaf", g, r);
     g = std::move(r);
   }
-  if (!meta.grad.defined()) {
+  if (GradMode::is_enabled()) {
+    // create_graph (Note [Double backward]): .grad() keeps how it was computed, so it is a copy
+    // made by a differentiable op, or the out-of-place sum with the previous .grad(), as PyTorch.
+    meta.grad = meta.grad.defined() ? add(meta.grad, g) : g.clone();
+  } else if (!meta.grad.defined()) {
     // Steal the incoming buffer when nobody else can see it; otherwise copy, so that .grad()
     // never aliases another tensor.
     bool exclusive = g.impl_ptr().use_count() == 1 && g.storage().use_count() == 1 &&
@@ -109,9 +114,19 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
 
 SavedTensor::SavedTensor(const Tensor& t) {
   if (!t.defined()) return;
-  tensor_ = Tensor(std::make_shared<TensorImpl>(t.storage(), t.sizes(), t.strides(),
-                                                t.storage_offset(), t.dtype()));
+  tensor_ = t.detach();
   version_ = t.version();
+  if (t.requires_grad()) history_ = gradient_edge(t);
+}
+
+SavedTensor SavedTensor::output(const Tensor& out, uint32_t output_nr) {
+  SavedTensor s;
+  if (!out.defined()) return s;
+  s.tensor_ = out.detach();
+  s.version_ = out.version();
+  s.output_nr_ = output_nr;
+  s.is_output_ = true;
+  return s;
 }
 
 Tensor SavedTensor::unpack(const char* op) const {
@@ -122,8 +137,37 @@ Tensor SavedTensor::unpack(const char* op) const {
         ") has been modified by an in-place operation: it was saved at version ", version_,
         " and is now at version ", tensor_.version());
   }
+  if (Node* n = detail::create_graph_node(); n && tensor_.defined()) [[unlikely]] {
+    Edge e = is_output_ ? Edge{n->shared_from_this(), output_nr_} : history_;
+    if (e.valid()) return detail::alias_with_history(tensor_, e);
+  }
   return tensor_;
 }
+
+namespace detail {
+namespace {
+thread_local Node* t_create_graph_node = nullptr;
+}  // namespace
+
+Node* create_graph_node() {
+  return t_create_graph_node;
+}
+
+CreateGraphNodeScope::CreateGraphNodeScope(Node* node) : prev_(t_create_graph_node) {
+  t_create_graph_node = node;
+}
+CreateGraphNodeScope::~CreateGraphNodeScope() {
+  t_create_graph_node = prev_;
+}
+
+Tensor alias_with_history(const Tensor& t, const Edge& e) {
+  Tensor a = t.detach();
+  AutogradMeta& meta = a.impl()->autograd_meta();
+  meta.grad_fn = e.node;
+  meta.output_nr = e.input_nr;
+  return a;
+}
+}  // namespace detail
 
 std::shared_ptr<Node> grad_accumulator(const Tensor& leaf) {
   AutogradMeta& meta = leaf.impl()->autograd_meta();

@@ -64,6 +64,10 @@ class Node : public std::enable_shared_from_this<Node> {
   };
   /// Hooks on gradients in flight for this node's outputs (non-leaf register_hook/retain_grad).
   std::vector<PreHook> pre_hooks;
+  /// Whether apply() builds its gradients only from differentiable ops, so that a backward with
+  /// create_graph records how they were computed (Note [Double backward], autograd/engine.cpp).
+  /// When false, create_graph gives the gradients a node that refuses a second backward.
+  bool double_differentiable = false;
 };
 
 /// The context a backward lambda receives.
@@ -127,20 +131,48 @@ class AccumulateGrad final : public Node {
 };
 
 /// A tensor saved for backward, with the version it had when saved. unpack() throws
-/// AutogradError if it was modified in place since. Stores a detached alias, so saving an
-/// op's own output creates no reference cycle.
+/// AutogradError if it was modified in place since. Stores a detached alias and, for a tensor
+/// that requires grad, the edge to its history at saving time; an op's own output is saved with
+/// SavedTensor::output, which keeps no reference to the node (no reference cycle).
 class SavedTensor {
  public:
   SavedTensor() = default;
+  /// Saves an input of the op (or any tensor that is not one of its outputs).
   explicit SavedTensor(const Tensor& t);
-  /// The saved tensor; `op` names the backward in the error.
+  /// Saves output `output_nr` of the op that records the node saving it. Under create_graph it
+  /// unpacks as that output, so a second backward reaches the node again.
+  static SavedTensor output(const Tensor& out, uint32_t output_nr = 0);
+  /// The saved tensor; `op` names the backward in the error. While a backward records a graph
+  /// (create_graph), a tensor that required grad comes back attached to its history.
   Tensor unpack(const char* op) const;
   bool defined() const { return tensor_.defined(); }
 
  private:
   Tensor tensor_;
+  Edge history_;
   uint32_t version_ = 0;
+  uint32_t output_nr_ = 0;
+  bool is_output_ = false;
 };
+
+namespace detail {
+/// The node whose backward runs with create_graph on this thread, or null (autograd/engine.cpp
+/// sets it around each apply): SavedTensor::output tensors unpack as its outputs.
+Node* create_graph_node();
+/// Sets create_graph_node() for its scope; nests.
+class CreateGraphNodeScope {
+ public:
+  explicit CreateGraphNodeScope(Node* node);
+  ~CreateGraphNodeScope();
+  CreateGraphNodeScope(const CreateGraphNodeScope&) = delete;
+  CreateGraphNodeScope& operator=(const CreateGraphNodeScope&) = delete;
+
+ private:
+  Node* prev_;
+};
+/// An alias of `t` (its storage, no autograd state) whose grad_fn is `e.node`, output e.input_nr.
+Tensor alias_with_history(const Tensor& t, const Edge& e);
+}  // namespace detail
 
 /// The edge a gradient for `t` must flow into: its grad_fn, its AccumulateGrad (leaves that
 /// require grad), or an invalid edge.

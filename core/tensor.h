@@ -191,7 +191,10 @@ class Tensor {
   bool is_leaf() const;
   /// Backpropagates from this tensor. `gradient` may be omitted only for one-element tensors.
   /// retain_graph=false frees the graph's saved tensors, so a second backward throws.
-  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  /// create_graph records the gradients' own graph (and keeps this one) so that they can be
+  /// differentiated again (Note [Double backward], autograd/engine.cpp).
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false,
+                bool create_graph = false) const;
   /// Same data, cut from the graph (shares storage and version counter).
   Tensor detach() const;
   /// Detaches in place: drops grad_fn and requires_grad. Throws AutogradError on a view (made by

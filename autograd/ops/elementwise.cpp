@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "autograd/function.h"
+#include "autograd/grad_mode.h"
 #include "core/amp.h"
 #include "core/creation.h"
 #include "core/ops/copy.h"
@@ -19,23 +20,43 @@ namespace {
 
 /// Records a unary op whose gradient is grad_fn(g, x, y) (x input, y output; each saved only
 /// when requested).
+/// grad_fn must be built from differentiable ops when grad mode is on (create_graph): every
+/// unary op here supports double backward.
 template <class F>
 Tensor unary_op(UnaryOp op, const char* node_name, const Tensor& a, bool save_x, bool save_y,
                 F grad_fn) {
   Tensor out = ops::unary(op, a);
   if (needs_grad(a)) {
     SavedTensor sx = save_x ? SavedTensor(a) : SavedTensor();
-    SavedTensor sy = save_y ? SavedTensor(out) : SavedTensor();
-    record(node_name, {a}, {&out},
-           [sx, sy, node_name, grad_fn](const BackwardCtx& c) -> variable_list {
-             return {grad_fn(c.grad(), sx.unpack(node_name), sy.unpack(node_name))};
-           });
+    SavedTensor sy = save_y ? SavedTensor::output(out) : SavedTensor();
+    record(
+        node_name, {a}, {&out},
+        [sx, sy, node_name, grad_fn](const BackwardCtx& c) -> variable_list {
+          return {grad_fn(c.grad(), sx.unpack(node_name), sy.unpack(node_name))};
+        },
+        DoubleBackward::supported);
   }
   return out;
 }
 
 /// Non-differentiable result (comparisons, sign, ...).
 Tensor no_grad_result(Tensor t) { return t; }
+
+/// d gelu / dx built from differentiable ops, for a backward that records a graph (the fused
+/// backward kernels record nothing): Phi(x) + x phi(x), or for the tanh form with
+/// u = sqrt(2/pi) (x + 0.044715 x^3): 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) u'.
+Tensor gelu_derivative(const Tensor& x, bool tanh_form) {
+  if (!tanh_form) {
+    Tensor cdf = mul(add(erf(mul(x, 0.70710678118654752440)), 1), 0.5);
+    Tensor pdf = mul(exp(mul(mul(x, x), -0.5)), 0.39894228040143267794);
+    return add(cdf, mul(x, pdf));
+  }
+  const double k = 0.79788456080286535588, c = 0.044715;
+  Tensor x2 = mul(x, x);
+  Tensor th = tanh(mul(mul(x, add(mul(x2, c), 1)), k));
+  Tensor du = mul(add(mul(x2, 3 * c), 1), k);
+  return add(mul(add(th, 1), 0.5), mul(mul(mul(x, rsub(mul(th, th), 1)), du), 0.5));
+}
 
 }  // namespace
 
@@ -51,13 +72,15 @@ Tensor add_or_sub(bool is_sub, const Tensor& a, const Tensor& b, Scalar alpha) {
   if (needs_grad(a, b)) {
     Shape sa = a.sizes(), sb = b.sizes();
     const double scale = is_sub ? -alpha.to_double() : alpha.to_double();  // d out / d b
-    record(is_sub ? "SubBackward" : "AddBackward", {a, b}, {&out},
-           [sa = std::move(sa), sb = std::move(sb), scale](const BackwardCtx& c) -> variable_list {
-             const Tensor& g = c.grad();
-             Tensor gb;
-             if (c.needs(1)) gb = sum_to(scale == 1.0 ? g : mul(g, Scalar(scale)), sb);
-             return {c.needs(0) ? sum_to(g, sa) : Tensor(), gb};
-           });
+    record(
+        is_sub ? "SubBackward" : "AddBackward", {a, b}, {&out},
+        [sa = std::move(sa), sb = std::move(sb), scale](const BackwardCtx& c) -> variable_list {
+          const Tensor& g = c.grad();
+          Tensor gb;
+          if (c.needs(1)) gb = sum_to(scale == 1.0 ? g : mul(g, Scalar(scale)), sb);
+          return {c.needs(0) ? sum_to(g, sa) : Tensor(), gb};
+        },
+        DoubleBackward::supported);
   }
   return out;
 }
@@ -71,9 +94,10 @@ Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
 Tensor add(const Tensor& a, Scalar b) {
   Tensor out = ops::binary(BinaryOp::add, a, b);
   if (needs_grad(a)) {
-    record("AddBackward", {a}, {&out}, [](const BackwardCtx& c) -> variable_list {
-      return {c.grad()};
-    });
+    record(
+        "AddBackward", {a}, {&out},
+        [](const BackwardCtx& c) -> variable_list { return {c.grad()}; },
+        DoubleBackward::supported);
   }
   return out;
 }
@@ -94,14 +118,16 @@ Tensor mul(const Tensor& a, const Tensor& b) {
     Shape sa = a.sizes(), sb = b.sizes();
     SavedTensor va = b.requires_grad() ? SavedTensor(a) : SavedTensor();
     SavedTensor vb = a.requires_grad() ? SavedTensor(b) : SavedTensor();
-    record("MulBackward", {a, b}, {&out},
-           [sa = std::move(sa), sb = std::move(sb), va, vb](const BackwardCtx& c) -> variable_list {
-             const Tensor& g = c.grad();
-             Tensor ga, gb;
-             if (c.needs(0)) ga = sum_to(mul(g, vb.unpack("MulBackward")), sa);
-             if (c.needs(1)) gb = sum_to(mul(g, va.unpack("MulBackward")), sb);
-             return {ga, gb};
-           });
+    record(
+        "MulBackward", {a, b}, {&out},
+        [sa = std::move(sa), sb = std::move(sb), va, vb](const BackwardCtx& c) -> variable_list {
+          const Tensor& g = c.grad();
+          Tensor ga, gb;
+          if (c.needs(0)) ga = sum_to(mul(g, vb.unpack("MulBackward")), sa);
+          if (c.needs(1)) gb = sum_to(mul(g, va.unpack("MulBackward")), sb);
+          return {ga, gb};
+        },
+        DoubleBackward::supported);
   }
   return out;
 }
@@ -109,9 +135,10 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 Tensor mul(const Tensor& a, Scalar b) {
   Tensor out = ops::binary(BinaryOp::mul, a, b);
   if (needs_grad(a)) {
-    record("MulBackward", {a}, {&out}, [b](const BackwardCtx& c) -> variable_list {
-      return {mul(c.grad(), b)};
-    });
+    record(
+        "MulBackward", {a}, {&out},
+        [b](const BackwardCtx& c) -> variable_list { return {mul(c.grad(), b)}; },
+        DoubleBackward::supported);
   }
   return out;
 }
@@ -121,7 +148,7 @@ Tensor div(const Tensor& a, const Tensor& b) {
   if (needs_grad(a, b)) {
     Shape sa = a.sizes(), sb = b.sizes();
     SavedTensor vb(b);
-    SavedTensor vout = b.requires_grad() ? SavedTensor(out) : SavedTensor();
+    SavedTensor vout = b.requires_grad() ? SavedTensor::output(out) : SavedTensor();
     record(
         "DivBackward", {a, b}, {&out},
         [sa = std::move(sa), sb = std::move(sb), vb, vout](const BackwardCtx& c) -> variable_list {
@@ -131,7 +158,8 @@ Tensor div(const Tensor& a, const Tensor& b) {
           if (c.needs(0)) ga = sum_to(div(g, bb), sa);
           if (c.needs(1)) gb = sum_to(neg(div(mul(g, vout.unpack("DivBackward")), bb)), sb);
           return {ga, gb};
-        });
+        },
+        DoubleBackward::supported);
   }
   return out;
 }
@@ -139,9 +167,10 @@ Tensor div(const Tensor& a, const Tensor& b) {
 Tensor div(const Tensor& a, Scalar b) {
   Tensor out = ops::binary(BinaryOp::div, a, b);
   if (needs_grad(a)) {
-    record("DivBackward", {a}, {&out}, [b](const BackwardCtx& c) -> variable_list {
-      return {div(c.grad(), b)};
-    });
+    record(
+        "DivBackward", {a}, {&out},
+        [b](const BackwardCtx& c) -> variable_list { return {div(c.grad(), b)}; },
+        DoubleBackward::supported);
   }
   return out;
 }
@@ -150,11 +179,14 @@ Tensor div(Scalar a, const Tensor& b_in) {
   const Tensor b = autocast(b_in, AmpPolicy::fp32);  // PyTorch's __rdiv__ is on the fp32 list
   Tensor out = ops::binary(BinaryOp::div, a, b);
   if (needs_grad(b)) {
-    SavedTensor vb(b), vout(out);
-    record("DivBackward", {b}, {&out}, [vb, vout](const BackwardCtx& c) -> variable_list {
-      // d(a/b)/db = -(a/b)/b
-      return {neg(div(mul(c.grad(), vout.unpack("DivBackward")), vb.unpack("DivBackward")))};
-    });
+    SavedTensor vb(b), vout = SavedTensor::output(out);
+    record(
+        "DivBackward", {b}, {&out},
+        [vb, vout](const BackwardCtx& c) -> variable_list {
+          // d(a/b)/db = -(a/b)/b
+          return {neg(div(mul(c.grad(), vout.unpack("DivBackward")), vb.unpack("DivBackward")))};
+        },
+        DoubleBackward::supported);
   }
   return out;
 }
@@ -164,26 +196,28 @@ Tensor pow(const Tensor& a_in, const Tensor& b_in) {
   Tensor out = ops::binary(BinaryOp::pow, a, b);
   if (needs_grad(a, b)) {
     Shape sa = a.sizes(), sb = b.sizes();
-    SavedTensor va(a), vb(b), vout(out);
-    record("PowBackward", {a, b}, {&out},
-           [sa = std::move(sa), sb = std::move(sb), va, vb,
-            vout](const BackwardCtx& c) -> variable_list {
-             const Tensor& g = c.grad();
-             Tensor x = va.unpack("PowBackward"), e = vb.unpack("PowBackward");
-             Tensor ga, gb;
-             if (c.needs(0)) {
-               // b * a^(b-1), with 0 where b == 0 (so 0^0 has zero gradient, as in PyTorch)
-               Tensor d = mul(e, pow(x, sub(e, 1)));
-               ga = sum_to(mul(g, masked_fill(d, eq(e, 0), 0)), sa);
-             }
-             if (c.needs(1)) {
-               // a^b * log(a), with 0 where a == 0 and b >= 0
-               Tensor d = mul(vout.unpack("PowBackward"), log(x));
-               Tensor zero_mask = logical_and(eq(x, 0), ge(e, 0));
-               gb = sum_to(mul(g, masked_fill(d, zero_mask, 0)), sb);
-             }
-             return {ga, gb};
-           });
+    SavedTensor va(a), vb(b), vout = SavedTensor::output(out);
+    record(
+        "PowBackward", {a, b}, {&out},
+        [sa = std::move(sa), sb = std::move(sb), va, vb,
+         vout](const BackwardCtx& c) -> variable_list {
+          const Tensor& g = c.grad();
+          Tensor x = va.unpack("PowBackward"), e = vb.unpack("PowBackward");
+          Tensor ga, gb;
+          if (c.needs(0)) {
+            // b * a^(b-1), with 0 where b == 0 (so 0^0 has zero gradient, as in PyTorch)
+            Tensor d = mul(e, pow(x, sub(e, 1)));
+            ga = sum_to(mul(g, masked_fill(d, eq(e, 0), 0)), sa);
+          }
+          if (c.needs(1)) {
+            // a^b * log(a), with 0 where a == 0 and b >= 0
+            Tensor d = mul(vout.unpack("PowBackward"), log(x));
+            Tensor zero_mask = logical_and(eq(x, 0), ge(e, 0));
+            gb = sum_to(mul(g, masked_fill(d, zero_mask, 0)), sb);
+          }
+          return {ga, gb};
+        },
+        DoubleBackward::supported);
   }
   return out;
 }
@@ -193,12 +227,15 @@ Tensor pow(const Tensor& a_in, Scalar e) {
   Tensor out = ops::binary(BinaryOp::pow, a, e);
   if (needs_grad(a)) {
     SavedTensor va(a);
-    record("PowBackward", {a}, {&out}, [va, e](const BackwardCtx& c) -> variable_list {
-      double ev = e.to_double();
-      if (ev == 0.0) return {zeros_like(c.grad())};
-      Tensor x = va.unpack("PowBackward");
-      return {mul(c.grad(), mul(pow(x, Scalar(ev - 1.0)), Scalar(ev)))};
-    });
+    record(
+        "PowBackward", {a}, {&out},
+        [va, e](const BackwardCtx& c) -> variable_list {
+          double ev = e.to_double();
+          if (ev == 0.0) return {zeros_like(c.grad())};
+          Tensor x = va.unpack("PowBackward");
+          return {mul(c.grad(), mul(pow(x, Scalar(ev - 1.0)), Scalar(ev)))};
+        },
+        DoubleBackward::supported);
   }
   return out;
 }
@@ -207,19 +244,22 @@ Tensor pow(Scalar a, const Tensor& b_in) {
   const Tensor b = autocast(b_in, AmpPolicy::fp32);
   Tensor out = ops::binary(BinaryOp::pow, a, b);
   if (needs_grad(b)) {
-    SavedTensor vout(out), vb(b);
-    record("PowBackward", {b}, {&out}, [vout, vb, a](const BackwardCtx& c) -> variable_list {
-      double av = a.to_double();
-      Tensor y = vout.unpack("PowBackward");
-      // d(a^b)/db = a^b log(a). At a = 0 that is 0 * -inf: PyTorch takes 0 where b >= 0 and
-      // keeps the -inf (times the incoming gradient) where b < 0, where a^b is itself inf.
-      if (av == 0.0) {
-        Tensor b = vb.unpack("PowBackward");
-        Tensor g = mul(c.grad(), mul(y, Scalar(-std::numeric_limits<double>::infinity())));
-        return {masked_fill(g, ge(b, Scalar(0)), 0)};
-      }
-      return {mul(c.grad(), mul(y, Scalar(std::log(av))))};
-    });
+    SavedTensor vout = SavedTensor::output(out), vb(b);
+    record(
+        "PowBackward", {b}, {&out},
+        [vout, vb, a](const BackwardCtx& c) -> variable_list {
+          double av = a.to_double();
+          Tensor y = vout.unpack("PowBackward");
+          // d(a^b)/db = a^b log(a). At a = 0 that is 0 * -inf: PyTorch takes 0 where b >= 0 and
+          // keeps the -inf (times the incoming gradient) where b < 0, where a^b is itself inf.
+          if (av == 0.0) {
+            Tensor b = vb.unpack("PowBackward");
+            Tensor g = mul(c.grad(), mul(y, Scalar(-std::numeric_limits<double>::infinity())));
+            return {masked_fill(g, ge(b, Scalar(0)), 0)};
+          }
+          return {mul(c.grad(), mul(y, Scalar(std::log(av))))};
+        },
+        DoubleBackward::supported);
   }
   return out;
 }
@@ -231,27 +271,29 @@ Tensor max_min(BinaryOp op, const char* name, const Tensor& a, const Tensor& b) 
     Shape sa = a.sizes(), sb = b.sizes();
     SavedTensor va(a), vb(b);
     bool is_max = op == BinaryOp::maximum;
-    record(name, {a, b}, {&out},
-           [sa = std::move(sa), sb = std::move(sb), va, vb, is_max,
-            name](const BackwardCtx& c) -> variable_list {
-             const Tensor& g = c.grad();
-             Tensor x = va.unpack(name), y = vb.unpack(name);
-             Tensor tie = eq(x, y);
-             Tensor half = mul(g, 0.5);
-             Tensor zero = zeros_like(g);
-             Tensor ga, gb;
-             // The loser gets 0, ties split the gradient evenly, and otherwise it passes, as
-             // PyTorch's formula: where a NaN meets anything neither loses, so both get all of it.
-             if (c.needs(0)) {
-               Tensor a_loses = is_max ? lt(x, y) : gt(x, y);
-               ga = sum_to(where(a_loses, zero, where(tie, half, g)), sa);
-             }
-             if (c.needs(1)) {
-               Tensor b_loses = is_max ? gt(x, y) : lt(x, y);
-               gb = sum_to(where(b_loses, zero, where(tie, half, g)), sb);
-             }
-             return {ga, gb};
-           });
+    record(
+        name, {a, b}, {&out},
+        [sa = std::move(sa), sb = std::move(sb), va, vb, is_max,
+         name](const BackwardCtx& c) -> variable_list {
+          const Tensor& g = c.grad();
+          Tensor x = va.unpack(name), y = vb.unpack(name);
+          Tensor tie = eq(x, y);
+          Tensor half = mul(g, 0.5);
+          Tensor zero = zeros_like(g);
+          Tensor ga, gb;
+          // The loser gets 0, ties split the gradient evenly, and otherwise it passes, as
+          // PyTorch's formula: where a NaN meets anything neither loses, so both get all of it.
+          if (c.needs(0)) {
+            Tensor a_loses = is_max ? lt(x, y) : gt(x, y);
+            ga = sum_to(where(a_loses, zero, where(tie, half, g)), sa);
+          }
+          if (c.needs(1)) {
+            Tensor b_loses = is_max ? gt(x, y) : lt(x, y);
+            gb = sum_to(where(b_loses, zero, where(tie, half, g)), sb);
+          }
+          return {ga, gb};
+        },
+        DoubleBackward::supported);
   }
   return out;
 }
@@ -315,18 +357,21 @@ Tensor reciprocal(const Tensor& a) {
 Tensor tanh(const Tensor& a) {
   return unary_op(UnaryOp::tanh, "TanhBackward", a, false, true,
                   [](const Tensor& g, const Tensor&, const Tensor& y) {
+                    if (GradMode::is_enabled()) return mul(g, rsub(mul(y, y), 1));  // 1 - y^2
                     return ops::binary(BinaryOp::tanh_backward, g, y);
                   });
 }
 Tensor sigmoid(const Tensor& a) {
   return unary_op(UnaryOp::sigmoid, "SigmoidBackward", a, false, true,
                   [](const Tensor& g, const Tensor&, const Tensor& y) {
+                    if (GradMode::is_enabled()) return mul(g, mul(y, rsub(y, 1)));  // y (1 - y)
                     return ops::binary(BinaryOp::sigmoid_backward, g, y);
                   });
 }
 Tensor relu(const Tensor& a) {
   return unary_op(UnaryOp::relu, "ReluBackward", a, false, true,
                   [](const Tensor& g, const Tensor&, const Tensor& y) {
+                    if (GradMode::is_enabled()) return where(gt(y, 0), g, zeros_like(g));
                     return ops::binary(BinaryOp::relu_backward, g, y);
                   });
 }
@@ -336,6 +381,7 @@ Tensor gelu(const Tensor& a, const std::string& approximate) {
   bool t = approximate == "tanh";
   return unary_op(t ? UnaryOp::gelu_tanh : UnaryOp::gelu, "GeluBackward", a, true, false,
                   [t](const Tensor& g, const Tensor& x, const Tensor&) {
+                    if (GradMode::is_enabled()) return mul(g, gelu_derivative(x, t));
                     return ops::binary(t ? BinaryOp::gelu_tanh_backward : BinaryOp::gelu_backward,
                                        g, x);
                   });
@@ -343,6 +389,10 @@ Tensor gelu(const Tensor& a, const std::string& approximate) {
 Tensor silu(const Tensor& a) {
   return unary_op(UnaryOp::silu, "SiluBackward", a, true, false,
                   [](const Tensor& g, const Tensor& x, const Tensor&) {
+                    if (GradMode::is_enabled()) {
+                      Tensor sg = sigmoid(x);  // silu' = s (1 + x (1 - s))
+                      return mul(g, mul(sg, add(mul(x, rsub(sg, 1)), 1)));
+                    }
                     return ops::binary(BinaryOp::silu_backward, g, x);
                   });
 }
@@ -373,13 +423,16 @@ Tensor clamp(const Tensor& a, std::optional<Scalar> lo, std::optional<Scalar> hi
   Tensor out = ops::clamp(a, lo, hi);
   if (needs_grad(a)) {
     SavedTensor va(a);
-    record("ClampBackward", {a}, {&out}, [va, lo, hi](const BackwardCtx& c) -> variable_list {
-      Tensor x = va.unpack("ClampBackward");
-      Tensor pass = ones_like(x).to(DType::b8);
-      if (lo) pass = logical_and(pass, ge(x, *lo));
-      if (hi) pass = logical_and(pass, le(x, *hi));
-      return {where(pass, c.grad(), zeros_like(c.grad()))};
-    });
+    record(
+        "ClampBackward", {a}, {&out},
+        [va, lo, hi](const BackwardCtx& c) -> variable_list {
+          Tensor x = va.unpack("ClampBackward");
+          Tensor pass = ones_like(x).to(DType::b8);
+          if (lo) pass = logical_and(pass, ge(x, *lo));
+          if (hi) pass = logical_and(pass, le(x, *hi));
+          return {where(pass, c.grad(), zeros_like(c.grad()))};
+        },
+        DoubleBackward::supported);
   }
   return out;
 }
@@ -418,12 +471,14 @@ Tensor hardtanh(const Tensor& a, double min_val, double max_val) {
     // or x >= max stops it); ReLU6-style activations depend on it. A NaN x is neither, so its
     // gradient passes, as in PyTorch.
     SavedTensor va(a);
-    record("HardtanhBackward", {a}, {&out},
-           [va, min_val, max_val](const BackwardCtx& c) -> variable_list {
-             Tensor x = va.unpack("HardtanhBackward");
-             Tensor stop = logical_or(le(x, min_val), ge(x, max_val));
-             return {where(stop, zeros_like(c.grad()), c.grad())};
-           });
+    record(
+        "HardtanhBackward", {a}, {&out},
+        [va, min_val, max_val](const BackwardCtx& c) -> variable_list {
+          Tensor x = va.unpack("HardtanhBackward");
+          Tensor stop = logical_or(le(x, min_val), ge(x, max_val));
+          return {where(stop, zeros_like(c.grad()), c.grad())};
+        },
+        DoubleBackward::supported);
   }
   return out;
 }
@@ -440,9 +495,12 @@ Tensor leaky_relu(const Tensor& a, double slope) {
   Tensor out = ops::where(pos, a, ops::binary(BinaryOp::mul, a, slope));
   if (needs_grad(a)) {
     SavedTensor vp(pos);
-    record("LeakyReluBackward", {a}, {&out}, [vp, slope](const BackwardCtx& c) -> variable_list {
-      return {where(vp.unpack("LeakyReluBackward"), c.grad(), mul(c.grad(), slope))};
-    });
+    record(
+        "LeakyReluBackward", {a}, {&out},
+        [vp, slope](const BackwardCtx& c) -> variable_list {
+          return {where(vp.unpack("LeakyReluBackward"), c.grad(), mul(c.grad(), slope))};
+        },
+        DoubleBackward::supported);
   }
   return out;
 }
@@ -503,16 +561,18 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   if (needs_grad(a, b)) {
     Shape sa = a.sizes(), sb = b.sizes();
     SavedTensor vc(cond);
-    record("WhereBackward", {a, b}, {&out},
-           [sa = std::move(sa), sb = std::move(sb), vc](const BackwardCtx& c) -> variable_list {
-             const Tensor& g = c.grad();
-             Tensor m = vc.unpack("WhereBackward");
-             Tensor zero = zeros_like(g);
-             Tensor ga, gb;
-             if (c.needs(0)) ga = sum_to(where(m, g, zero), sa);
-             if (c.needs(1)) gb = sum_to(where(m, zero, g), sb);
-             return {ga, gb};
-           });
+    record(
+        "WhereBackward", {a, b}, {&out},
+        [sa = std::move(sa), sb = std::move(sb), vc](const BackwardCtx& c) -> variable_list {
+          const Tensor& g = c.grad();
+          Tensor m = vc.unpack("WhereBackward");
+          Tensor zero = zeros_like(g);
+          Tensor ga, gb;
+          if (c.needs(0)) ga = sum_to(where(m, g, zero), sa);
+          if (c.needs(1)) gb = sum_to(where(m, zero, g), sb);
+          return {ga, gb};
+        },
+        DoubleBackward::supported);
   }
   return out;
 }
@@ -533,9 +593,12 @@ Tensor masked_fill(const Tensor& a, const Tensor& mask, Scalar value) {
     SavedTensor vm(mask);
     Shape sa = a.sizes();
     // out may be larger than a (mask with more dims): a's gradient sums back to its shape
-    record("MaskedFillBackward", {a}, {&out}, [vm, sa](const BackwardCtx& c) -> variable_list {
-      return {sum_to(ops::masked_fill(c.grad(), vm.unpack("MaskedFillBackward"), 0), sa)};
-    });
+    record(
+        "MaskedFillBackward", {a}, {&out},
+        [vm, sa](const BackwardCtx& c) -> variable_list {
+          return {sum_to(masked_fill(c.grad(), vm.unpack("MaskedFillBackward"), 0), sa)};
+        },
+        DoubleBackward::supported);
   }
   return out;
 }
@@ -545,9 +608,10 @@ Tensor to_dtype(const Tensor& a, DType dtype, bool copy) {
   if (out.is_same(a)) return out;
   if (needs_grad(a) && is_floating(dtype)) {
     DType src = a.dtype();
-    record("ToCopyBackward", {a}, {&out}, [src](const BackwardCtx& c) -> variable_list {
-      return {ops::cast(c.grad(), src)};
-    });
+    record(
+        "ToCopyBackward", {a}, {&out},
+        [src](const BackwardCtx& c) -> variable_list { return {to_dtype(c.grad(), src, false)}; },
+        DoubleBackward::supported);
   }
   return out;
 }
@@ -557,9 +621,10 @@ Tensor to_device(const Tensor& a, Device device, bool copy) {
   if (out.is_same(a)) return out;
   if (needs_grad(a)) {
     Device src = a.device();
-    record("ToCopyBackward", {a}, {&out}, [src](const BackwardCtx& c) -> variable_list {
-      return {ops::to_device(c.grad(), src)};
-    });
+    record(
+        "ToCopyBackward", {a}, {&out},
+        [src](const BackwardCtx& c) -> variable_list { return {to_device(c.grad(), src, false)}; },
+        DoubleBackward::supported);
   }
   return out;
 }

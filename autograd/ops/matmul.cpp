@@ -2,6 +2,7 @@
 #include "autograd/ops/matmul.h"
 
 #include "autograd/function.h"
+#include "autograd/grad_mode.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/reduce.h"
 #include "core/amp.h"
@@ -13,61 +14,91 @@
 namespace sl {
 
 namespace {
+/// The ops the matmul gradients are written with: the kernels in a plain backward, the
+/// differentiable ops while a backward records a graph (create_graph); the same values.
+struct KernelOps {
+  static Tensor mul(const Tensor& a, const Tensor& b) { return ops::binary(BinaryOp::mul, a, b); }
+  static Tensor unsqueeze(const Tensor& t, int64_t d) { return ops::unsqueeze(t, d); }
+  static Tensor squeeze(const Tensor& t, int64_t d) { return ops::squeeze(t, d); }
+  static Tensor transpose(const Tensor& t, int64_t a, int64_t b) { return ops::transpose(t, a, b); }
+  static Tensor reshape(const Tensor& t, const Shape& s) { return ops::reshape(t, s); }
+  static Tensor matmul(const Tensor& a, const Tensor& b) { return ops::matmul(a, b); }
+  static Tensor mm(const Tensor& a, const Tensor& b) { return ops::mm(a, b); }
+};
+struct GraphOps {
+  static Tensor mul(const Tensor& a, const Tensor& b) { return sl::mul(a, b); }
+  static Tensor unsqueeze(const Tensor& t, int64_t d) { return t.unsqueeze(d); }
+  static Tensor squeeze(const Tensor& t, int64_t d) { return t.squeeze(d); }
+  static Tensor transpose(const Tensor& t, int64_t a, int64_t b) { return t.transpose(a, b); }
+  static Tensor reshape(const Tensor& t, const Shape& s) { return t.reshape(s); }
+  static Tensor matmul(const Tensor& a, const Tensor& b) { return sl::matmul(a, b); }
+  static Tensor mm(const Tensor& a, const Tensor& b) { return sl::mm(a, b); }
+};
+
 /// Gradient of matmul w.r.t. a (shape sa), reduced back to its (possibly 1-d / broadcast) shape.
+template <class O>
 Tensor matmul_grad_a(const Tensor& g, const Shape& sa, const Tensor& b) {
   size_t ad = sa.size();
-  if (ad == 1 && b.dim() == 1) return ops::binary(BinaryOp::mul, b, g);  // dot
+  if (ad == 1 && b.dim() == 1) return O::mul(b, g);  // dot
   Tensor g2 = g, b2;
   if (b.dim() == 1) {
-    g2 = ops::unsqueeze(g, -1);  // [..., M, 1]
-    b2 = ops::unsqueeze(b, 0);   // [1, K]
+    g2 = O::unsqueeze(g, -1);  // [..., M, 1]
+    b2 = O::unsqueeze(b, 0);   // [1, K]
   } else {
-    b2 = ops::transpose(b, -1, -2);
-    if (ad == 1) g2 = ops::unsqueeze(g, -2);
+    b2 = O::transpose(b, -1, -2);
+    if (ad == 1) g2 = O::unsqueeze(g, -2);
   }
-  Tensor ga = ops::matmul(g2, b2);
-  if (ad == 1) ga = ops::squeeze(ga, -2);
+  Tensor ga = O::matmul(g2, b2);
+  if (ad == 1) ga = O::squeeze(ga, -2);
   return sum_to(ga, sa);
 }
 
 /// Gradient of matmul w.r.t. b (shape sb).
+template <class O>
 Tensor matmul_grad_b(const Tensor& g, const Tensor& a, const Shape& sb) {
   size_t bd = sb.size();
-  if (a.dim() == 1 && bd == 1) return ops::binary(BinaryOp::mul, a, g);
+  if (a.dim() == 1 && bd == 1) return O::mul(a, g);
   Tensor g2 = g, a2;
   if (a.dim() == 1) {
-    g2 = ops::unsqueeze(g, -2);  // [..., 1, N]
-    a2 = ops::unsqueeze(a, -1);  // [K, 1]
+    g2 = O::unsqueeze(g, -2);  // [..., 1, N]
+    a2 = O::unsqueeze(a, -1);  // [K, 1]
   } else {
-    a2 = ops::transpose(a, -1, -2);
-    if (bd == 1) g2 = ops::unsqueeze(g, -1);
+    a2 = O::transpose(a, -1, -2);
+    if (bd == 1) g2 = O::unsqueeze(g, -1);
   }
   if (bd == 2 && a2.dim() > 2) {
     // [..., K, M] @ [..., M, N] summed over the batch == one GEMM over the folded batch
     int64_t K = a2.size(-2), N = g2.size(-1);
-    Tensor af = ops::reshape(ops::transpose(a2, -1, -2), {-1, K});  // [B*M, K]
-    Tensor gf = ops::reshape(g2, {-1, N});                          // [B*M, N]
-    return ops::mm(ops::transpose(af, 0, 1), gf);
+    Tensor af = O::reshape(O::transpose(a2, -1, -2), {-1, K});  // [B*M, K]
+    Tensor gf = O::reshape(g2, {-1, N});                        // [B*M, N]
+    return O::mm(O::transpose(af, 0, 1), gf);
   }
-  Tensor gb = ops::matmul(a2, g2);
-  if (bd == 1) gb = ops::squeeze(gb, -1);
+  Tensor gb = O::matmul(a2, g2);
+  if (bd == 1) gb = O::squeeze(gb, -1);
   return sum_to(gb, sb);
 }
 
 /// The gradients (bias, x, w) of y = x @ w^T + bias from g = dL/dy [..., out], for the edges
 /// (bias, x, w) of `c`; x and w saved only where the other needs them.
+template <class O>
 variable_list linear_backward(const char* name, const BackwardCtx& c, const Tensor& g,
                               const SavedTensor& sx, const SavedTensor& sw) {
   const int64_t out = g.size(-1);
   Tensor gb, gx, gw;
   if (c.needs(0)) gb = sum_to(g, {out});
-  if (c.needs(1)) gx = ops::matmul(g, sw.unpack(name));  // [..., out] @ [out, in]
+  if (c.needs(1)) gx = O::matmul(g, sw.unpack(name));  // [..., out] @ [out, in]
   if (c.needs(2)) {
     Tensor xs = sx.unpack(name);  // [rows, out]^T @ [rows, in]
-    gw = ops::mm(ops::transpose(ops::reshape(g, {-1, out}), 0, 1),
-                 ops::reshape(xs, {-1, xs.size(-1)}));
+    gw = O::mm(O::transpose(O::reshape(g, {-1, out}), 0, 1), O::reshape(xs, {-1, xs.size(-1)}));
   }
   return {gb, gx, gw};
+}
+
+/// linear_backward with the ops grad mode asks for.
+variable_list linear_backward(const char* name, const BackwardCtx& c, const Tensor& g,
+                              const SavedTensor& sx, const SavedTensor& sw) {
+  return GradMode::is_enabled() ? linear_backward<GraphOps>(name, c, g, sx, sw)
+                                : linear_backward<KernelOps>(name, c, g, sx, sw);
 }
 
 /// The differentiable activation linear_act stands for.
@@ -89,12 +120,24 @@ Tensor record_matmul(const char* name, Tensor out, const Tensor& a, const Tensor
     SavedTensor sa = b.requires_grad() ? SavedTensor(a) : SavedTensor();
     SavedTensor sb = a.requires_grad() ? SavedTensor(b) : SavedTensor();
     Shape shape_a = a.sizes(), shape_b = b.sizes();
-    record(name, {a, b}, {&out}, [=](const BackwardCtx& c) -> variable_list {
-      Tensor ga, gb;
-      if (c.needs(0)) ga = matmul_grad_a(c.grad(), shape_a, sb.unpack(name));
-      if (c.needs(1)) gb = matmul_grad_b(c.grad(), sa.unpack(name), shape_b);
-      return {ga, gb};
-    });
+    record(
+        name, {a, b}, {&out},
+        [=](const BackwardCtx& c) -> variable_list {
+          const bool graph = GradMode::is_enabled();
+          Tensor ga, gb;
+          if (c.needs(0)) {
+            Tensor bv = sb.unpack(name);
+            ga = graph ? matmul_grad_a<GraphOps>(c.grad(), shape_a, bv)
+                       : matmul_grad_a<KernelOps>(c.grad(), shape_a, bv);
+          }
+          if (c.needs(1)) {
+            Tensor av = sa.unpack(name);
+            gb = graph ? matmul_grad_b<GraphOps>(c.grad(), av, shape_b)
+                       : matmul_grad_b<KernelOps>(c.grad(), av, shape_b);
+          }
+          return {ga, gb};
+        },
+        DoubleBackward::supported);
   }
   return out;
 }
@@ -149,9 +192,12 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
     // Edges (bias, x, w), as PyTorch's addmm: the bias gradient is accumulated before the
     // weight's, the order in which the former add-then-matmul graph delivered them (gradient
     // hooks, e.g. dist bucketing, see that order).
-    record("LinearBackward", {ba, xa, wa}, {&y}, [sx, sw](const BackwardCtx& c) -> variable_list {
-      return linear_backward("LinearBackward", c, c.grad(), sx, sw);
-    });
+    record(
+        "LinearBackward", {ba, xa, wa}, {&y},
+        [sx, sw](const BackwardCtx& c) -> variable_list {
+          return linear_backward("LinearBackward", c, c.grad(), sx, sw);
+        },
+        DoubleBackward::supported);
   }
   return y;
 }

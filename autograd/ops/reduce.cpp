@@ -24,9 +24,9 @@ Tensor expand_back(const Tensor& g, const Shape& in_shape, const std::vector<int
   if (!keepdim && !in_shape.empty()) {
     Shape ks = in_shape;
     for (int64_t d : wdims) ks[static_cast<size_t>(d)] = 1;
-    r = ops::reshape(r, ks);
+    r = grad_reshape(r, ks);
   }
-  return ops::expand(r, in_shape);
+  return grad_expand(r, in_shape);
 }
 
 int64_t reduced_count(const Shape& s, const std::vector<int64_t>& wdims) {
@@ -37,20 +37,24 @@ int64_t reduced_count(const Shape& s, const std::vector<int64_t>& wdims) {
 
 /// Records out, a reduction of a over dims, whose input gradient is fn(g_expanded, x,
 /// y_expanded, n) with n the count of elements reduced into each output.
+/// `db`: whether fn is built from differentiable ops when grad mode is on.
 template <class F>
 Tensor record_reduction(const char* name, const Tensor& a, Tensor out,
                         const std::vector<int64_t>& dims, bool keepdim, bool save_x, bool save_y,
-                        F fn) {
+                        F fn, DoubleBackward db = DoubleBackward::unsupported) {
   if (needs_grad(a)) {
     std::vector<int64_t> wdims = wrap_dims(dims, a.dim(), name);
     Shape in_shape = a.sizes();
     SavedTensor sx = save_x ? SavedTensor(a) : SavedTensor();
-    SavedTensor sy = save_y ? SavedTensor(out) : SavedTensor();
-    record(name, {a}, {&out}, [=](const BackwardCtx& c) -> variable_list {
-      Tensor g = expand_back(c.grad(), in_shape, wdims, keepdim);
-      Tensor y = save_y ? expand_back(sy.unpack(name), in_shape, wdims, keepdim) : Tensor();
-      return {fn(g, sx.unpack(name), y, reduced_count(in_shape, wdims))};
-    });
+    SavedTensor sy = save_y ? SavedTensor::output(out) : SavedTensor();
+    record(
+        name, {a}, {&out},
+        [=](const BackwardCtx& c) -> variable_list {
+          Tensor g = expand_back(c.grad(), in_shape, wdims, keepdim);
+          Tensor y = save_y ? expand_back(sy.unpack(name), in_shape, wdims, keepdim) : Tensor();
+          return {fn(g, sx.unpack(name), y, reduced_count(in_shape, wdims))};
+        },
+        db);
   }
   return out;
 }
@@ -58,9 +62,10 @@ Tensor record_reduction(const char* name, const Tensor& a, Tensor out,
 /// Records a reduction whose input gradient is fn(g_expanded, x, y_expanded, n).
 template <class F>
 Tensor reduction(ReduceOp op, const char* name, const Tensor& a, const std::vector<int64_t>& dims,
-                 bool keepdim, const ReduceParams& params, bool save_x, bool save_y, F fn) {
+                 bool keepdim, const ReduceParams& params, bool save_x, bool save_y, F fn,
+                 DoubleBackward db = DoubleBackward::unsupported) {
   return record_reduction(name, a, ops::reduce(op, a, dims, keepdim, params), dims, keepdim, save_x,
-                          save_y, std::move(fn));
+                          save_y, std::move(fn), db);
 }
 
 /// The exclusive running products of x along d: out[i] = x[0] * ... * x[i - 1] (1 at i = 0),
@@ -94,14 +99,19 @@ Tensor prod_of_others(const Tensor& x, int64_t d) {
 Tensor sum(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
   return reduction(
       ReduceOp::sum, "SumBackward", autocast(a, AmpPolicy::fp32), dims, keepdim, {}, false, false,
-      [](const Tensor& g, const Tensor&, const Tensor&, int64_t) { return ops::contiguous(g); });
+      [](const Tensor& g, const Tensor&, const Tensor&, int64_t) {
+        return GradMode::is_enabled() ? g.contiguous() : ops::contiguous(g);
+      },
+      DoubleBackward::supported);
 }
 
 Tensor mean(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
-  return reduction(ReduceOp::mean, "MeanBackward", a, dims, keepdim, {}, false, false,
-                   [](const Tensor& g, const Tensor&, const Tensor&, int64_t n) {
-                     return div(g, static_cast<double>(n));
-                   });
+  return reduction(
+      ReduceOp::mean, "MeanBackward", a, dims, keepdim, {}, false, false,
+      [](const Tensor& g, const Tensor&, const Tensor&, int64_t n) {
+        return div(g, static_cast<double>(n));
+      },
+      DoubleBackward::supported);
 }
 
 // Note [prod backward at zeros]: PyTorch 1.13's prod_backward gives each element the product
@@ -111,8 +121,8 @@ Tensor mean(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
 // where y / x gives NaN), and an element beside a zero gets 0 * (the rest), NaN where the rest
 // holds a NaN or an inf. Over all elements with two or more zeros it returns zeros_like, as
 // PyTorch 1.13 does (later PyTorch versions build the product-of-others graph instead when
-// create_graph asks for second derivatives; our engine runs backward with grad mode off and has
-// no create_graph, so there is no graph to build). A 0-d or empty input
+// create_graph asks for second derivatives; prod refuses double backward here, Note [Double
+// backward] in autograd/engine.cpp, so there is no graph to build). A 0-d or empty input
 // passes the gradient through. The choice is made on the device (where), without a sync: both
 // forms are computed. The cumprods are a log-depth scan (exclusive_cumprod), so the rounding of
 // long slices may differ from PyTorch's by an ulp, and a float32 partial product that overflows

@@ -2,6 +2,7 @@
 #include "autograd/ops/shape.h"
 
 #include "autograd/function.h"
+#include "autograd/grad_mode.h"
 #include "autograd/ops/index.h"
 #include "autograd/view_tracking.h"
 #include "core/ops/copy.h"
@@ -43,19 +44,24 @@ Tensor cat(const TensorList& tensors, int64_t dim) {
     int64_t d = wrap_dim(dim, ref->dim(), "cat");
     std::vector<int64_t> lengths;  // -1: skipped legacy empty input
     for (const Tensor& t : tensors) lengths.push_back(is_legacy_empty(t) ? -1 : t.size(d));
-    record("CatBackward", tensors, {&out}, [d, lengths](const BackwardCtx& c) -> variable_list {
-      variable_list grads;
-      int64_t off = 0;
-      for (size_t i = 0; i < lengths.size(); ++i) {
-        if (lengths[i] < 0 || !c.needs(i)) {
-          grads.emplace_back();
-        } else {
-          grads.push_back(ops::narrow(c.grad(), d, off, lengths[i]));
-        }
-        off += std::max<int64_t>(lengths[i], 0);
-      }
-      return grads;
-    });
+    record(
+        "CatBackward", tensors, {&out},
+        [d, lengths](const BackwardCtx& c) -> variable_list {
+          const bool graph = GradMode::is_enabled();  // create_graph: narrow as a tracked view
+          variable_list grads;
+          int64_t off = 0;
+          for (size_t i = 0; i < lengths.size(); ++i) {
+            if (lengths[i] < 0 || !c.needs(i)) {
+              grads.emplace_back();
+            } else {
+              grads.push_back(graph ? c.grad().narrow(d, off, lengths[i])
+                                    : ops::narrow(c.grad(), d, off, lengths[i]));
+            }
+            off += std::max<int64_t>(lengths[i], 0);
+          }
+          return grads;
+        },
+        DoubleBackward::supported);
   }
   return out;
 }
@@ -65,13 +71,20 @@ Tensor stack(const TensorList& tensors, int64_t dim) {
   if (needs_grad_list(tensors)) {
     int64_t d = wrap_dim(dim, tensors[0].dim() + 1, "stack");
     size_t n = tensors.size();
-    record("StackBackward", tensors, {&out}, [d, n](const BackwardCtx& c) -> variable_list {
-      variable_list grads;
-      for (size_t i = 0; i < n; ++i) {
-        grads.push_back(c.needs(i) ? ops::select(c.grad(), d, static_cast<int64_t>(i)) : Tensor());
-      }
-      return grads;
-    });
+    record(
+        "StackBackward", tensors, {&out},
+        [d, n](const BackwardCtx& c) -> variable_list {
+          const bool graph = GradMode::is_enabled();  // create_graph: select as a tracked view
+          variable_list grads;
+          for (size_t i = 0; i < n; ++i) {
+            const auto k = static_cast<int64_t>(i);
+            grads.push_back(!c.needs(i) ? Tensor()
+                            : graph     ? c.grad().select(d, k)
+                                        : ops::select(c.grad(), d, k));
+          }
+          return grads;
+        },
+        DoubleBackward::supported);
   }
   return out;
 }

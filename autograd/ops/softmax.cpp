@@ -3,6 +3,9 @@
 #include "autograd/ops/softmax.h"
 
 #include "autograd/function.h"
+#include "autograd/grad_mode.h"
+#include "autograd/ops/elementwise.h"
+#include "autograd/ops/reduce.h"
 #include "core/amp.h"
 #include "core/ops/copy.h"
 #include "core/ops/softmax.h"
@@ -16,13 +19,21 @@ Tensor softmax_impl(const Tensor& x_in, int64_t dim, bool log, std::optional<DTy
   const char* name = log ? "LogSoftmaxBackward" : "SoftmaxBackward";
   Tensor out = ops::softmax(x, dim, log, dtype);
   if (needs_grad(x)) {
-    SavedTensor sy(out);
+    SavedTensor sy = SavedTensor::output(out);
     DType in_dtype = x.dtype();
-    record(name, {x}, {&out},
-           [sy, dim, log, name, in_dtype](const BackwardCtx& c) -> variable_list {
-             Tensor gi = ops::softmax_backward(c.grad(), sy.unpack(name), dim, log);
-             return {ops::cast(gi, in_dtype)};
-           });
+    record(
+        name, {x}, {&out},
+        [sy, dim, log, name, in_dtype](const BackwardCtx& c) -> variable_list {
+          const Tensor& g = c.grad();
+          Tensor y = sy.unpack(name);
+          if (GradMode::is_enabled()) {  // create_graph: the formula above, differentiable
+            Tensor gi = log ? sub(g, mul(exp(y), sum(g, {dim}, true)))
+                            : mul(y, sub(g, sum(mul(g, y), {dim}, true)));
+            return {to_dtype(gi, in_dtype)};
+          }
+          return {ops::cast(ops::softmax_backward(g, y, dim, log), in_dtype)};
+        },
+        DoubleBackward::supported);
   }
   return out;
 }

@@ -1,21 +1,26 @@
 // Differentiable views and copies: the Tensor methods view, reshape, permute, ... declared in
 // core/tensor.h. Every floating view is tracked with its base (Note [In-place on views]).
+#include "core/ops/view.h"
 #include "autograd/function.h"
+#include "autograd/grad_mode.h"
+#include "autograd/ops/shape.h"
 #include "autograd/view_tracking.h"
 #include "core/creation.h"
 #include "core/ops/copy.h"
-#include "core/ops/view.h"
 
 namespace sl {
 
 namespace {
 
-/// Records a view op `out` of `a` whose gradient is fn(grad).
+/// Records a view op `out` of `a` whose gradient is fn(grad); `db` says whether fn uses
+/// differentiable ops when grad mode is on.
 template <class F>
-Tensor view_result(const char* name, const Tensor& a, Tensor out, F fn) {
+Tensor view_result(const char* name, const Tensor& a, Tensor out, F fn,
+                   DoubleBackward db = DoubleBackward::supported) {
   if (needs_grad(a)) {
-    record(name, {a}, {&out},
-           [fn](const BackwardCtx& c) -> variable_list { return {fn(c.grad())}; });
+    record(
+        name, {a}, {&out}, [fn](const BackwardCtx& c) -> variable_list { return {fn(c.grad())}; },
+        db);
   }
   detail::mark_view(out, a);
   return out;
@@ -23,21 +28,41 @@ Tensor view_result(const char* name, const Tensor& a, Tensor out, F fn) {
 
 Tensor reshape_back(const Tensor& a, Tensor out, const char* name) {
   Shape s = a.sizes();
-  return view_result(name, a, std::move(out), [s](const Tensor& g) { return ops::reshape(g, s); });
+  return view_result(name, a, std::move(out), [s](const Tensor& g) { return grad_reshape(g, s); });
 }
 
 /// Gradient of a slice-like view: zeros of the input's shape with g written into the view that
-/// `make_view` selects.
+/// `make_view` selects. Under create_graph, a view of the contiguous block [start, start + n) of
+/// dim d (narrow; select with g unsqueezed) has the differentiable form g with zeros cat on both
+/// sides; d < 0 marks views without it (a stepped slice), which refuse double backward.
 template <class MakeView>
-Tensor scatter_back(const char* name, const Tensor& a, Tensor out, MakeView make_view) {
+Tensor scatter_back(const char* name, const Tensor& a, Tensor out, MakeView make_view,
+                    int64_t d = -1, int64_t start = 0, bool unsqueeze = false) {
   Shape s = a.sizes();
   DType dt = a.dtype();
   Device dev = a.device();
-  return view_result(name, a, std::move(out), [s, dt, dev, make_view](const Tensor& g) {
-    Tensor gi = zeros(s, {.dtype = dt, .device = dev});
-    ops::copy_(make_view(gi), g);
-    return gi;
-  });
+  return view_result(
+      name, a, std::move(out),
+      [s, dt, dev, make_view, d, start, unsqueeze](const Tensor& g) {
+        if (d >= 0 && GradMode::is_enabled()) {
+          Tensor gd = unsqueeze ? g.unsqueeze(d) : g;
+          const int64_t n = gd.size(d), after = s[static_cast<size_t>(d)] - start - n;
+          TensorList parts;
+          auto zero_block = [&](int64_t len) {
+            Shape z = gd.sizes();
+            z[static_cast<size_t>(d)] = len;
+            return zeros(z, {.dtype = dt, .device = dev});
+          };
+          if (start > 0) parts.push_back(zero_block(start));
+          parts.push_back(gd);
+          if (after > 0) parts.push_back(zero_block(after));
+          return parts.size() == 1 ? gd : cat(parts, d);
+        }
+        Tensor gi = zeros(s, {.dtype = dt, .device = dev});
+        ops::copy_(make_view(gi), g);
+        return gi;
+      },
+      d >= 0 ? DoubleBackward::supported : DoubleBackward::unsupported);
 }
 
 }  // namespace
@@ -52,9 +77,10 @@ Tensor Tensor::reshape(const Shape& shape) const {
     // a copy was needed: not a view
     if (needs_grad(*this)) {
       Shape s = sizes();
-      record("ReshapeBackward", {*this}, {&out}, [s](const BackwardCtx& c) -> variable_list {
-        return {ops::reshape(c.grad(), s)};
-      });
+      record(
+          "ReshapeBackward", {*this}, {&out},
+          [s](const BackwardCtx& c) -> variable_list { return {grad_reshape(c.grad(), s)}; },
+          DoubleBackward::supported);
     }
     return out;
   }
@@ -64,13 +90,16 @@ Tensor Tensor::reshape(const Shape& shape) const {
 Tensor Tensor::permute(const std::vector<int64_t>& dims) const {
   Tensor out = ops::permute(*this, dims);
   std::vector<int64_t> inv = ops::inverse_permutation(wrap_dims(dims, dim(), "permute"));
-  return view_result("PermuteBackward", *this, out,
-                     [inv](const Tensor& g) { return ops::permute(g, inv); });
+  return view_result("PermuteBackward", *this, out, [inv](const Tensor& g) {
+    return GradMode::is_enabled() ? g.permute(inv) : ops::permute(g, inv);
+  });
 }
 
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
-  return view_result("TransposeBackward", *this, ops::transpose(*this, d0, d1),
-                     [d0, d1](const Tensor& g) { return ops::transpose(g, d0, d1); });
+  return view_result(
+      "TransposeBackward", *this, ops::transpose(*this, d0, d1), [d0, d1](const Tensor& g) {
+        return GradMode::is_enabled() ? g.transpose(d0, d1) : ops::transpose(g, d0, d1);
+      });
 }
 
 Tensor Tensor::t() const {
@@ -81,8 +110,10 @@ Tensor Tensor::t() const {
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   Tensor out = ops::narrow(*this, d, start, length);
   int64_t s0 = start < 0 ? start + size(d) : start;
-  return scatter_back("NarrowBackward", *this, out,
-                      [d, s0, length](const Tensor& gi) { return ops::narrow(gi, d, s0, length); });
+  return scatter_back(
+      "NarrowBackward", *this, out,
+      [d, s0, length](const Tensor& gi) { return ops::narrow(gi, d, s0, length); },
+      wrap_dim(d, dim(), "narrow"), s0);
 }
 
 Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const {
@@ -93,8 +124,12 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
 }
 
 Tensor Tensor::select(int64_t d, int64_t index) const {
-  return scatter_back("SelectBackward", *this, ops::select(*this, d, index),
-                      [d, index](const Tensor& gi) { return ops::select(gi, d, index); });
+  Tensor out = ops::select(*this, d, index);
+  const int64_t wd = wrap_dim(d, dim(), "select");
+  return scatter_back(
+      "SelectBackward", *this, out,
+      [d, index](const Tensor& gi) { return ops::select(gi, d, index); }, wd,
+      index < 0 ? index + size(wd) : index, /*unsqueeze=*/true);
 }
 
 Tensor Tensor::expand(const Shape& shape) const {
@@ -124,8 +159,9 @@ Tensor Tensor::movedim(int64_t src, int64_t dst) const {
   Tensor out = ops::movedim(*this, src, dst);
   int64_t n = dim();
   int64_t s = wrap_dim(src, n, "movedim"), d = wrap_dim(dst, n, "movedim");
-  return view_result("MovedimBackward", *this, out,
-                     [s, d](const Tensor& g) { return ops::movedim(g, d, s); });
+  return view_result("MovedimBackward", *this, out, [s, d](const Tensor& g) {
+    return GradMode::is_enabled() ? g.movedim(d, s) : ops::movedim(g, d, s);
+  });
 }
 
 Tensor Tensor::as_strided(const Shape& sz, const Shape& st, int64_t offset) const {
@@ -139,8 +175,10 @@ Tensor Tensor::as_strided(const Shape& sz, const Shape& st, int64_t offset) cons
 Tensor Tensor::clone() const {
   Tensor out = ops::contiguous(*this, /*force_copy=*/true);
   if (needs_grad(*this)) {
-    record("CloneBackward", {*this}, {&out},
-           [](const BackwardCtx& c) -> variable_list { return {c.grad()}; });
+    record(
+        "CloneBackward", {*this}, {&out},
+        [](const BackwardCtx& c) -> variable_list { return {c.grad()}; },
+        DoubleBackward::supported);
   }
   return out;
 }
