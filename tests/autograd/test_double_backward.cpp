@@ -135,16 +135,8 @@ TEST_CASE("double backward: every differentiable op case passes gradgradcheck or
   for (const OpCase& c : all_op_cases()) {
     if (!c.grad) continue;
     TensorList inputs = make_inputs(c, DType::f64, kCPU, /*requires_grad=*/true);
-    bool any = false;
-    for (const Tensor& t : inputs) any = any || t.requires_grad();
-    if (!any) continue;
-    auto fn = [&c](const TensorList& x) {
-      TensorList flat;
-      for (const Tensor& o : c.run(x)) {
-        if (o.is_floating_point()) flat.push_back(o.reshape({-1}));
-      }
-      return flat.size() == 1 ? flat[0] : cat(flat, 0);
-    };
+    if (!any_requires_grad(inputs)) continue;
+    auto fn = joined_float_outputs(c);  // multi-output ops are checked whole
     try {
       const bool ok = gradgradcheck(fn, inputs);  // throws on a mismatch, so ok is true here
       CHECK_MESSAGE(ok, c.name);

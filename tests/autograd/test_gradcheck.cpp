@@ -14,17 +14,8 @@ TEST_CASE("gradcheck: every differentiable op case of the table") {
   for (const OpCase& c : all_op_cases()) {
     if (!c.grad) continue;
     TensorList inputs = make_inputs(c, DType::f64, kCPU, /*requires_grad=*/true);
-    bool any = false;
-    for (const Tensor& t : inputs) any = any || t.requires_grad();
-    if (!any) continue;
-    // All floating outputs, flattened and joined, so multi-output ops are checked whole.
-    auto fn = [&c](const TensorList& x) {
-      TensorList flat;
-      for (const Tensor& o : c.run(x)) {
-        if (o.is_floating_point()) flat.push_back(o.reshape({-1}));
-      }
-      return flat.size() == 1 ? flat[0] : cat(flat, 0);
-    };
+    if (!any_requires_grad(inputs)) continue;
+    auto fn = joined_float_outputs(c);  // multi-output ops are checked whole
     try {
       CHECK_MESSAGE(gradcheck(fn, inputs), c.name);
       checked.insert(c.op);

@@ -102,6 +102,23 @@ Tensor host_tensor(const std::vector<double>& vals, const Shape& shape) {
 
 }  // namespace
 
+std::function<Tensor(const TensorList&)> joined_float_outputs(const OpCase& c) {
+  return [&c](const TensorList& x) {
+    TensorList flat;
+    for (const Tensor& o : c.run(x)) {
+      if (o.is_floating_point()) flat.push_back(o.reshape({-1}));
+    }
+    return flat.size() == 1 ? flat[0] : cat(flat, 0);
+  };
+}
+
+bool any_requires_grad(const TensorList& inputs) {
+  for (const Tensor& t : inputs) {
+    if (t.defined() && t.requires_grad()) return true;
+  }
+  return false;
+}
+
 TensorList make_inputs(const OpCase& c, DType dtype, Device device, bool requires_grad) {
   TensorList out;
   for (size_t k = 0; k < c.inputs.size(); ++k) {

@@ -110,6 +110,11 @@ const std::vector<OpCase>& all_op_cases();
 /// The inputs of a case in `dtype` on `device`: values drawn per spec, layout applied on the
 /// device. With requires_grad, differentiable floating inputs require grad (for gradcheck).
 TensorList make_inputs(const OpCase& c, DType dtype, Device device, bool requires_grad = false);
+/// A case's floating outputs flattened and joined into one tensor (so that gradcheck and
+/// gradgradcheck check a multi-output op whole), as a function of its inputs.
+std::function<Tensor(const TensorList&)> joined_float_outputs(const OpCase& c);
+/// Whether any of the inputs requires grad.
+bool any_requires_grad(const TensorList& inputs);
 /// The logical values of a tensor as a reference array.
 Ref to_ref(const Tensor& t);
 /// A float64 CPU tensor holding a reference array.
