@@ -25,77 +25,46 @@ UpsampleGeom geom(const Tensor& in_planes, const UpsampleGeometry& g) {
                       g.cubic};
 }
 
-void forward(const Tensor& out, const Tensor& input, const UpsampleGeometry& g, UpsampleRule rule) {
+/// The registered kernel of a mode: `launch` (launch_upsample_forward or
+/// launch_upsample_cubic_forward) with its mode argument.
+template <auto launch, auto mode>
+void forward(const Tensor& out, const Tensor& input, const UpsampleGeometry& g) {
   DeviceGuard dg(input.device());
-  launch_upsample_forward(input.dtype(), rule, out.data_ptr(), input.data_ptr(), geom(input, g),
-                          compute_stream(input.device()));
+  launch(input.dtype(), mode, out.data_ptr(), input.data_ptr(), geom(input, g),
+         compute_stream(input.device()));
 }
 
-void backward(const Tensor& grad_input, const Tensor& grad_out, const UpsampleGeometry& g,
-              UpsampleRule rule) {
+/// The backward of forward<launch, mode>: launch_upsample_backward or
+/// launch_upsample_cubic_backward.
+template <auto launch, auto mode>
+void backward(const Tensor& grad_input, const Tensor& grad_out, const UpsampleGeometry& g) {
   DeviceGuard dg(grad_out.device());
-  launch_upsample_backward(grad_out.dtype(), rule, grad_input.data_ptr(), grad_out.data_ptr(),
-                           geom(grad_input, g), compute_stream(grad_out.device()));
+  launch(grad_out.dtype(), mode, grad_input.data_ptr(), grad_out.data_ptr(), geom(grad_input, g),
+         compute_stream(grad_out.device()));
 }
 
-void cubic_forward(const Tensor& out, const Tensor& input, const UpsampleGeometry& g, bool aa) {
-  DeviceGuard dg(input.device());
-  launch_upsample_cubic_forward(input.dtype(), aa, out.data_ptr(), input.data_ptr(), geom(input, g),
-                                compute_stream(input.device()));
-}
+constexpr auto kFwd = &launch_upsample_forward;
+constexpr auto kBwd = &launch_upsample_backward;
+constexpr auto kCubicFwd = &launch_upsample_cubic_forward;
+constexpr auto kCubicBwd = &launch_upsample_cubic_backward;
 
-void cubic_backward(const Tensor& grad_input, const Tensor& grad_out, const UpsampleGeometry& g,
-                    bool aa) {
-  DeviceGuard dg(grad_out.device());
-  launch_upsample_cubic_backward(grad_out.dtype(), aa, grad_input.data_ptr(), grad_out.data_ptr(),
-                                 geom(grad_input, g), compute_stream(grad_out.device()));
-}
-
-void nearest_forward_cuda(const Tensor& out, const Tensor& input, const UpsampleGeometry& g) {
-  forward(out, input, g, UpsampleRule::nearest);
-}
-void nearest_backward_cuda(const Tensor& grad_input, const Tensor& grad_out,
-                           const UpsampleGeometry& g) {
-  backward(grad_input, grad_out, g, UpsampleRule::nearest);
-}
-void linear_forward_cuda(const Tensor& out, const Tensor& input, const UpsampleGeometry& g) {
-  forward(out, input, g, UpsampleRule::linear);
-}
-void linear_backward_cuda(const Tensor& grad_input, const Tensor& grad_out,
-                          const UpsampleGeometry& g) {
-  backward(grad_input, grad_out, g, UpsampleRule::linear);
-}
-void trilinear_forward_cuda(const Tensor& out, const Tensor& input, const UpsampleGeometry& g) {
-  forward(out, input, g, UpsampleRule::trilinear);
-}
-void trilinear_backward_cuda(const Tensor& grad_input, const Tensor& grad_out,
-                             const UpsampleGeometry& g) {
-  backward(grad_input, grad_out, g, UpsampleRule::trilinear);
-}
-void cubic_forward_cuda(const Tensor& out, const Tensor& input, const UpsampleGeometry& g) {
-  cubic_forward(out, input, g, false);
-}
-void cubic_backward_cuda(const Tensor& grad_input, const Tensor& grad_out,
-                         const UpsampleGeometry& g) {
-  cubic_backward(grad_input, grad_out, g, false);
-}
-void aa_forward_cuda(const Tensor& out, const Tensor& input, const UpsampleGeometry& g) {
-  cubic_forward(out, input, g, true);
-}
-void aa_backward_cuda(const Tensor& grad_input, const Tensor& grad_out, const UpsampleGeometry& g) {
-  cubic_backward(grad_input, grad_out, g, true);
-}
-
-SL_REGISTER_KERNEL(upsample_nearest_forward_kernel, DeviceKind::cuda, &nearest_forward_cuda);
-SL_REGISTER_KERNEL(upsample_nearest_backward_kernel, DeviceKind::cuda, &nearest_backward_cuda);
-SL_REGISTER_KERNEL(upsample_linear_forward_kernel, DeviceKind::cuda, &linear_forward_cuda);
-SL_REGISTER_KERNEL(upsample_linear_backward_kernel, DeviceKind::cuda, &linear_backward_cuda);
-SL_REGISTER_KERNEL(upsample_trilinear_forward_kernel, DeviceKind::cuda, &trilinear_forward_cuda);
-SL_REGISTER_KERNEL(upsample_trilinear_backward_kernel, DeviceKind::cuda, &trilinear_backward_cuda);
-SL_REGISTER_KERNEL(upsample_cubic_forward_kernel, DeviceKind::cuda, &cubic_forward_cuda);
-SL_REGISTER_KERNEL(upsample_cubic_backward_kernel, DeviceKind::cuda, &cubic_backward_cuda);
-SL_REGISTER_KERNEL(upsample_aa_forward_kernel, DeviceKind::cuda, &aa_forward_cuda);
-SL_REGISTER_KERNEL(upsample_aa_backward_kernel, DeviceKind::cuda, &aa_backward_cuda);
+SL_REGISTER_KERNEL(upsample_nearest_forward_kernel, DeviceKind::cuda,
+                   (&forward<kFwd, UpsampleRule::nearest>));
+SL_REGISTER_KERNEL(upsample_nearest_backward_kernel, DeviceKind::cuda,
+                   (&backward<kBwd, UpsampleRule::nearest>));
+SL_REGISTER_KERNEL(upsample_linear_forward_kernel, DeviceKind::cuda,
+                   (&forward<kFwd, UpsampleRule::linear>));
+SL_REGISTER_KERNEL(upsample_linear_backward_kernel, DeviceKind::cuda,
+                   (&backward<kBwd, UpsampleRule::linear>));
+SL_REGISTER_KERNEL(upsample_trilinear_forward_kernel, DeviceKind::cuda,
+                   (&forward<kFwd, UpsampleRule::trilinear>));
+SL_REGISTER_KERNEL(upsample_trilinear_backward_kernel, DeviceKind::cuda,
+                   (&backward<kBwd, UpsampleRule::trilinear>));
+// the cubic launches' mode argument: antialias
+SL_REGISTER_KERNEL(upsample_cubic_forward_kernel, DeviceKind::cuda, (&forward<kCubicFwd, false>));
+SL_REGISTER_KERNEL(upsample_cubic_backward_kernel, DeviceKind::cuda, (&backward<kCubicBwd, false>));
+SL_REGISTER_KERNEL(upsample_aa_forward_kernel, DeviceKind::cuda, (&forward<kCubicFwd, true>));
+SL_REGISTER_KERNEL(upsample_aa_backward_kernel, DeviceKind::cuda, (&backward<kCubicBwd, true>));
 
 }  // namespace
 }  // namespace sl::cuda
