@@ -152,12 +152,19 @@ Resolved resolve(const Tensor& input, const InterpolateOptions& o) {
   return r;
 }
 
+bool is_16bit(DType t) {
+  return t == DType::f16 || t == DType::bf16;
+}
+
 /// "area" on a 5-d input: PyTorch's adaptive_avg_pool3d to (Do, Ho, Wo). An adaptive window is the
 /// product of one window per dim, so its mean is the mean over D of the means over (H, W): two
 /// adaptive_avg_pool2d passes, the first over (H, W) of [N, C * D, H, W], the second over D of
 /// [N, C, D, Ho * Wo] (its windows along the Ho * Wo dim are single elements, divided by 1).
 /// PyTorch sums the whole window before dividing once, so values may differ in the last bits.
+/// 16-bit inputs (on any device) are resampled in float32 and rounded once: 16-bit passes would
+/// round the (H, W) means before the mean over D.
 Tensor area3d_forward(const Tensor& x, const UpsampleGeometry& g) {
+  if (is_16bit(x.dtype())) return ops::cast(area3d_forward(ops::cast(x, DType::f32), g), x.dtype());
   const Shape& s = x.sizes();
   const int64_t N = s[0], C = s[1], D = s[2], H = s[3], W = s[4];
   if (x.numel() == 0) return ops::empty({N, C, g.out_d, g.out_h, g.out_w}, x.dtype(), x.device());
@@ -168,8 +175,12 @@ Tensor area3d_forward(const Tensor& x, const UpsampleGeometry& g) {
   return ops::view(d, {N, C, g.out_d, g.out_h, g.out_w});
 }
 
-/// The gradient of area3d_forward w.r.t. an input of sizes s: the two passes' backward.
+/// The gradient of area3d_forward w.r.t. an input of sizes s: the two passes' backward (in float32
+/// for a 16-bit grad, rounded once, as the forward).
 Tensor area3d_backward(const Tensor& grad, const Shape& s, const UpsampleGeometry& g) {
+  if (is_16bit(grad.dtype())) {
+    return ops::cast(area3d_backward(ops::cast(grad, DType::f32), s, g), grad.dtype());
+  }
   const int64_t N = s[0], C = s[1], D = s[2], H = s[3], W = s[4];
   if (grad.numel() == 0) {
     Tensor gi = ops::empty(s, grad.dtype(), grad.device());

@@ -167,6 +167,34 @@ TEST_CASE("interpolate 5-d nearest / area: empty batch, 16-bit, non-contiguous, 
         "AdaptiveAvgPool3DBackward");
 }
 
+TEST_CASE("interpolate 5-d area in bf16 rounds once, forward and backward") {
+  // Two 16-bit passes (the (H, W) means rounded, then their mean over D rounded) differ here from
+  // one rounding of the exact mean: planes of mean 184.5 and 134.5 round (ties to even) to 184
+  // and 134, whose mean 159 is a bf16, while the exact mean 159.5 rounds to 160. The windows
+  // are powers of two and the values small integers, so float32 holds every partial sum exactly
+  // and the expected value is the float64 mean rounded once to bf16.
+  const Tensor x = from_vector<double>({255, 186, 221, 76, 31, 191, 86, 230}, {1, 1, 2, 2, 2});
+  const InterpolateOptions o{.size = {1, 1, 1}, .mode = "area"};
+  const Tensor once = x.mean({2, 3, 4}, true).to(DType::bf16);
+  const Tensor twice = x.mean({3, 4}, true).to(DType::bf16).to(DType::f64).mean({2}, true);
+  REQUIRE(once.to(DType::f64).item<double>() == 160.0);
+  REQUIRE(twice.to(DType::bf16).to(DType::f64).item<double>() == 159.0);  // the case separates
+  const Tensor xb = x.to(DType::bf16).requires_grad_();
+  const Tensor y = F::interpolate(xb, o);
+  CHECK(y.dtype() == DType::bf16);
+  SL_CHECK_CLOSE(y, once.view({1, 1, 1, 1, 1}), 0, 0);
+  // backward: windows of 3 along D and along (H, W) = (1, 3): an upstream 11 gives 11 / 9 to each
+  // input, 1.2222.. rounded once to bf16 1.21875; rounded after each pass, 11 / 3 -> 3.671875,
+  // / 3 -> 1.2265625. The float32 passes are a few float32 ulps off 11 / 9, far from the bf16
+  // tie 1.22265625, so one rounding of them is the rounding of the float64 quotient.
+  const Tensor xg = zeros({1, 1, 3, 1, 3}, {.dtype = DType::bf16}).requires_grad_();
+  F::interpolate(xg, o).backward(full({1, 1, 1, 1, 1}, 11.0, {.dtype = DType::bf16}));
+  const double g_once =
+      full({}, 11.0 / 9.0, {.dtype = DType::f64}).to(DType::bf16).to(DType::f64).item<double>();
+  REQUIRE(g_once == 1.21875);
+  SL_CHECK_CLOSE(xg.grad(), full({1, 1, 3, 1, 3}, g_once, {.dtype = DType::bf16}), 0, 0);
+}
+
 TEST_CASE("interpolate 5-d: what is still refused, as PyTorch") {
   for (const char* mode : {"nearest", "nearest-exact", "area"}) {
     CAPTURE(mode);
