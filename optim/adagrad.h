@@ -17,7 +17,10 @@
 //   writes it back, step 0 included.
 #pragma once
 
-#include "optim/optimizer.h"
+#include <tuple>
+#include <utility>
+
+#include "optim/update_rule_optimizer.h"
 
 namespace sl::optim {
 
@@ -37,9 +40,23 @@ struct AdagradOptions {
   AdagradHyper hyper() const {
     return {lr, lr_decay, weight_decay, initial_accumulator_value, eps, maximize};
   }
+  /// What a saved group lists, PyTorch's keys in its order (UpdateRuleOptimizer).
+  static constexpr auto saved_options() {
+    using O = AdagradOptions;
+    return std::make_tuple(std::pair{"lr", &O::lr}, std::pair{"lr_decay", &O::lr_decay},
+                           std::pair{"weight_decay", &O::weight_decay},
+                           std::pair{"initial_accumulator_value", &O::initial_accumulator_value},
+                           std::pair{"eps", &O::eps}, std::pair{"maximize", &O::maximize});
+  }
 };
 
-class Adagrad : public GroupedOptimizer<AdagradOptions> {
+/// step(): one step of every parameter with a gradient; state `sum`, created at the first step
+/// filled with initial_accumulator_value (PyTorch fills it in the constructor; the values are the
+/// same: Note [Adagrad's state at the first step]). Throws ValueError for hyperparameters made
+/// invalid since construction.
+class Adagrad
+    : public UpdateRuleOptimizer<AdagradOptions, &adagrad_update, &ops::check_adagrad_hyper,
+                                 &AdagradOptions::saved_options> {
  public:
   /// One group. Throws ValueError for invalid hyperparameters (negative or non-finite lr,
   /// lr_decay, weight_decay, initial_accumulator_value or eps), naming the option and its value,
@@ -47,21 +64,11 @@ class Adagrad : public GroupedOptimizer<AdagradOptions> {
   explicit Adagrad(const TensorList& params, AdagradOptions options = {});
   explicit Adagrad(const std::vector<ParamGroup<AdagradOptions>>& groups);
   const char* name() const override { return "Adagrad"; }
-  /// One step of every parameter with a gradient; state `sum`, created at the first step filled
-  /// with initial_accumulator_value (PyTorch fills it in the constructor; the values are the
-  /// same: Note [Adagrad's state at the first step]). Throws ValueError for hyperparameters made
-  /// invalid since.
-  void step() override;
   /// Adagrad has no momentum: 0, and set_momentum throws ValueError (as PyTorch's OneCycleLR
   /// refuses cycle_momentum for it).
   double momentum(size_t) const override { return 0.0; }
   void set_momentum(size_t group, double m) override;
   StateKeys state_keys(size_t) const override { return state_keys_of({"sum"}); }
-
- protected:
-  void check_options(const AdagradOptions& o, const char* op) const override;
-  serialize::Json group_to_json(size_t group) const override;
-  void load_groups_from_json(const serialize::Json& groups) override;
 };
 
 }  // namespace sl::optim

@@ -4,7 +4,10 @@
 // momentum buffer when momentum > 0.
 #pragma once
 
-#include "optim/optimizer.h"
+#include <tuple>
+#include <utility>
+
+#include "optim/update_rule_optimizer.h"
 
 namespace sl::optim {
 
@@ -22,19 +25,28 @@ struct RMSpropOptions {
   RmspropHyper hyper() const {
     return {lr, alpha, eps, weight_decay, momentum, centered, maximize};
   }
+  /// What a saved group lists, PyTorch's keys in its order (UpdateRuleOptimizer).
+  static constexpr auto saved_options() {
+    using O = RMSpropOptions;
+    return std::make_tuple(std::pair{"lr", &O::lr}, std::pair{"alpha", &O::alpha},
+                           std::pair{"eps", &O::eps}, std::pair{"weight_decay", &O::weight_decay},
+                           std::pair{"momentum", &O::momentum}, std::pair{"centered", &O::centered},
+                           std::pair{"maximize", &O::maximize});
+  }
 };
 
-class RMSprop : public GroupedOptimizer<RMSpropOptions> {
+/// step(): one step of every parameter with a gradient; state square_avg, momentum_buffer
+/// (momentum > 0), grad_avg (centered), all starting at zero. Throws ValueError for
+/// hyperparameters made invalid since construction.
+class RMSprop
+    : public UpdateRuleOptimizer<RMSpropOptions, &rmsprop_update, &ops::check_rmsprop_hyper,
+                                 &RMSpropOptions::saved_options> {
  public:
   /// One group. Throws ValueError for invalid hyperparameters (negative or non-finite lr, eps,
   /// momentum, weight_decay or alpha), naming the option and its value, as PyTorch's constructor.
   explicit RMSprop(const TensorList& params, RMSpropOptions options = {});
   explicit RMSprop(const std::vector<ParamGroup<RMSpropOptions>>& groups);
   const char* name() const override { return "RMSprop"; }
-  /// One step of every parameter with a gradient; state square_avg, momentum_buffer (momentum >
-  /// 0), grad_avg (centered), all starting at zero. Throws ValueError for hyperparameters made
-  /// invalid since.
-  void step() override;
   double momentum(size_t group) const override { return options(group).momentum; }
   void set_momentum(size_t group, double m) override { options(group).momentum = m; }
   /// square_avg, plus grad_avg when centered and momentum_buffer when momentum > 0.
@@ -44,11 +56,6 @@ class RMSprop : public GroupedOptimizer<RMSpropOptions> {
            (o.centered ? state_keys_of({"grad_avg"}) : StateKeys()) |
            (o.momentum > 0.0 ? state_keys_of({"momentum_buffer"}) : StateKeys());
   }
-
- protected:
-  void check_options(const RMSpropOptions& o, const char* op) const override;
-  serialize::Json group_to_json(size_t group) const override;
-  void load_groups_from_json(const serialize::Json& groups) override;
 };
 
 }  // namespace sl::optim

@@ -2,7 +2,10 @@
 // matching torch.optim.SGD (PyTorch 1.13, foreach=False) to f32 rounding.
 #pragma once
 
-#include "optim/optimizer.h"
+#include <tuple>
+#include <utility>
+
+#include "optim/update_rule_optimizer.h"
 
 namespace sl::optim {
 
@@ -16,9 +19,21 @@ struct SGDOptions {
   /// Keep an fp32 master copy of f16/bf16 parameters and update that (issue 5).
   bool master_weights = false;
   SgdHyper hyper() const { return {lr, momentum, dampening, weight_decay, nesterov, maximize}; }
+  /// What a saved group lists, PyTorch's keys in its order (UpdateRuleOptimizer).
+  static constexpr auto saved_options() {
+    using O = SGDOptions;
+    return std::make_tuple(
+        std::pair{"lr", &O::lr}, std::pair{"momentum", &O::momentum},
+        std::pair{"dampening", &O::dampening}, std::pair{"weight_decay", &O::weight_decay},
+        std::pair{"nesterov", &O::nesterov}, std::pair{"maximize", &O::maximize});
+  }
 };
 
-class SGD : public GroupedOptimizer<SGDOptions> {
+/// step(): one step of every parameter with a gradient; state momentum_buffer when momentum != 0,
+/// created at its first step (sgd_update). Throws ValueError for hyperparameters made invalid
+/// since construction.
+class SGD : public UpdateRuleOptimizer<SGDOptions, &sgd_update, &ops::check_sgd_hyper,
+                                       &SGDOptions::saved_options> {
  public:
   /// One group. Throws ValueError for invalid hyperparameters (negative lr, nesterov without
   /// momentum or with dampening, ...), as PyTorch's constructor does.
@@ -26,17 +41,11 @@ class SGD : public GroupedOptimizer<SGDOptions> {
   explicit SGD(const std::vector<ParamGroup<SGDOptions>>& groups);
 
   const char* name() const override { return "SGD"; }
-  void step() override;
   double momentum(size_t group) const override { return options(group).momentum; }
   void set_momentum(size_t group, double m) override { options(group).momentum = m; }
   StateKeys state_keys(size_t group) const override {
     return options(group).momentum != 0.0 ? state_keys_of({"momentum_buffer"}) : StateKeys();
   }
-
- protected:
-  void check_options(const SGDOptions& o, const char* op) const override;
-  serialize::Json group_to_json(size_t group) const override;
-  void load_groups_from_json(const serialize::Json& groups) override;
 };
 
 }  // namespace sl::optim
