@@ -134,9 +134,10 @@ void Optimizer::for_each_with_grad(const char* op, const F& f) {
   }
 }
 
-/// An optimizer whose groups each hold one Options struct (with `lr` and `master_weights`): the
-/// members that only read or append the groups' options, written once for SGD, Adam/AdamW, Lamb,
-/// RMSprop, Adagrad, Adamax, NAdam and RAdam. A derived class supplies check_options.
+/// An optimizer whose groups each hold one Options struct (with `lr`, `master_weights` and a
+/// hyper() whose `lr` the kernels use): the members that only read or append the groups' options,
+/// written once for SGD, Adam/AdamW, Lamb, RMSprop, Adagrad, Adamax, NAdam and RAdam. A derived
+/// class supplies check_options.
 template <class Options>
 class GroupedOptimizer : public Optimizer {
  public:
@@ -163,7 +164,9 @@ class GroupedOptimizer : public Optimizer {
     check_group(group);
     return options_[group];
   }
-  double lr(size_t group) const override { return options(group).lr; }
+  /// The lr the group's kernels step with (read through Options::hyper(), which throws for an lr
+  /// that is required and was never given: SGD's).
+  double lr(size_t group) const override { return options(group).hyper().lr; }
   void set_lr(size_t group, double lr) override { options(group).lr = lr; }
   bool master_weights(size_t group) const override { return options(group).master_weights; }
 

@@ -2,6 +2,7 @@
 // matching torch.optim.SGD (PyTorch 1.13, foreach=False) to f32 rounding.
 #pragma once
 
+#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -10,7 +11,9 @@
 namespace sl::optim {
 
 struct SGDOptions {
-  double lr = 1e-3;
+  /// Required, as torch.optim.SGD's lr=required: there is no default learning rate. SGD refuses
+  /// a group without one (ValueError "SGD: lr must be given ..."), as hyper() does.
+  std::optional<double> lr;
   double momentum = 0.0;
   double dampening = 0.0;
   double weight_decay = 0.0;
@@ -18,7 +21,8 @@ struct SGDOptions {
   bool maximize = false;
   /// Keep an fp32 master copy of f16/bf16 parameters and update that (issue 5).
   bool master_weights = false;
-  SgdHyper hyper() const { return {lr, momentum, dampening, weight_decay, nesterov, maximize}; }
+  /// The kernel hyperparameters. Throws ValueError when lr was not given.
+  SgdHyper hyper() const;
   /// What a saved group lists, PyTorch's keys in its order (UpdateRuleOptimizer).
   static constexpr auto saved_options() {
     using O = SGDOptions;
@@ -35,9 +39,12 @@ struct SGDOptions {
 class SGD : public UpdateRuleOptimizer<SGDOptions, &sgd_update, &ops::check_sgd_hyper,
                                        &SGDOptions::saved_options> {
  public:
-  /// One group. Throws ValueError for invalid hyperparameters (negative lr, nesterov without
-  /// momentum or with dampening, ...), as PyTorch's constructor does.
-  explicit SGD(const TensorList& params, SGDOptions options = {});
+  /// One group; `options` must give lr (there is no default argument either). Throws ValueError
+  /// without an lr ("SGD: lr must be given") and for invalid hyperparameters (negative lr,
+  /// nesterov without momentum or with dampening, ...), as PyTorch's constructor does.
+  explicit SGD(const TensorList& params, SGDOptions options);
+  /// Each group must give its lr (PyTorch's groups may take the constructor's lr instead; ours
+  /// have no such default); the same errors.
   explicit SGD(const std::vector<ParamGroup<SGDOptions>>& groups);
 
   const char* name() const override { return "SGD"; }

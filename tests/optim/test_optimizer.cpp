@@ -255,7 +255,8 @@ TEST_CASE("optimizer constructor and step errors") {
   SL_CHECK_THROWS(Lamb(ps, {.beta1 = -0.1, .weight_decay = -1}), ValueError,
                   "Lamb: invalid beta parameter at index 0: -0.1");
   // PyTorch's "optimizer got an empty parameter list"; a group without parameters is accepted
-  SL_CHECK_THROWS(SGD(TensorList{}), ValueError, "SGD: optimizer got an empty parameter list");
+  SL_CHECK_THROWS(SGD(TensorList{}, {.lr = 0.1}), ValueError,
+                  "SGD: optimizer got an empty parameter list");
   SL_CHECK_THROWS(Adam(TensorList{}), ValueError, "Adam: optimizer got an empty parameter list");
   SL_CHECK_THROWS(AdamW(std::vector<ParamGroup<AdamWOptions>>{}), ValueError,
                   "AdamW: optimizer got an empty parameter list");
@@ -278,14 +279,15 @@ TEST_CASE("optimizer constructor and step errors") {
     CHECK(with_empty_group.state(0, 0).step == 1);
     ps[0].set_grad(Tensor());
   }
-  SL_CHECK_THROWS(SGD({ps[0], ps[0]}), ValueError, "SGD: parameter 1 appears twice in group 0");
+  SL_CHECK_THROWS(SGD({ps[0], ps[0]}, {.lr = 0.1}), ValueError,
+                  "SGD: parameter 1 appears twice in group 0");
   SL_CHECK_THROWS(Adam({{{ps[0]}, {}}, {{ps[0]}, {}}}), ValueError,
                   "some parameters appear in more than one parameter group");
   SL_CHECK_THROWS(Adam({arange(3)}), DTypeError, "Adam: can only optimize floating tensors");
   SL_CHECK_THROWS(Adam({Tensor()}), ValueError, "Adam: parameter 0 of group 0 is undefined");
   // a non-leaf (PyTorch: "can't optimize a non-leaf Tensor"), in each optimizer and any group
   Tensor nonleaf = ps[1] * 2;
-  SL_CHECK_THROWS(SGD({ps[0], nonleaf}), ValueError,
+  SL_CHECK_THROWS(SGD({ps[0], nonleaf}, {.lr = 0.1}), ValueError,
                   "SGD: can't optimize a non-leaf tensor (parameter 1 of group 0 has grad_fn "
                   "MulBackward)");
   SL_CHECK_THROWS(Adam({nonleaf}), ValueError, "Adam: can't optimize a non-leaf tensor");
@@ -293,13 +295,51 @@ TEST_CASE("optimizer constructor and step errors") {
                   "AdamW: can't optimize a non-leaf tensor (parameter 0 of group 1");
   SL_CHECK_THROWS(Lamb({nonleaf}), ValueError, "Lamb: can't optimize a non-leaf tensor");
   // leaves pass, with or without requires_grad (a detached copy is a leaf), as in PyTorch
-  CHECK_NOTHROW(SGD({nonleaf.detach(), zeros({2})}));
+  CHECK_NOTHROW(SGD({nonleaf.detach(), zeros({2})}, {.lr = 0.1}));
   Adam opt(ps);
   SL_CHECK_THROWS(opt.state(1, 0), IndexError, "no parameter 0 in group 1");
   SL_CHECK_THROWS(opt.params(3), IndexError, "group 3 out of range");
   opt.set_lr(0, -1.0);
   ps[0].set_grad(zeros({3, 4}));
   SL_CHECK_THROWS(opt.step(), ValueError, "invalid learning rate -1");
+}
+
+TEST_CASE("SGD's lr is required, as torch.optim.SGD's lr=required") {
+  // PyTorch 1.13: torch.optim.SGD(params) and a group without lr raise ValueError "parameter
+  // group didn't specify a value of required optimization parameter lr".
+  TensorList ps = make_params();
+  const char* missing = "SGD: lr must be given (torch.optim.SGD's lr is required";
+  SL_CHECK_THROWS(SGD(ps, {}), ValueError, missing);
+  SL_CHECK_THROWS(SGD(ps, {.momentum = 0.9, .weight_decay = 0.01}), ValueError, missing);
+  SL_CHECK_THROWS(SGD({{{ps[0]}, {.lr = 0.1}}, {{ps[1]}, {.momentum = 0.9}}}), ValueError, missing);
+  SL_CHECK_THROWS(SGDOptions{}.hyper(), ValueError, missing);
+  // lr 0 is given (PyTorch accepts it too)
+  SGD zero(ps, {.lr = 0.0});
+  CHECK(zero.lr(0) == 0.0);
+  SGD opt({ps[0]}, {.lr = 0.1, .momentum = 0.9});
+  CHECK(opt.lr(0) == 0.1);
+  // a later group without lr: refused, the optimizer unchanged
+  SL_CHECK_THROWS(opt.add_param_group({{ps[1]}, {}}), ValueError, missing);
+  CHECK(opt.num_param_groups() == 1);
+  CHECK(opt.num_params() == 1);
+  // an lr taken away after construction: step, lr() and a saved group refuse it
+  ps[0].set_grad(ones({3, 4}));
+  const Tensor before = ps[0].detach().clone();
+  opt.options(0).lr.reset();
+  SL_CHECK_THROWS(opt.step(), ValueError, missing);
+  CHECK(bits_equal(ps[0], before));  // refused before any change
+  CHECK(opt.state(0, 0).empty());
+  SL_CHECK_THROWS(opt.lr(0), ValueError, missing);
+  const Section saved = opt.state_dict();  // lr saved as null: no other optimizer loads it
+  CHECK(saved.meta.at("param_groups")[0].at("lr").is_null());
+  SGD other({make_params()[0]}, {.lr = 0.5});
+  CHECK_THROWS_AS(other.load_state_dict(saved), ValueError);
+  CHECK(other.lr(0) == 0.5);
+  opt.set_lr(0, 0.2);  // given again (as a scheduler would): steps
+  opt.step();
+  CHECK(opt.lr(0) == 0.2);
+  CHECK(opt.state(0, 0).step == 1);
+  ps[0].set_grad(Tensor());
 }
 
 TEST_CASE("ReduceLROnPlateau: errors, min_lr floor, and its state through JSON") {
