@@ -5,7 +5,9 @@
 // --adagrad-lr-decay); their weight-decay groups and torch's defaults land in the checkpoint;
 // --estimate-memory counts their state buffers (against multiples of the parameter count worked
 // out by hand); dp, ddp, zero1 and zero2 on 2 ranks end in the same state; a hyperparameter flag
-// of another optimizer is refused.
+// of another optimizer is refused. What repeats per optimizer is a table of cases with one runner
+// each: kTrainCases (check_trained), kEstimateCases (check_estimate), kRanksCases
+// (check_ranks_alike).
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -36,6 +38,320 @@ using namespace sl;
 namespace {
 
 using Data = sl::testing::TrainData;
+
+/// Runs sl_train with `args`; checks that it fails (exit code 1) saying `message`; returns what
+/// it printed.
+std::string fails_with(const std::vector<std::string>& args, const std::string& message) {
+  JobResult r = run_job(args);
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.out.find(message) != std::string::npos, r.out);
+  return r.out;
+}
+
+/// The words of `args`, space-separated (for CAPTURE).
+std::string join(const std::vector<std::string>& args) {
+  std::string s;
+  for (const std::string& a : args) s += (s.empty() ? "" : " ") + a;
+  return s;
+}
+
+// --- trained on the cnn job: one table of cases, one runner ---
+
+/// One optimizer trained on the cnn job at --lr 0.001 (BatchNorm and biases in the group without
+/// decay) into checkpoint folder `ckpt`: what it prints of its optimizer (`summary`), the state
+/// tensors its checkpoint holds and does not, what each saved group holds besides the weight decay
+/// (numbers, switches, or a 2-entry array for betas), the float32 tensors per parameter the
+/// report counts as optimizer state (0: not checked) and whether its loss falls over 3 epochs.
+struct TrainCase {
+  std::string ckpt;
+  std::vector<std::string> flags;
+  std::string summary;
+  std::vector<std::string> state, no_state;
+  std::vector<std::pair<std::string, serialize::Json>> group;
+  int state_tensors;
+  bool loss_falls;
+};
+
+// torch's defaults where a flag does not set them: RMSprop alpha 0.99, eps 1e-8, not centered;
+// Adagrad eps 1e-10, no lr_decay; Adamax, NAdam and RAdam betas 0.9, 0.999 and eps 1e-8 (PyTorch
+// 1.13), NAdam's momentum_decay 4e-3.
+const std::vector<TrainCase> kTrainCases = {
+    // torch.optim.RMSprop's default momentum is 0: no buffer, square_avg only
+    {"r2",
+     {"--optimizer", "rmsprop"},
+     "RMSprop lr 0.001 momentum 0 wd 0.01, cosine",
+     {"square_avg"},
+     {"momentum_buffer"},
+     {},
+     0,
+     true},
+    // with momentum: its buffer goes through the checkpoint too
+    {"rm2",
+     {"--optimizer", "rmsprop", "--momentum", "0.5"},
+     "RMSprop lr 0.001 momentum 0.5 wd 0.01",
+     {"square_avg", "momentum_buffer"},
+     {},
+     {{"momentum", 0.5}, {"alpha", 0.99}, {"eps", 1e-8}, {"centered", false}},
+     0,
+     false},
+    {"g2",
+     {"--optimizer", "adagrad"},
+     "Adagrad lr 0.001 wd 0.01, cosine",
+     {"sum"},
+     {},
+     {{"eps", 1e-10}, {"lr_decay", 0.0}},
+     0,
+     true},
+    // two float32 tensors per parameter each
+    {"adamax2",
+     {"--optimizer", "adamax"},
+     "Adamax lr 0.001 wd 0.01, cosine",
+     {"exp_avg", "exp_inf"},
+     {},
+     {{"betas", serialize::Json::array({0.9, 0.999})}, {"eps", 1e-8}},
+     2,
+     true},
+    {"nadam2",
+     {"--optimizer", "nadam"},
+     "NAdam lr 0.001 wd 0.01, cosine",
+     {"exp_avg", "exp_avg_sq"},
+     {},
+     {{"betas", serialize::Json::array({0.9, 0.999})}, {"eps", 1e-8}, {"momentum_decay", 4e-3}},
+     2,
+     true},
+    {"radam2",
+     {"--optimizer", "radam"},
+     "RAdam lr 0.001 wd 0.01, cosine",
+     {"exp_avg", "exp_avg_sq"},
+     {},
+     {{"betas", serialize::Json::array({0.9, 0.999})}, {"eps", 1e-8}},
+     2,
+     true},
+};
+
+/// The cnn job at --lr 0.001 with `flags`, into checkpoint folder `ckpt`.
+std::vector<std::string> cnn_at_lr_1e3(const Data& d, const std::string& ckpt,
+                                       const std::vector<std::string>& flags) {
+  return plus(plus(d.cnn(ckpt), {"--lr", "0.001"}), flags);
+}
+
+/// Checks a saved group's `got` against `want`: the same bool, the same number, or an array of
+/// the same numbers (each entry a check).
+void check_group_value(const serialize::Json& got, const serialize::Json& want) {
+  if (want.is_bool()) {
+    CHECK(got.as_bool() == want.as_bool());
+  } else if (want.is_array()) {
+    REQUIRE(got.size() == want.size());
+    for (size_t k = 0; k < want.size(); ++k) CHECK(got[k].as_double() == want[k].as_double());
+  } else {
+    CHECK(got.as_double() == want.as_double());
+  }
+}
+
+/// Runs c: it resumes bit-identical (check_resume into c.ckpt + "_r"), and a whole run into c.ckpt
+/// prints c.summary, lowers its loss (c.loss_falls), ends in a state digest unlike each of
+/// `digests` (another update rule than theirs: c's is appended) and saves c's state and groups:
+/// --weight-decay 0.01 on the weights, none on biases and BatchNorm.
+void check_trained(const Data& d, const TrainCase& c, std::vector<std::string>& digests) {
+  check_resume(cnn_at_lr_1e3(d, c.ckpt + "_r", c.flags));
+  JobResult r = run_job(cnn_at_lr_1e3(d, c.ckpt, c.flags));
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK_MESSAGE(r.out.find(c.summary) != std::string::npos, r.out);
+  if (c.loss_falls) CHECK(final_loss(r.out) < number_after(r.out, "epoch 1/3  loss "));
+  for (const std::string& other : digests) CHECK(state_digest_of(r.out) != other);
+  digests.push_back(state_digest_of(r.out));
+  for (const std::string& key : c.state) CHECK(optimizer_files_have(d.dir(c.ckpt), key));
+  for (const std::string& key : c.no_state) CHECK_FALSE(optimizer_files_have(d.dir(c.ckpt), key));
+  if (c.state_tensors > 0) {
+    // as allocated after training (the report prints MiB to 6 significant digits): 4 bytes per
+    // parameter for each float32 tensor
+    const double psi = number_after(r.out, "Psi="), mib = 1024.0 * 1024.0;
+    REQUIRE(psi > 1000);
+    CHECK(number_after(r.out, "optimizer state ") * mib ==
+          doctest::Approx(4 * c.state_tensors * psi).epsilon(1e-5));
+  }
+  const serialize::Json meta = dist::read_sharded_optimizer_meta(d.dir(c.ckpt));
+  const serialize::Json& groups = meta.at("param_groups");
+  REQUIRE(groups.size() == 2);
+  CHECK(groups[0].at("weight_decay").as_double() == 0.01);
+  CHECK(groups[1].at("weight_decay").as_double() == 0.0);
+  for (size_t i = 0; i < 2; ++i) {
+    CHECK(groups[i].at("lr").is_number());
+    for (const auto& [key, want] : c.group) {
+      CAPTURE(key);
+      check_group_value(groups[i].at(key), want);
+    }
+  }
+  // NAdam's running product of its momentum coefficients, one per parameter, is saved too
+  const serialize::Json* mu = meta.find("mu_products");
+  CHECK((mu != nullptr) == (c.flags[1] == "nadam"));
+  if (mu) CHECK(mu->members().size() == meta.at("steps").members().size());
+}
+
+// --- --estimate-memory: one table of cases, one runner ---
+
+// The job's own cnn: Psi = 421738 parameters. The expected MiB below are multiples of Psi / 2^20
+// worked out by hand (python), not read from the code.
+constexpr double kPsi2 = 0.804401, kPsi4 = 1.608803, kPsi6 = 2.413204, kPsi7 = 2.815405,
+                 kPsi8 = 3.217606, kPsi10 = 4.022007, kPsi12 = 4.826408, kPsi16 = 6.435211;
+
+/// One row of the memory table: `ranks` ranks of `kind`, and its {params, grads, optimizer,
+/// masters, device, host, ZeRO paper} MiB.
+struct EstimateRow {
+  int ranks;
+  const char* kind;
+  std::vector<double> want;
+};
+
+/// The cnn job's --estimate-memory 2 with `flags`: the "K = ..." it prints (none to check when
+/// empty) and rows of its table.
+struct EstimateCase {
+  std::vector<std::string> flags;
+  std::string k;
+  std::vector<EstimateRow> rows;
+};
+
+/// One float32 state tensor per parameter (SGD's momentum buffer, RMSprop's square_avg,
+/// Adagrad's sum), float32 parameters: K = 4.
+const std::vector<EstimateRow> kOneBufferRows = {
+    {1, "single", {kPsi4, kPsi4, kPsi4, 0, kPsi12, 0, kPsi12}},
+    {2, "ddp", {kPsi4, kPsi4, kPsi4, 0, kPsi12, 0, kPsi12}},
+    {2, "zero1", {kPsi4, kPsi4, kPsi2, 0, kPsi10, 0, kPsi10}},
+    {2, "zero2", {kPsi4, kPsi2, kPsi2, 0, kPsi8, 0, kPsi8}}};
+/// Two float32 state tensors per parameter (Adamax's, NAdam's, RAdam's): K = 8.
+const std::vector<EstimateRow> kTwoTensorRows = {
+    {1, "single", {kPsi4, kPsi4, kPsi8, 0, kPsi16, 0, kPsi16}},
+    {2, "ddp", {kPsi4, kPsi4, kPsi8, 0, kPsi16, 0, kPsi16}},
+    {2, "zero1", {kPsi4, kPsi4, kPsi4, 0, kPsi12, 0, kPsi12}},
+    {2, "zero2", {kPsi4, kPsi2, kPsi4, 0, kPsi10, 0, kPsi10}}};
+/// The same with bfloat16 parameters: a float32 master beside them, K = 12 (2 + 2 + 12 Psi).
+const std::vector<EstimateRow> kTwoTensorMasterRows = {
+    {1, "single", {kPsi2, kPsi2, kPsi8, kPsi4, kPsi16, 0, kPsi16}}};
+
+const std::vector<EstimateCase> kEstimateCases = {
+    // SGD: momentum 0.9 by default, one float32 buffer: K = 4
+    {{"--optimizer", "sgd"}, "K = 4 (SGD)", kOneBufferRows},
+    // no buffer at all: K = 0
+    {{"--optimizer", "sgd", "--momentum", "0"},
+     "K = 0 (SGD)",
+     {{1, "single", {kPsi4, kPsi4, 0, 0, kPsi8, 0, kPsi8}},
+      {2, "zero1", {kPsi4, kPsi4, 0, 0, kPsi8, 0, kPsi8}},
+      {2, "zero2", {kPsi4, kPsi2, 0, 0, kPsi6, 0, kPsi6}}}},
+    // bfloat16 parameters: a float32 master and a float32 buffer, K = 8 (2 + 2 + 8 Psi; zero2 on
+    // 2 ranks 2 + 1 + 4 Psi)
+    {{"--optimizer", "sgd", "--precision", "bf16-true"},
+     "K = 8 (SGD, masters)",
+     {{1, "single", {kPsi2, kPsi2, kPsi4, kPsi4, kPsi12, 0, kPsi12}},
+      {2, "zero2", {kPsi2, kPsi2 / 2, kPsi2, kPsi2, kPsi7, 0, kPsi7}}}},
+    // zero's offloaded optimizer state is the buffer's half: in the host column, not the device's
+    {{"--optimizer", "sgd", "--offload-optimizer", "1"},
+     "",
+     {{2, "zero1", {kPsi4, kPsi4, 0, 0, kPsi8, kPsi2 + 2 * kPsi2, kPsi10}}}},
+    // RMSprop keeps square_avg (4 Psi), Adagrad its sum (4 Psi): K = 4
+    {{"--optimizer", "rmsprop"}, "K = 4 (RMSprop)", kOneBufferRows},
+    {{"--optimizer", "adagrad"}, "K = 4 (Adagrad)", kOneBufferRows},
+    // RMSprop with momentum > 0: a momentum buffer beside square_avg, K = 8
+    {{"--optimizer", "rmsprop", "--momentum", "0.5"},
+     "K = 8 (RMSprop)",
+     {{1, "single", {kPsi4, kPsi4, kPsi8, 0, kPsi16, 0, kPsi16}},
+      {2, "zero1", {kPsi4, kPsi4, kPsi4, 0, kPsi12, 0, kPsi12}},
+      {2, "zero2", {kPsi4, kPsi2, kPsi4, 0, kPsi10, 0, kPsi10}}}},
+    // bfloat16 parameters: a float32 master and a float32 sum, K = 8 (2 + 2 + 8 Psi)
+    {{"--optimizer", "adagrad", "--precision", "bf16-true"},
+     "K = 8 (Adagrad, masters)",
+     {{1, "single", {kPsi2, kPsi2, kPsi4, kPsi4, kPsi12, 0, kPsi12}}}},
+    // Adamax (exp_avg, exp_inf), NAdam and RAdam (exp_avg, exp_avg_sq): two float32 tensors per
+    // parameter, K = 8 (NAdam's mu_product is one host float64 per parameter tensor, not per
+    // element, and not counted); with bfloat16 parameters a float32 master beside them, K = 12
+    // (2 + 2 + 12 Psi)
+    {{"--optimizer", "adamax"}, "K = 8 (Adamax)", kTwoTensorRows},
+    {{"--optimizer", "adamax", "--precision", "bf16-true"},
+     "K = 12 (Adamax, masters)",
+     kTwoTensorMasterRows},
+    {{"--optimizer", "nadam"}, "K = 8 (NAdam)", kTwoTensorRows},
+    {{"--optimizer", "nadam", "--precision", "bf16-true"},
+     "K = 12 (NAdam, masters)",
+     kTwoTensorMasterRows},
+    {{"--optimizer", "radam"}, "K = 8 (RAdam)", kTwoTensorRows},
+    {{"--optimizer", "radam", "--precision", "bf16-true"},
+     "K = 12 (RAdam, masters)",
+     kTwoTensorMasterRows},
+};
+
+/// Runs the cnn job's --estimate-memory 2 with c.flags; checks its parameter count, its K and
+/// each of c.rows to 0.0015 MiB (the table's 3 decimals, and zero's rows pad each bucket to a
+/// multiple of 2 elements).
+void check_estimate(const Data& d, const EstimateCase& c) {
+  JobResult r = run_job(plus(plus({"--model", "cnn", "--data-dir", d.root + "/data"}, c.flags),
+                             {"--estimate-memory", "2"}));
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("Psi = 421738 parameters") != std::string::npos);
+  if (!c.k.empty()) CHECK_MESSAGE(r.out.find(c.k) != std::string::npos, r.out);
+  for (const EstimateRow& want : c.rows) {
+    CAPTURE(want.kind);
+    CAPTURE(want.ranks);
+    const std::vector<double> row = estimate_row(r.out, want.ranks, want.kind);
+    REQUIRE(row.size() == 7);
+    for (size_t i = 0; i < 7; ++i) {
+      CAPTURE(i);
+      CHECK(std::abs(row[i] - want.want[i]) <= 0.0015);
+    }
+  }
+}
+
+// --- dp, ddp, zero1 and zero2 on 2 ranks: one table of cases, one runner ---
+
+/// The cnn job on 2 ranks with an optimizer's `flags` (and --weight-decay 1e-4): what rank 0 prints
+/// of it (`summary`) and the sharded mode whose state goes through a checkpoint (`resumed`).
+struct RanksCase {
+  std::vector<std::string> flags;
+  std::string summary;
+  std::string resumed;
+};
+
+const std::vector<RanksCase> kRanksCases = {
+    {{"--optimizer", "sgd", "--momentum", "0.8"}, "SGD lr 0.01 momentum 0.8 wd 0.0001", "zero1"},
+    {{"--optimizer", "rmsprop", "--momentum", "0.5", "--lr", "0.001"},
+     "RMSprop lr 0.001 momentum 0.5 wd 0.0001",
+     "zero2"},
+    {{"--optimizer", "adagrad", "--lr", "0.001"}, "Adagrad lr 0.001 wd 0.0001", "zero2"},
+    {{"--optimizer", "adamax", "--lr", "0.001"}, "Adamax lr 0.001 wd 0.0001", "zero2"},
+    {{"--optimizer", "nadam", "--lr", "0.001"}, "NAdam lr 0.001 wd 0.0001", "zero2"},
+    {{"--optimizer", "radam", "--lr", "0.001"}, "RAdam lr 0.001 wd 0.0001", "zero2"},
+};
+
+/// Runs c on 2 ranks under ddp, zero1 and zero2, and in one process under dp (two replica
+/// threads); checks that all end in ddp's state digest, and that c.resumed stopped after epoch 1
+/// and resumed from its checkpoint ends there too.
+void check_ranks_alike(const Data& d, const RanksCase& c) {
+  const std::string& optimizer = c.flags[1];
+  auto args = [&](const std::string& strategy, const std::string& ckpt) {
+    return plus(plus(plus(d.cnn(optimizer + "_" + ckpt), {"--strategy", strategy}), c.flags),
+                {"--weight-decay", "1e-4"});
+  };
+  auto run = [&](const std::string& strategy, const std::string& ckpt,
+                 const std::vector<std::string>& flags) {
+    auto r = sl::testing::run_ranks(2, sl_train_bin(), plus(args(strategy, ckpt), flags), 120);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.report());
+    return r.rank_stdout[0];
+  };
+  const std::string ddp = run("ddp", "ddp", {});
+  CHECK_MESSAGE(ddp.find(c.summary) != std::string::npos, ddp);
+  for (const char* kind : {"zero1", "zero2"}) {
+    CAPTURE(kind);
+    const std::string z = run(kind, kind, {});
+    CHECK_MESSAGE(state_digest_of(z) == state_digest_of(ddp), ddp, z);
+  }
+  JobResult dp = run_job(args("dp", "dp"));
+  REQUIRE_MESSAGE(dp.code == 0, dp.out);
+  CHECK_MESSAGE(state_digest_of(dp.out) == state_digest_of(ddp), ddp, dp.out);
+  // the sharded state (momentum buffers, square_avg, sums, moments, NAdam's mu_products) goes
+  // through the checkpoint
+  run(c.resumed, "part", {"--stop-after-epochs", "1"});
+  const std::string rest = run(c.resumed, "part", {"--resume", "1"});
+  CHECK(rest.find("resumed from") != std::string::npos);
+  CHECK_MESSAGE(state_digest_of(rest) == state_digest_of(ddp), ddp, rest);
+}
 
 }  // namespace
 
@@ -95,12 +411,6 @@ TEST_CASE("--optimizer sgd: momentum, torchvision's step schedule, resumes bit-i
   CHECK_FALSE(optimizer_files_have(d.dir("m0"), "momentum_buffer"));
   check_resume(sgd("m5", {"--momentum", "0.5"}));
   // The optimizer and its momentum are the configuration's: neither changes on resume.
-  auto fails_with = [&](const std::vector<std::string>& args, const std::string& message) {
-    JobResult r = run_job(args);
-    CHECK(r.code == 1);
-    CHECK_MESSAGE(r.out.find(message) != std::string::npos, r.out);
-    return r.out;
-  };
   std::string out =
       fails_with(plus(d.cnn("s2"), {"--resume", "1"}), "was written with another configuration");
   CHECK_MESSAGE(out.find("--optimizer SGD there, AdamW in this run") != std::string::npos, out);
@@ -122,413 +432,53 @@ TEST_CASE("--optimizer sgd: momentum, torchvision's step schedule, resumes bit-i
   CHECK_FALSE(std::filesystem::exists(d.dir("e")));
 }
 
-TEST_CASE("--estimate-memory with --optimizer sgd: one float32 momentum buffer, K = 4") {
-  Data d("estimate_sgd");
-  // The job's own cnn: Psi = 421738 parameters. The expected MiB below are multiples of Psi /
-  // 2^20 worked out by hand (python), not read from the code: 4 Psi = 1.608803, 2 Psi = 0.804401,
-  // 6 Psi = 2.413204, 7 Psi = 2.815405, 8 Psi = 3.217606, 10 Psi = 4.022007, 12 Psi = 4.826408.
-  // Zero's rows pad each bucket to a multiple of 2 elements: within the table's 3 decimals.
-  const std::vector<std::string> cnn = {"--model",        "cnn",         "--data-dir",
-                                        d.root + "/data", "--optimizer", "sgd"};
-  auto table = [&](const std::vector<std::string>& flags) {
-    JobResult r = run_job(plus(plus(cnn, flags), {"--estimate-memory", "2"}));
-    REQUIRE_MESSAGE(r.code == 0, r.out);
-    CHECK(r.out.find("Psi = 421738 parameters") != std::string::npos);
-    return r.out;
-  };
-  // {params, grads, optimizer, masters, device, host, ZeRO paper} of each row
-  auto check_row = [](const std::string& out, int n, const char* kind,
-                      const std::vector<double>& want) {
-    CAPTURE(kind);
-    CAPTURE(n);
-    const std::vector<double> row = estimate_row(out, n, kind);
-    REQUIRE(row.size() == 7);
-    for (size_t i = 0; i < 7; ++i) {
-      CAPTURE(i);
-      CHECK(std::abs(row[i] - want[i]) <= 0.0015);
-    }
-  };
-  const double p4 = 1.608803, p2 = 0.804401;
-  std::string out = table({});  // momentum 0.9: K = 4
-  CHECK_MESSAGE(out.find("K = 4 (SGD)") != std::string::npos, out);
-  check_row(out, 1, "single", {p4, p4, p4, 0, 4.826408, 0, 4.826408});
-  check_row(out, 2, "ddp", {p4, p4, p4, 0, 4.826408, 0, 4.826408});
-  check_row(out, 2, "zero1", {p4, p4, p2, 0, 4.022007, 0, 4.022007});
-  check_row(out, 2, "zero2", {p4, p2, p2, 0, 3.217606, 0, 3.217606});
-  out = table({"--momentum", "0"});  // no buffer at all: K = 0
-  CHECK_MESSAGE(out.find("K = 0 (SGD)") != std::string::npos, out);
-  check_row(out, 1, "single", {p4, p4, 0, 0, 3.217606, 0, 3.217606});
-  check_row(out, 2, "zero1", {p4, p4, 0, 0, 3.217606, 0, 3.217606});
-  check_row(out, 2, "zero2", {p4, p2, 0, 0, 2.413204, 0, 2.413204});
-  // bfloat16 parameters: a float32 master and a float32 buffer, K = 8 (2 + 2 + 8 Psi; zero2 on 2
-  // ranks 2 + 1 + 4 Psi)
-  out = table({"--precision", "bf16-true"});
-  CHECK_MESSAGE(out.find("K = 8 (SGD, masters)") != std::string::npos, out);
-  check_row(out, 1, "single", {p2, p2, p4, p4, 4.826408, 0, 4.826408});
-  check_row(out, 2, "zero2", {p2, p2 / 2, p2, p2, 2.815405, 0, 2.815405});
-  // zero's offloaded optimizer state is the buffer's half: in the host column, not the device's
-  out = table({"--offload-optimizer", "1"});
-  check_row(out, 2, "zero1", {p4, p4, 0, 0, 3.217606, p2 + 2 * p2, 4.022007});
-}
-
-TEST_CASE("--optimizer sgd on 2 ranks: dp, ddp, zero1 and zero2 end alike; zero1 resumes" *
-          needs_mpi("sgd on 2 ranks")) {
-  // Two ranks add each gradient element once (a + b, the same float in any collective) and SGD's
-  // update is elementwise, so sharding the momentum buffer changes no bit.
-  Data d("sgd_ranks");
-  auto args = [&](const std::string& strategy, const std::string& ckpt) {
-    return plus(plus(d.cnn(ckpt), {"--strategy", strategy}),
-                {"--optimizer", "sgd", "--momentum", "0.8", "--weight-decay", "1e-4"});
-  };
-  auto run = [&](const std::string& strategy, const std::string& ckpt,
-                 const std::vector<std::string>& flags) {
-    auto r = sl::testing::run_ranks(2, sl_train_bin(), plus(args(strategy, ckpt), flags), 120);
-    REQUIRE_MESSAGE(r.exit_code == 0, r.report());
-    return r.rank_stdout[0];
-  };
-  const std::string ddp = run("ddp", "ddp", {});
-  CHECK_MESSAGE(ddp.find("SGD lr 0.01 momentum 0.8 wd 0.0001") != std::string::npos, ddp);
-  for (const char* kind : {"zero1", "zero2"}) {
-    CAPTURE(kind);
-    const std::string z = run(kind, kind, {});
-    CHECK_MESSAGE(state_digest_of(z) == state_digest_of(ddp), ddp, z);
-  }
-  // dp: two replica threads in one process, the same sum of two and the same update
-  JobResult dp = run_job(args("dp", "dp"));
-  REQUIRE_MESSAGE(dp.code == 0, dp.out);
-  CHECK_MESSAGE(state_digest_of(dp.out) == state_digest_of(ddp), ddp, dp.out);
-  // the sharded momentum buffer goes through the checkpoint
-  run("zero1", "part", {"--stop-after-epochs", "1"});
-  const std::string rest = run("zero1", "part", {"--resume", "1"});
-  CHECK(rest.find("resumed from") != std::string::npos);
-  CHECK_MESSAGE(state_digest_of(rest) == state_digest_of(ddp), ddp, rest);
-}
-
-TEST_CASE("--optimizer rmsprop and adagrad: train, resume bit-identical, L2 decay groups") {
-  Data d("optimizer_rmsprop_adagrad");
-  // the cnn job: BatchNorm and biases in the group without decay
-  auto with = [&](const std::string& optimizer, const std::string& ckpt,
-                  const std::vector<std::string>& flags = {}) {
-    return plus(plus(d.cnn(ckpt), {"--optimizer", optimizer, "--lr", "0.001"}), flags);
-  };
-  auto fails_with = [&](const std::vector<std::string>& args, const std::string& message) {
-    JobResult r = run_job(args);
-    CHECK(r.code == 1);
-    CHECK_MESSAGE(r.out.find(message) != std::string::npos, r.out);
-    return r.out;
-  };
-  JobResult adamw = run_job(plus(d.cnn("a"), {"--lr", "0.001"}));
+TEST_CASE(
+    "--optimizer rmsprop, adagrad, adamax, nadam and radam: train, resume bit-identical, L2 decay "
+    "groups") {
+  Data d("optimizer_trained");
+  JobResult adamw = run_job(cnn_at_lr_1e3(d, "a", {}));
   REQUIRE_MESSAGE(adamw.code == 0, adamw.out);
-  // torch.optim.RMSprop's default momentum is 0: no buffer, square_avg only
-  check_resume(with("rmsprop", "r"));
-  JobResult r = run_job(with("rmsprop", "r2"));
-  REQUIRE_MESSAGE(r.code == 0, r.out);
-  CHECK_MESSAGE(r.out.find("RMSprop lr 0.001 momentum 0 wd 0.01, cosine") != std::string::npos,
-                r.out);
-  CHECK(final_loss(r.out) < number_after(r.out, "epoch 1/3  loss "));
-  CHECK(state_digest_of(r.out) != state_digest_of(adamw.out));  // another update rule
-  CHECK(optimizer_files_have(d.dir("r2"), "square_avg"));
-  CHECK_FALSE(optimizer_files_have(d.dir("r2"), "momentum_buffer"));
-  // with momentum: its buffer goes through the checkpoint too
-  check_resume(with("rmsprop", "rm", {"--momentum", "0.5"}));
-  JobResult rm = run_job(with("rmsprop", "rm2", {"--momentum", "0.5"}));
-  REQUIRE_MESSAGE(rm.code == 0, rm.out);
-  CHECK(rm.out.find("RMSprop lr 0.001 momentum 0.5 wd 0.01") != std::string::npos);
-  CHECK(state_digest_of(rm.out) != state_digest_of(r.out));
-  CHECK(optimizer_files_have(d.dir("rm2"), "momentum_buffer"));
-  check_resume(with("adagrad", "g"));
-  JobResult g = run_job(with("adagrad", "g2"));
-  REQUIRE_MESSAGE(g.code == 0, g.out);
-  CHECK_MESSAGE(g.out.find("Adagrad lr 0.001 wd 0.01, cosine") != std::string::npos, g.out);
-  CHECK(final_loss(g.out) < number_after(g.out, "epoch 1/3  loss "));
-  CHECK(state_digest_of(g.out) != state_digest_of(adamw.out));
-  CHECK(state_digest_of(g.out) != state_digest_of(r.out));
-  CHECK(optimizer_files_have(d.dir("g2"), "sum"));
-  // the groups: --weight-decay on the weights, none on biases and BatchNorm; torch's defaults
-  // for the rest (RMSprop alpha 0.99, eps 1e-8, not centered; Adagrad eps 1e-10, no lr_decay)
-  for (const auto& [dir, keys] : std::vector<std::pair<std::string, std::vector<std::string>>>{
-           {"rm2", {"alpha", "eps", "centered"}}, {"g2", {"eps", "lr_decay"}}}) {
-    CAPTURE(dir);
-    const serialize::Json groups = dist::read_sharded_optimizer_meta(d.dir(dir)).at("param_groups");
-    REQUIRE(groups.size() == 2);
-    CHECK(groups[0].at("weight_decay").as_double() == 0.01);
-    CHECK(groups[1].at("weight_decay").as_double() == 0.0);
-    for (size_t i = 0; i < 2; ++i) {
-      CHECK(groups[i].at("lr").is_number());
-      if (dir == "rm2") {
-        CHECK(groups[i].at("momentum").as_double() == 0.5);
-        CHECK(groups[i].at("alpha").as_double() == 0.99);
-        CHECK(groups[i].at("eps").as_double() == 1e-8);
-        CHECK(groups[i].at("centered").as_bool() == false);
-      } else {
-        CHECK(groups[i].at("eps").as_double() == 1e-10);
-        CHECK(groups[i].at("lr_decay").as_double() == 0.0);
-      }
-    }
-  }
-  // The optimizer and its momentum are the configuration's: neither changes on resume.
-  std::string out = fails_with(plus(d.cnn("r2"), {"--lr", "0.001", "--resume", "1"}),
-                               "was written with another configuration");
-  CHECK_MESSAGE(out.find("--optimizer RMSprop there, AdamW in this run") != std::string::npos, out);
-  out = fails_with(plus(with("adagrad", "r2"), {"--resume", "1"}),
-                   "was written with another configuration");
-  CHECK_MESSAGE(out.find("--optimizer RMSprop there, Adagrad in this run") != std::string::npos,
-                out);
-  out = fails_with(plus(with("rmsprop", "r2"), {"--momentum", "0.5", "--resume", "1"}),
-                   "was written with another configuration");
-  CHECK_MESSAGE(out.find("--momentum 0 there, 0.5 in this run") != std::string::npos, out);
-  out = fails_with(plus(with("sgd", "g2"), {"--resume", "1"}),
-                   "was written with another configuration");
-  CHECK_MESSAGE(out.find("--optimizer Adagrad there, SGD in this run") != std::string::npos, out);
-  // Adagrad has no momentum; bad values fail before any work
-  fails_with(with("adagrad", "e", {"--momentum", "0.9"}),
-             "cnn: --momentum 0.9 applies to --optimizer sgd and rmsprop only, got --optimizer "
-             "adagrad (which has no momentum)");
-  fails_with(with("rmsprop", "e", {"--momentum", "1"}),
-             "cnn: --momentum must lie in [0, 1), got 1");
-  CHECK_FALSE(std::filesystem::exists(d.dir("e")));
-}
-
-TEST_CASE("--estimate-memory with --optimizer rmsprop and adagrad: K from their state buffers") {
-  Data d("estimate_rmsprop_adagrad");
-  // The job's own cnn: Psi = 421738. The MiB below are multiples of Psi / 2^20 worked out by hand
-  // (python), as in the sgd case: 2 Psi = 0.804401, 4 Psi = 1.608803, 8 Psi = 3.217606, 10 Psi =
-  // 4.022007, 12 Psi = 4.826408, 16 Psi = 6.435211. RMSprop keeps square_avg (4 Psi) and with
-  // momentum > 0 a momentum buffer (4 Psi more); Adagrad keeps its sum (4 Psi).
-  auto table = [&](const std::vector<std::string>& flags) {
-    JobResult r = run_job(plus(plus({"--model", "cnn", "--data-dir", d.root + "/data"}, flags),
-                               {"--estimate-memory", "2"}));
-    REQUIRE_MESSAGE(r.code == 0, r.out);
-    CHECK(r.out.find("Psi = 421738 parameters") != std::string::npos);
-    return r.out;
-  };
-  auto check_row = [](const std::string& out, int n, const char* kind,
-                      const std::vector<double>& want) {
-    CAPTURE(kind);
-    CAPTURE(n);
-    const std::vector<double> row = estimate_row(out, n, kind);
-    REQUIRE(row.size() == 7);
-    for (size_t i = 0; i < 7; ++i) {
-      CAPTURE(i);
-      CHECK(std::abs(row[i] - want[i]) <= 0.0015);  // the table's 3 decimals, zero's padding
-    }
-  };
-  const double p2 = 0.804401, p4 = 1.608803, p8 = 3.217606;
-  for (const std::vector<std::string>& flags :
-       {std::vector<std::string>{"--optimizer", "rmsprop"}, {"--optimizer", "adagrad"}}) {
-    CAPTURE(flags[1]);
-    const std::string out = table(flags);
-    CHECK_MESSAGE(out.find(flags[1] == "rmsprop" ? "K = 4 (RMSprop)" : "K = 4 (Adagrad)") !=
-                      std::string::npos,
-                  out);
-    check_row(out, 1, "single", {p4, p4, p4, 0, 4.826408, 0, 4.826408});
-    check_row(out, 2, "ddp", {p4, p4, p4, 0, 4.826408, 0, 4.826408});
-    check_row(out, 2, "zero1", {p4, p4, p2, 0, 4.022007, 0, 4.022007});
-    check_row(out, 2, "zero2", {p4, p2, p2, 0, p8, 0, p8});
-  }
-  std::string out = table({"--optimizer", "rmsprop", "--momentum", "0.5"});  // K = 8
-  CHECK_MESSAGE(out.find("K = 8 (RMSprop)") != std::string::npos, out);
-  check_row(out, 1, "single", {p4, p4, p8, 0, 6.435211, 0, 6.435211});
-  check_row(out, 2, "zero1", {p4, p4, p4, 0, 4.826408, 0, 4.826408});
-  check_row(out, 2, "zero2", {p4, p2, p4, 0, 4.022007, 0, 4.022007});
-  // bfloat16 parameters: a float32 master and a float32 sum, K = 8 (2 + 2 + 8 Psi)
-  out = table({"--optimizer", "adagrad", "--precision", "bf16-true"});
-  CHECK_MESSAGE(out.find("K = 8 (Adagrad, masters)") != std::string::npos, out);
-  check_row(out, 1, "single", {p2, p2, p4, p4, 4.826408, 0, 4.826408});
-}
-
-TEST_CASE("--optimizer rmsprop and adagrad on 2 ranks: dp, ddp, zero1, zero2 end alike" *
-          needs_mpi("rmsprop and adagrad on 2 ranks")) {
-  // As SGD's: two ranks add each gradient element once (a + b in any collective), and both
-  // updates are elementwise, so sharding their state changes no bit.
-  Data d("rmsprop_adagrad_ranks");
-  for (const std::vector<std::string>& opt :
-       {std::vector<std::string>{"--optimizer", "rmsprop", "--momentum", "0.5"},
-        {"--optimizer", "adagrad"}}) {
-    CAPTURE(opt[1]);
-    auto args = [&](const std::string& strategy, const std::string& ckpt) {
-      return plus(plus(plus(d.cnn(opt[1] + ckpt), {"--strategy", strategy}), opt),
-                  {"--lr", "0.001", "--weight-decay", "1e-4"});
-    };
-    auto run = [&](const std::string& strategy, const std::string& ckpt,
-                   const std::vector<std::string>& flags) {
-      auto r = sl::testing::run_ranks(2, sl_train_bin(), plus(args(strategy, ckpt), flags), 120);
-      REQUIRE_MESSAGE(r.exit_code == 0, r.report());
-      return r.rank_stdout[0];
-    };
-    const std::string ddp = run("ddp", "ddp", {});
-    CHECK_MESSAGE(ddp.find(opt[1] == "rmsprop" ? "RMSprop lr 0.001 momentum 0.5 wd 0.0001"
-                                               : "Adagrad lr 0.001 wd 0.0001") != std::string::npos,
-                  ddp);
-    for (const char* kind : {"zero1", "zero2"}) {
-      CAPTURE(kind);
-      const std::string z = run(kind, kind, {});
-      CHECK_MESSAGE(state_digest_of(z) == state_digest_of(ddp), ddp, z);
-    }
-    JobResult dp = run_job(args("dp", "dp"));
-    REQUIRE_MESSAGE(dp.code == 0, dp.out);
-    CHECK_MESSAGE(state_digest_of(dp.out) == state_digest_of(ddp), ddp, dp.out);
-    // the sharded state goes through the checkpoint
-    run("zero2", "part", {"--stop-after-epochs", "1"});
-    const std::string rest = run("zero2", "part", {"--resume", "1"});
-    CHECK(rest.find("resumed from") != std::string::npos);
-    CHECK_MESSAGE(state_digest_of(rest) == state_digest_of(ddp), ddp, rest);
-  }
-}
-
-TEST_CASE("--optimizer adamax, nadam and radam: train, resume bit-identical, L2 decay groups") {
-  Data d("optimizer_adam_family");
-  // the cnn job: BatchNorm and biases in the group without decay
-  auto with = [&](const std::string& optimizer, const std::string& ckpt) {
-    return plus(d.cnn(ckpt), {"--optimizer", optimizer, "--lr", "0.001"});
-  };
-  auto fails_with = [&](const std::vector<std::string>& args, const std::string& message) {
-    JobResult r = run_job(args);
-    CHECK(r.code == 1);
-    CHECK_MESSAGE(r.out.find(message) != std::string::npos, r.out);
-    return r.out;
-  };
-  JobResult adamw = run_job(plus(d.cnn("a"), {"--lr", "0.001"}));
-  REQUIRE_MESSAGE(adamw.code == 0, adamw.out);
-  struct Case {
-    std::string flag, name;
-    std::vector<std::string> state;  // the float32 tensors each parameter keeps
-  };
-  const std::vector<Case> cases = {{"adamax", "Adamax", {"exp_avg", "exp_inf"}},
-                                   {"nadam", "NAdam", {"exp_avg", "exp_avg_sq"}},
-                                   {"radam", "RAdam", {"exp_avg", "exp_avg_sq"}}};
   std::vector<std::string> digests = {state_digest_of(adamw.out)};
-  for (const Case& c : cases) {
-    CAPTURE(c.flag);
-    check_resume(with(c.flag, c.flag + "_r"));
-    const std::string ckpt = c.flag + "2";
-    JobResult r = run_job(with(c.flag, ckpt));
-    REQUIRE_MESSAGE(r.code == 0, r.out);
-    CHECK_MESSAGE(r.out.find(c.name + " lr 0.001 wd 0.01, cosine") != std::string::npos, r.out);
-    CHECK(final_loss(r.out) < number_after(r.out, "epoch 1/3  loss "));
-    // another update rule than AdamW's and than each other's
-    for (const std::string& other : digests) CHECK(state_digest_of(r.out) != other);
-    digests.push_back(state_digest_of(r.out));
-    for (const std::string& key : c.state) CHECK(optimizer_files_have(d.dir(ckpt), key));
-    // Two float32 tensors per parameter, as allocated after training (the report prints MiB to
-    // 6 significant digits): 8 bytes per parameter.
-    const double psi = number_after(r.out, "Psi="), mib = 1024.0 * 1024.0;
-    REQUIRE(psi > 1000);
-    CHECK(number_after(r.out, "optimizer state ") * mib == doctest::Approx(8 * psi).epsilon(1e-5));
-    // the groups: --weight-decay on the weights, none on biases and BatchNorm; PyTorch 1.13's
-    // defaults for the rest (betas 0.9, 0.999; eps 1e-8; NAdam's momentum_decay 4e-3)
-    const serialize::Json meta = dist::read_sharded_optimizer_meta(d.dir(ckpt));
-    const serialize::Json& groups = meta.at("param_groups");
-    REQUIRE(groups.size() == 2);
-    CHECK(groups[0].at("weight_decay").as_double() == 0.01);
-    CHECK(groups[1].at("weight_decay").as_double() == 0.0);
-    for (size_t i = 0; i < 2; ++i) {
-      CHECK(groups[i].at("betas")[0].as_double() == 0.9);
-      CHECK(groups[i].at("betas")[1].as_double() == 0.999);
-      CHECK(groups[i].at("eps").as_double() == 1e-8);
-      if (c.flag == "nadam") CHECK(groups[i].at("momentum_decay").as_double() == 4e-3);
-    }
-    // NAdam's running product of its momentum coefficients, one per parameter, is saved too
-    const serialize::Json* mu = meta.find("mu_products");
-    CHECK((mu != nullptr) == (c.flag == "nadam"));
-    if (mu) CHECK(mu->members().size() == meta.at("steps").members().size());
+  for (const TrainCase& c : kTrainCases) {
+    CAPTURE(c.ckpt);
+    check_trained(d, c, digests);
   }
-  // The optimizer is the configuration's: a checkpoint resumes only under the one that wrote it.
-  for (const auto& [ckpt, run, want] :
-       std::vector<std::tuple<std::string, std::string, std::string>>{
-           {"adamax2", "nadam", "--optimizer Adamax there, NAdam in this run"},
-           {"nadam2", "radam", "--optimizer NAdam there, RAdam in this run"},
-           {"radam2", "adamw", "--optimizer RAdam there, AdamW in this run"},
-           {"a", "adamax", "--optimizer AdamW there, Adamax in this run"}}) {
+  // The optimizer and its momentum are the configuration's: a checkpoint resumes only under the
+  // ones that wrote it.
+  for (const auto& [ckpt, flags, want] :
+       std::vector<std::tuple<std::string, std::vector<std::string>, std::string>>{
+           {"r2", {}, "--optimizer RMSprop there, AdamW in this run"},
+           {"r2", {"--optimizer", "adagrad"}, "--optimizer RMSprop there, Adagrad in this run"},
+           {"r2",
+            {"--optimizer", "rmsprop", "--momentum", "0.5"},
+            "--momentum 0 there, 0.5 in this run"},
+           {"g2", {"--optimizer", "sgd"}, "--optimizer Adagrad there, SGD in this run"},
+           {"adamax2", {"--optimizer", "nadam"}, "--optimizer Adamax there, NAdam in this run"},
+           {"nadam2", {"--optimizer", "radam"}, "--optimizer NAdam there, RAdam in this run"},
+           {"radam2", {"--optimizer", "adamw"}, "--optimizer RAdam there, AdamW in this run"},
+           {"a", {"--optimizer", "adamax"}, "--optimizer AdamW there, Adamax in this run"}}) {
     CAPTURE(ckpt);
-    const std::string out = fails_with(plus(with(run, ckpt), {"--resume", "1"}),
+    const std::string out = fails_with(plus(cnn_at_lr_1e3(d, ckpt, flags), {"--resume", "1"}),
                                        "was written with another configuration");
     CHECK_MESSAGE(out.find(want) != std::string::npos, out);
   }
-  // their betas are fixed: no --momentum
-  for (const char* o : {"adamax", "nadam", "radam"}) {
-    fails_with(plus(with(o, "e"), {"--momentum", "0.9"}),
-               std::string("cnn: --momentum 0.9 applies to --optimizer sgd and rmsprop only, got "
-                           "--optimizer ") +
-                   o + " (whose moments have their own fixed betas)");
-  }
-  CHECK_FALSE(std::filesystem::exists(d.dir("e")));
-}
-
-TEST_CASE("--estimate-memory with --optimizer adamax, nadam and radam: K = 8, 12 with masters") {
-  Data d("estimate_adam_family");
-  // The job's own cnn: Psi = 421738. The MiB below are multiples of Psi / 2^20 worked out by hand
-  // (python), as in the sgd case: 2 Psi = 0.804401, 4 Psi = 1.608803, 8 Psi = 3.217606, 10 Psi =
-  // 4.022007, 12 Psi = 4.826408, 16 Psi = 6.435211. Each keeps two float32 tensors per parameter
-  // (Adamax exp_avg and exp_inf, NAdam and RAdam exp_avg and exp_avg_sq; NAdam's mu_product is one
-  // host float64 per parameter tensor, not per element, and not counted).
-  auto check_row = [](const std::string& out, int n, const char* kind,
-                      const std::vector<double>& want) {
-    CAPTURE(kind);
-    CAPTURE(n);
-    const std::vector<double> row = estimate_row(out, n, kind);
-    REQUIRE(row.size() == 7);
-    for (size_t i = 0; i < 7; ++i) {
-      CAPTURE(i);
-      CHECK(std::abs(row[i] - want[i]) <= 0.0015);  // the table's 3 decimals, zero's padding
-    }
-  };
-  const double p2 = 0.804401, p4 = 1.608803, p8 = 3.217606, p12 = 4.826408, p16 = 6.435211;
-  for (const auto& [flag, name] : std::vector<std::pair<std::string, std::string>>{
-           {"adamax", "Adamax"}, {"nadam", "NAdam"}, {"radam", "RAdam"}}) {
-    CAPTURE(flag);
-    const std::vector<std::string> cnn = {
-        "--model",     "cnn", "--data-dir",        d.root + "/data",
-        "--optimizer", flag,  "--estimate-memory", "2"};
-    JobResult r = run_job(cnn);
-    REQUIRE_MESSAGE(r.code == 0, r.out);
-    CHECK(r.out.find("Psi = 421738 parameters") != std::string::npos);
-    CHECK_MESSAGE(r.out.find("K = 8 (" + name + ")") != std::string::npos, r.out);
-    check_row(r.out, 1, "single", {p4, p4, p8, 0, p16, 0, p16});
-    check_row(r.out, 2, "ddp", {p4, p4, p8, 0, p16, 0, p16});
-    check_row(r.out, 2, "zero1", {p4, p4, p4, 0, p12, 0, p12});
-    check_row(r.out, 2, "zero2", {p4, p2, p4, 0, 4.022007, 0, 4.022007});
-    // bfloat16 parameters: a float32 master beside the two tensors, K = 12 (2 + 2 + 12 Psi)
-    r = run_job(plus(cnn, {"--precision", "bf16-true"}));
-    REQUIRE_MESSAGE(r.code == 0, r.out);
-    CHECK_MESSAGE(r.out.find("K = 12 (" + name + ", masters)") != std::string::npos, r.out);
-    check_row(r.out, 1, "single", {p2, p2, p8, p4, p16, 0, p16});
-  }
-}
-
-TEST_CASE("--optimizer adamax, nadam and radam on 2 ranks: dp, ddp, zero1, zero2 end alike" *
-          needs_mpi("adamax, nadam and radam on 2 ranks")) {
-  // As SGD's: two ranks add each gradient element once (a + b in any collective), and the three
-  // updates are elementwise (NAdam's mu_product and RAdam's rectification are per-parameter
-  // scalars of the step count), so sharding their state changes no bit.
-  Data d("adam_family_ranks");
-  for (const std::string o : {"adamax", "nadam", "radam"}) {
-    CAPTURE(o);
-    auto args = [&](const std::string& strategy, const std::string& ckpt) {
-      return plus(plus(d.cnn(o + ckpt), {"--strategy", strategy}),
-                  {"--optimizer", o, "--lr", "0.001", "--weight-decay", "1e-4"});
-    };
-    auto run = [&](const std::string& strategy, const std::string& ckpt,
-                   const std::vector<std::string>& flags) {
-      auto r = sl::testing::run_ranks(2, sl_train_bin(), plus(args(strategy, ckpt), flags), 120);
-      REQUIRE_MESSAGE(r.exit_code == 0, r.report());
-      return r.rank_stdout[0];
-    };
-    const std::string ddp = run("ddp", "ddp", {});
-    CHECK_MESSAGE(ddp.find(" lr 0.001 wd 0.0001") != std::string::npos, ddp);
-    for (const char* kind : {"zero1", "zero2"}) {
-      CAPTURE(kind);
-      const std::string z = run(kind, kind, {});
-      CHECK_MESSAGE(state_digest_of(z) == state_digest_of(ddp), ddp, z);
-    }
-    JobResult dp = run_job(args("dp", "dp"));
-    REQUIRE_MESSAGE(dp.code == 0, dp.out);
-    CHECK_MESSAGE(state_digest_of(dp.out) == state_digest_of(ddp), ddp, dp.out);
-    // the sharded state (and NAdam's mu_products) go through the checkpoint
-    run("zero2", "part", {"--stop-after-epochs", "1"});
-    const std::string rest = run("zero2", "part", {"--resume", "1"});
-    CHECK(rest.find("resumed from") != std::string::npos);
-    CHECK_MESSAGE(state_digest_of(rest) == state_digest_of(ddp), ddp, rest);
+  // Bad values fail before any work: Adagrad has no momentum, Adamax's, NAdam's and RAdam's betas
+  // are fixed, RMSprop's momentum lies in [0, 1).
+  const std::string other = "cnn: --momentum 0.9 applies to --optimizer sgd and rmsprop only, got ";
+  for (const auto& [flags, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--optimizer", "adagrad", "--momentum", "0.9"},
+            other + "--optimizer adagrad (which has no momentum)"},
+           {{"--optimizer", "rmsprop", "--momentum", "1"},
+            "cnn: --momentum must lie in [0, 1), got 1"},
+           {{"--optimizer", "adamax", "--momentum", "0.9"},
+            other + "--optimizer adamax (whose moments have their own fixed betas)"},
+           {{"--optimizer", "nadam", "--momentum", "0.9"},
+            other + "--optimizer nadam (whose moments have their own fixed betas)"},
+           {{"--optimizer", "radam", "--momentum", "0.9"},
+            other + "--optimizer radam (whose moments have their own fixed betas)"}}) {
+    CAPTURE(message);
+    fails_with(cnn_at_lr_1e3(d, "e", flags), message);
+    CHECK_FALSE(std::filesystem::exists(d.dir("e")));
   }
 }
 
@@ -538,12 +488,6 @@ TEST_CASE(
   auto with = [&](const std::string& optimizer, const std::string& ckpt,
                   const std::vector<std::string>& flags = {}) {
     return plus(plus(d.cnn(ckpt), {"--optimizer", optimizer, "--lr", "0.001"}), flags);
-  };
-  auto fails_with = [&](const std::vector<std::string>& args, const std::string& message) {
-    JobResult r = run_job(args);
-    CHECK(r.code == 1);
-    CHECK_MESSAGE(r.out.find(message) != std::string::npos, r.out);
-    return r.out;
   };
   const std::vector<std::string> resume = {"--resume", "1"};
   JobResult plain = run_job(with("rmsprop", "r"));
@@ -659,5 +603,28 @@ TEST_CASE(
                  "--rmsprop-centered", "1", "--momentum", momentum, "--estimate-memory", "1"});
     REQUIRE_MESSAGE(e.code == 0, e.out);
     CHECK_MESSAGE(e.out.find("K = " + k + " (RMSprop)") != std::string::npos, e.out);
+  }
+}
+
+TEST_CASE("--estimate-memory with each optimizer: K from its state buffers, the MiB of each row") {
+  Data d("estimate_optimizers");
+  for (const EstimateCase& c : kEstimateCases) {
+    const std::string flags = join(c.flags);
+    CAPTURE(flags);
+    check_estimate(d, c);
+  }
+}
+
+TEST_CASE(
+    "each optimizer on 2 ranks: dp, ddp, zero1 and zero2 end alike; the sharded state resumes" *
+    needs_mpi("optimizers on 2 ranks")) {
+  // Two ranks add each gradient element once (a + b, the same float in any collective) and each
+  // update is elementwise (NAdam's mu_product and RAdam's rectification are per-parameter scalars
+  // of the step count), so sharding the state changes no bit.
+  Data d("optimizer_ranks");
+  for (const RanksCase& c : kRanksCases) {
+    const std::string flags = join(c.flags);
+    CAPTURE(flags);
+    check_ranks_alike(d, c);
   }
 }
