@@ -196,6 +196,96 @@ TEST_CASE("optimizer state_dict: layout and hyperparameters restored") {
   CHECK(other.options(0).amsgrad);
 }
 
+namespace {
+
+/// The saved groups of `s` with group 0's `key` set to `value` (absent: removed).
+Section with_group_key(const Section& s, const std::string& key, const Json* value) {
+  Section out = s;
+  Json group = Json::object();
+  for (const Json::Member& m : s.meta.at("param_groups")[0].members()) {
+    if (m.first != key) group.set(m.first, m.second);
+  }
+  if (value) group.set(key, *value);
+  Json groups = s.meta.at("param_groups");
+  groups.items()[0] = group;
+  out.meta.set("param_groups", groups);
+  return out;
+}
+
+/// `opt`'s saved group round-trips through `fresh` (every key), and `fresh` refuses a saved group
+/// whose lr is negative or that lacks `key`, unchanged after; without master_weights (older
+/// checkpoints) the group loads with it off.
+void check_saved_groups(Optimizer& opt, Optimizer& fresh, const std::string& key) {
+  const Section s = through_file(opt.state_dict());
+  fresh.load_state_dict(s);
+  CHECK(fresh.state_dict().meta.at("param_groups").dump() == s.meta.at("param_groups").dump());
+  const double lr = fresh.lr(0);
+  const Json negative = -1.0;
+  SL_CHECK_THROWS(
+      fresh.load_state_dict(with_group_key(s, "lr", &negative)), ValueError,
+      (std::string(fresh.name()) + ".load_state_dict: invalid learning rate -1").c_str());
+  SL_CHECK_THROWS(fresh.load_state_dict(with_group_key(s, key, nullptr)), ValueError,
+                  ("json: missing key '" + key + "'").c_str());
+  CHECK(fresh.lr(0) == lr);
+  CHECK(fresh.master_weights(0));
+  fresh.load_state_dict(with_group_key(s, "master_weights", nullptr));
+  CHECK_FALSE(fresh.master_weights(0));
+}
+
+}  // namespace
+
+TEST_CASE("saved param groups: every key round-trips, a malformed or invalid one is refused") {
+  // every option away from its default, master weights on: what a fresh optimizer loads it saves
+  // again key for key, PyTorch's keys in PyTorch's order
+  TensorList ps = make_params();
+  SGD sgd(ps, {.lr = 0.2,
+               .momentum = 0.9,
+               .dampening = 0.1,
+               .weight_decay = 0.01,
+               .maximize = true,
+               .master_weights = true});
+  SGD sgd_fresh(make_params(), {.lr = 0.5});
+  check_saved_groups(sgd, sgd_fresh, "dampening");
+  CHECK(sgd.state_dict().meta.at("param_groups")[0].dump() ==
+        "{\"lr\":0.2,\"momentum\":0.9,\"dampening\":0.1,\"weight_decay\":0.01,\"nesterov\":"
+        "false,\"maximize\":true,\"master_weights\":true,\"params\":[0,1]}");
+  RMSprop rmsprop(make_params(), {.lr = 0.2,
+                                  .alpha = 0.9,
+                                  .eps = 1e-6,
+                                  .weight_decay = 0.01,
+                                  .momentum = 0.5,
+                                  .centered = true,
+                                  .maximize = true,
+                                  .master_weights = true});
+  RMSprop rmsprop_fresh(make_params());
+  check_saved_groups(rmsprop, rmsprop_fresh, "centered");
+  Adagrad adagrad(make_params(), {.lr = 0.2,
+                                  .lr_decay = 0.1,
+                                  .weight_decay = 0.01,
+                                  .initial_accumulator_value = 0.3,
+                                  .eps = 1e-6,
+                                  .maximize = true,
+                                  .master_weights = true});
+  Adagrad adagrad_fresh(make_params());
+  check_saved_groups(adagrad, adagrad_fresh, "initial_accumulator_value");
+  Adam adam(make_params(), {.lr = 0.2,
+                            .beta1 = 0.8,
+                            .beta2 = 0.9,
+                            .eps = 1e-6,
+                            .weight_decay = 0.01,
+                            .amsgrad = true,
+                            .maximize = true,
+                            .master_weights = true});
+  Adam adam_fresh(make_params());
+  check_saved_groups(adam, adam_fresh, "betas");
+  CHECK(adam.state_dict().meta.at("param_groups")[0].dump() ==
+        "{\"lr\":0.2,\"betas\":[0.8,0.9],\"eps\":1e-06,\"weight_decay\":0.01,\"amsgrad\":true,"
+        "\"maximize\":true,\"master_weights\":true,\"params\":[0,1]}");
+  const Json one_beta = Json::array({0.9});
+  SL_CHECK_THROWS(adam_fresh.load_state_dict(with_group_key(adam.state_dict(), "betas", &one_beta)),
+                  ValueError, "Adam.load_state_dict: betas must have 2 entries, got 1");
+}
+
 TEST_CASE("optimizer load_state_dict refuses state that does not fit") {
   TensorList ps = make_params();
   AdamW opt(ps);
