@@ -6,6 +6,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/cpu/float_dispatch.h"
 #include "core/cpu/loops.h"
 #include "core/ops/pool.h"
 
@@ -366,19 +367,6 @@ void adaptive_max_fwd(const Tensor& out, const Tensor& indices, const Tensor& in
       }
     }
   });
-}
-
-/// Calls f with the float type of t (f32/f64), naming op in the error for other dtypes.
-template <class F>
-void float_or_double(const Tensor& t, const char* op, F&& f) {
-  switch (t.dtype()) {
-    case DType::f32:
-      return f(float{});
-    case DType::f64:
-      return f(double{});
-    default:
-      detail::throw_error<DTypeError>(op, ": unsupported dtype ", dtype_name(t.dtype()));
-  }
 }
 
 void max_pool2d_forward_cpu(const Tensor& out, const Tensor& indices, const Tensor& input,

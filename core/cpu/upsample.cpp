@@ -11,7 +11,6 @@ namespace sl::cpu {
 namespace {
 
 using upsample::LinearTaps;
-using upsample_planes::float_or_double;
 using upsample_planes::table;
 
 template <class T>

@@ -10,7 +10,6 @@ namespace sl::cpu {
 namespace {
 
 using upsample::CubicTaps;
-using upsample_planes::float_or_double;
 
 template <class T>
 std::vector<CubicTaps<T>> cubic_table(int64_t in, int64_t out, bool align_corners, double scale) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/cpu/float_dispatch.h"
 #include "core/cpu/loops.h"
 #include "core/error.h"
 #include "core/tensor.h"
@@ -61,19 +62,6 @@ void backward(const Tensor& grad_input, const Tensor& grad_out, int64_t work, F&
       f(gip, go + p * out_n);
     }
   });
-}
-
-/// Calls f with the float type of t (f32/f64), naming op in the DTypeError for other dtypes.
-template <class F>
-void float_or_double(const Tensor& t, const char* op, F&& f) {
-  switch (t.dtype()) {
-    case DType::f32:
-      return f(float{});
-    case DType::f64:
-      return f(double{});
-    default:
-      detail::throw_error<DTypeError>(op, ": unsupported dtype ", dtype_name(t.dtype()));
-  }
 }
 
 }  // namespace sl::cpu::upsample_planes
