@@ -126,17 +126,18 @@ void accumulate_into(variable_list& buf, uint32_t slot, Tensor g) {
 /// double_differentiable gets as its grad_fn: a second backward reaching it throws, naming the op.
 class NoDoubleBackward final : public Node {
  public:
-  explicit NoDoubleBackward(const char* op) : name_(std::string(op) + " (no double backward)") {}
+  explicit NoDoubleBackward(const char* op) : op_(op), name_(op_ + " (no double backward)") {}
   const char* name() const override { return name_.c_str(); }
   variable_list apply(variable_list&&) override {
     detail::throw_error<AutogradError>(
-        name_.substr(0, name_.size() - 21),
+        op_,
         ": double backward is not supported for this op: a "
         "gradient computed through it with create_graph=true cannot be differentiated again "
         "(the ops that support it are listed in Note [Double backward], autograd/engine.cpp)");
   }
 
  private:
+  std::string op_;  // the node whose gradient this guards ("SoftmaxBackward")
   std::string name_;
 };
 
