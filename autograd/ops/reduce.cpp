@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "autograd/function.h"
+#include "autograd/grad_mode.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/shape.h"
 #include "core/amp.h"
@@ -36,12 +37,13 @@ int64_t reduced_count(const Shape& s, const std::vector<int64_t>& wdims) {
 }
 
 /// Records out, a reduction of a over dims, whose input gradient is fn(g_expanded, x,
-/// y_expanded, n) with n the count of elements reduced into each output.
-/// `db`: whether fn is built from differentiable ops when grad mode is on.
+/// y_expanded, n) with n the count of elements reduced into each output. fn must be built from
+/// differentiable ops (sl::mul, not ops::binary) so that a backward with create_graph records it
+/// (Note [Double backward] in autograd/engine.cpp); x and y come attached to their history.
 template <class F>
 Tensor record_reduction(const char* name, const Tensor& a, Tensor out,
                         const std::vector<int64_t>& dims, bool keepdim, bool save_x, bool save_y,
-                        F fn, DoubleBackward db = DoubleBackward::unsupported) {
+                        F fn) {
   if (needs_grad(a)) {
     std::vector<int64_t> wdims = wrap_dims(dims, a.dim(), name);
     Shape in_shape = a.sizes();
@@ -54,7 +56,7 @@ Tensor record_reduction(const char* name, const Tensor& a, Tensor out,
           Tensor y = save_y ? expand_back(sy.unpack(name), in_shape, wdims, keepdim) : Tensor();
           return {fn(g, sx.unpack(name), y, reduced_count(in_shape, wdims))};
         },
-        db);
+        DoubleBackward::supported);
   }
   return out;
 }
@@ -62,10 +64,9 @@ Tensor record_reduction(const char* name, const Tensor& a, Tensor out,
 /// Records a reduction whose input gradient is fn(g_expanded, x, y_expanded, n).
 template <class F>
 Tensor reduction(ReduceOp op, const char* name, const Tensor& a, const std::vector<int64_t>& dims,
-                 bool keepdim, const ReduceParams& params, bool save_x, bool save_y, F fn,
-                 DoubleBackward db = DoubleBackward::unsupported) {
+                 bool keepdim, const ReduceParams& params, bool save_x, bool save_y, F fn) {
   return record_reduction(name, a, ops::reduce(op, a, dims, keepdim, params), dims, keepdim, save_x,
-                          save_y, std::move(fn), db);
+                          save_y, std::move(fn));
 }
 
 /// The exclusive running products of x along d: out[i] = x[0] * ... * x[i - 1] (1 at i = 0),
@@ -97,21 +98,17 @@ Tensor prod_of_others(const Tensor& x, int64_t d) {
 
 // sum and norm opt in to autocast's `fp32` policy (Note [Autocast] in core/amp.h).
 Tensor sum(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
-  return reduction(
-      ReduceOp::sum, "SumBackward", autocast(a, AmpPolicy::fp32), dims, keepdim, {}, false, false,
-      [](const Tensor& g, const Tensor&, const Tensor&, int64_t) {
-        return GradMode::is_enabled() ? g.contiguous() : ops::contiguous(g);
-      },
-      DoubleBackward::supported);
+  return reduction(ReduceOp::sum, "SumBackward", autocast(a, AmpPolicy::fp32), dims, keepdim, {},
+                   false, false, [](const Tensor& g, const Tensor&, const Tensor&, int64_t) {
+                     return GradMode::is_enabled() ? g.contiguous() : ops::contiguous(g);
+                   });
 }
 
 Tensor mean(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
-  return reduction(
-      ReduceOp::mean, "MeanBackward", a, dims, keepdim, {}, false, false,
-      [](const Tensor& g, const Tensor&, const Tensor&, int64_t n) {
-        return div(g, static_cast<double>(n));
-      },
-      DoubleBackward::supported);
+  return reduction(ReduceOp::mean, "MeanBackward", a, dims, keepdim, {}, false, false,
+                   [](const Tensor& g, const Tensor&, const Tensor&, int64_t n) {
+                     return div(g, static_cast<double>(n));
+                   });
 }
 
 // Note [prod backward at zeros]: PyTorch 1.13's prod_backward gives each element the product
@@ -121,8 +118,8 @@ Tensor mean(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
 // where y / x gives NaN), and an element beside a zero gets 0 * (the rest), NaN where the rest
 // holds a NaN or an inf. Over all elements with two or more zeros it returns zeros_like, as
 // PyTorch 1.13 does (later PyTorch versions build the product-of-others graph instead when
-// create_graph asks for second derivatives; prod refuses double backward here, Note [Double
-// backward] in autograd/engine.cpp, so there is no graph to build). A 0-d or empty input
+// create_graph asks for second derivatives, and so does this formula, built from differentiable
+// ops: under create_graph it skips that shortcut). A 0-d or empty input
 // passes the gradient through. The choice is made on the device (where), without a sync: both
 // forms are computed. The cumprods are a log-depth scan (exclusive_cumprod), so the rounding of
 // long slices may differ from PyTorch's by an ulp, and a float32 partial product that overflows
@@ -135,12 +132,14 @@ Tensor prod(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
   return reduction(
       ReduceOp::prod, "ProdBackward", autocast(a, AmpPolicy::fp32), dims, keepdim, {}, true, true,
       [dims, all](const Tensor& g, const Tensor& x, const Tensor& y, int64_t) {
-        if (x.dim() == 0 || x.numel() == 0) return ops::contiguous(g);
+        if (x.dim() == 0 || x.numel() == 0)
+          return GradMode::is_enabled() ? g.contiguous() : ops::contiguous(g);
         Tensor is_zero = eq(x, 0);
         Tensor zeros = sum(is_zero.to(DType::i64));  // over the whole input, as PyTorch
         Tensor others = all ? prod_of_others(x.reshape({-1}), 0).reshape(x.sizes())
                             : prod_of_others(x, wrap_dims(dims, x.dim(), "prod")[0]);
-        if (all) others = where(gt(zeros, 1), zeros_like(x), others);
+        // (under create_graph the others' product, 0 there too, keeps its second derivative)
+        if (all && !GradMode::is_enabled()) others = where(gt(zeros, 1), zeros_like(x), others);
         // y / x with the zeros' division kept out of the graph (its gradient would be NaN)
         Tensor quotient = div(y, where(is_zero, ones_like(x), x));
         return mul(g, where(eq(zeros, 0), quotient, others));
@@ -189,22 +188,26 @@ std::pair<Tensor, Tensor> max_min_dim(bool is_max, const Tensor& a, int64_t dim,
     Shape in_shape = a.sizes();
     SavedTensor si(indices);
     const char* name = is_max ? "MaxBackward" : "MinBackward";
-    record(name, {a}, {&values}, [=](const BackwardCtx& c) -> variable_list {
-      Tensor idx = si.unpack(name);
-      Tensor g = c.grad();
-      if (in_shape.empty()) return {g};
-      if (!keepdim) {
-        g = ops::unsqueeze(g, d);
-        idx = ops::unsqueeze(idx, d);
-      }
-      // one-hot of the index along d, built by comparing with a broadcast arange
-      Shape ar_shape(in_shape.size(), 1);
-      ar_shape[static_cast<size_t>(d)] = in_shape[static_cast<size_t>(d)];
-      Tensor ar = ops::view(arange(in_shape[static_cast<size_t>(d)]).to(idx.device()), ar_shape);
-      Tensor hit = ops::binary(BinaryOp::eq, ar, idx);
-      return {
-          where(hit, g.expand(in_shape), zeros({}, {.dtype = g.dtype(), .device = g.device()}))};
-    });
+    record(
+        name, {a}, {&values},
+        [=](const BackwardCtx& c) -> variable_list {
+          Tensor idx = si.unpack(name);
+          Tensor g = c.grad();
+          if (in_shape.empty()) return {g};
+          if (!keepdim) {
+            g = GradMode::is_enabled() ? g.unsqueeze(d) : ops::unsqueeze(g, d);
+            idx = ops::unsqueeze(idx, d);
+          }
+          // one-hot of the index along d, built by comparing with a broadcast arange
+          Shape ar_shape(in_shape.size(), 1);
+          ar_shape[static_cast<size_t>(d)] = in_shape[static_cast<size_t>(d)];
+          Tensor ar =
+              ops::view(arange(in_shape[static_cast<size_t>(d)]).to(idx.device()), ar_shape);
+          Tensor hit = ops::binary(BinaryOp::eq, ar, idx);
+          return {where(hit, g.expand(in_shape),
+                        zeros({}, {.dtype = g.dtype(), .device = g.device()}))};
+        },
+        DoubleBackward::supported);
   }
   return {values, indices};
 }
@@ -268,45 +271,44 @@ Tensor logsumexp(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim
 Tensor norm(const Tensor& a, double p, const std::vector<int64_t>& dims, bool keepdim) {
   ReduceParams params;
   params.p = p;
-  return reduction(ReduceOp::norm, "NormBackward", autocast(a, AmpPolicy::fp32), dims, keepdim,
-                   params, true, true,
-                   [p, dims](const Tensor& g, const Tensor& x, const Tensor& y, int64_t) {
-                     Tensor zero = zeros_like(x);
-                     if (std::isinf(p)) {
-                       // +-inf: the gradient shared by the elements whose |x| is the max / min.
-                       // Note [Inf-norm NaN]: a NaN result counts the NaNs as the hits, as
-                       // PyTorch 1.13's norm_backward (mask = |x| == norm or isnan(|x|)); times
-                       // sign(NaN) = 0 that gives 0 everywhere (torch: norm([2, nan, 1], inf)
-                       // has gradient [0, 0, 0]). Matching nothing, |x| == y alone divided by a
-                       // zero count and made every element's gradient NaN.
-                       Tensor hit = logical_or(eq(abs(x), y), isnan(x)).to(g.dtype());
-                       Tensor count = sum(hit, dims, true);
-                       return mul(div(mul(g, hit), count), sign(x));
-                     }
-                     if (p == 0.0) return zero;  // a count: constant almost everywhere
-                     if (p == 1.0) return mul(g, sign(x));
-                     Tensor safe_y = where(eq(y, 0), ones_like(y), y);
-                     Tensor d;
-                     if (p == 2.0) {
-                       d = div(x, safe_y);
-                     } else if (p < 1.0) {
-                       // sgn(x) |x|^(p-1) / y^(p-1), 0 where x is 0 (|x|^(p-1) is inf there) and,
-                       // below, where y is 0 (p < 0 and some x is 0: y is 0 whatever the others
-                       // are). Written with sgn(x) rather than x |x|^(p-2) so that an infinite x
-                       // gets 0 (inf^(p-1) = 0), not inf * 0. PyTorch 1.13 gives the same.
-                       Tensor safe_x = where(eq(x, 0), ones_like(x), x);
-                       d = where(
-                           eq(x, 0), zero,
-                           div(mul(sign(safe_x), pow(abs(safe_x), p - 1.0)), pow(safe_y, p - 1.0)));
-                     } else {
-                       // 0 where x is 0, as PyTorch's norm_backward (sgn(x) |x|^(p-1), masked
-                       // at x == 0 for p < 1): x |x|^(p-2) is 0 * inf = NaN there for p < 2
-                       Tensor safe_x = where(eq(x, 0), ones_like(x), x);
-                       d = where(eq(x, 0), zero,
-                                 div(mul(safe_x, pow(abs(safe_x), p - 2.0)), pow(safe_y, p - 1.0)));
-                     }
-                     return mul(g, where(eq(y, 0), zero, d));
-                   });
+  return reduction(
+      ReduceOp::norm, "NormBackward", autocast(a, AmpPolicy::fp32), dims, keepdim, params, true,
+      true, [p, dims](const Tensor& g, const Tensor& x, const Tensor& y, int64_t) {
+        Tensor zero = zeros_like(x);
+        if (std::isinf(p)) {
+          // +-inf: the gradient shared by the elements whose |x| is the max / min.
+          // Note [Inf-norm NaN]: a NaN result counts the NaNs as the hits, as
+          // PyTorch 1.13's norm_backward (mask = |x| == norm or isnan(|x|)); times
+          // sign(NaN) = 0 that gives 0 everywhere (torch: norm([2, nan, 1], inf)
+          // has gradient [0, 0, 0]). Matching nothing, |x| == y alone divided by a
+          // zero count and made every element's gradient NaN.
+          Tensor hit = logical_or(eq(abs(x), y), isnan(x)).to(g.dtype());
+          Tensor count = sum(hit, dims, true);
+          return mul(div(mul(g, hit), count), sign(x));
+        }
+        if (p == 0.0) return zero;  // a count: constant almost everywhere
+        if (p == 1.0) return mul(g, sign(x));
+        Tensor safe_y = where(eq(y, 0), ones_like(y), y);
+        Tensor d;
+        if (p == 2.0) {
+          d = div(x, safe_y);
+        } else if (p < 1.0) {
+          // sgn(x) |x|^(p-1) / y^(p-1), 0 where x is 0 (|x|^(p-1) is inf there) and,
+          // below, where y is 0 (p < 0 and some x is 0: y is 0 whatever the others
+          // are). Written with sgn(x) rather than x |x|^(p-2) so that an infinite x
+          // gets 0 (inf^(p-1) = 0), not inf * 0. PyTorch 1.13 gives the same.
+          Tensor safe_x = where(eq(x, 0), ones_like(x), x);
+          d = where(eq(x, 0), zero,
+                    div(mul(sign(safe_x), pow(abs(safe_x), p - 1.0)), pow(safe_y, p - 1.0)));
+        } else {
+          // 0 where x is 0, as PyTorch's norm_backward (sgn(x) |x|^(p-1), masked
+          // at x == 0 for p < 1): x |x|^(p-2) is 0 * inf = NaN there for p < 2
+          Tensor safe_x = where(eq(x, 0), ones_like(x), x);
+          d = where(eq(x, 0), zero,
+                    div(mul(safe_x, pow(abs(safe_x), p - 2.0)), pow(safe_y, p - 1.0)));
+        }
+        return mul(g, where(eq(y, 0), zero, d));
+      });
 }
 
 Tensor all(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
@@ -320,13 +322,16 @@ Tensor cumsum(const Tensor& a_in, int64_t dim) {
   const Tensor a = autocast(a_in, AmpPolicy::fp32);
   Tensor out = ops::cumsum(a, dim);
   if (needs_grad(a)) {
-    record("CumsumBackward", {a}, {&out}, [dim](const BackwardCtx& c) -> variable_list {
-      // d/dx_i sum_{j >= i} g_j = total - inclusive cumsum + g
-      const Tensor& g = c.grad();
-      if (g.dim() == 0) return {g};
-      Tensor total = sum(g, {dim}, true);
-      return {add(sub(total, cumsum(g, dim)), g)};
-    });
+    record(
+        "CumsumBackward", {a}, {&out},
+        [dim](const BackwardCtx& c) -> variable_list {
+          // d/dx_i sum_{j >= i} g_j = total - inclusive cumsum + g
+          const Tensor& g = c.grad();
+          if (g.dim() == 0) return {g};
+          Tensor total = sum(g, {dim}, true);
+          return {add(sub(total, cumsum(g, dim)), g)};
+        },
+        DoubleBackward::supported);
   }
   return out;
 }

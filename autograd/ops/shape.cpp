@@ -24,8 +24,12 @@ std::vector<Tensor> record_split(const Tensor& x, std::vector<Tensor> pieces, in
   int64_t d = wrap_dim(dim, x.dim(), "split");
   std::vector<Tensor*> outs;
   for (Tensor& p : pieces) outs.push_back(&p);
-  record("SplitBackward", {x}, outs,
-         [d](const BackwardCtx& c) -> variable_list { return {ops::cat(c.grads, d)}; });
+  record(
+      "SplitBackward", {x}, outs,
+      [d](const BackwardCtx& c) -> variable_list {
+        return {GradMode::is_enabled() ? cat(c.grads, d) : ops::cat(c.grads, d)};
+      },
+      DoubleBackward::supported);
   return pieces;
 }
 }  // namespace
@@ -121,9 +125,13 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, const std::string&
     // padding by -pads crops what was added and zero-fills what was cropped
     std::vector<int64_t> inverse;
     for (int64_t p : pads) inverse.push_back(-p);
-    record("PadBackward", {x}, {&out}, [inverse](const BackwardCtx& c) -> variable_list {
-      return {ops::pad(c.grad(), inverse, "constant", 0)};
-    });
+    record(
+        "PadBackward", {x}, {&out},
+        [inverse](const BackwardCtx& c) -> variable_list {
+          return {GradMode::is_enabled() ? pad(c.grad(), inverse, "constant", 0)
+                                         : ops::pad(c.grad(), inverse, "constant", 0)};
+        },
+        DoubleBackward::supported);
   }
   return out;
 }
@@ -131,9 +139,13 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, const std::string&
 Tensor tril(const Tensor& x, int64_t diagonal) {
   Tensor out = ops::tril(x, diagonal);
   if (needs_grad(x)) {
-    record("TrilBackward", {x}, {&out}, [diagonal](const BackwardCtx& c) -> variable_list {
-      return {ops::tril(c.grad(), diagonal)};
-    });
+    record(
+        "TrilBackward", {x}, {&out},
+        [diagonal](const BackwardCtx& c) -> variable_list {
+          return {GradMode::is_enabled() ? tril(c.grad(), diagonal)
+                                         : ops::tril(c.grad(), diagonal)};
+        },
+        DoubleBackward::supported);
   }
   return out;
 }
@@ -141,9 +153,13 @@ Tensor tril(const Tensor& x, int64_t diagonal) {
 Tensor triu(const Tensor& x, int64_t diagonal) {
   Tensor out = ops::triu(x, diagonal);
   if (needs_grad(x)) {
-    record("TriuBackward", {x}, {&out}, [diagonal](const BackwardCtx& c) -> variable_list {
-      return {ops::triu(c.grad(), diagonal)};
-    });
+    record(
+        "TriuBackward", {x}, {&out},
+        [diagonal](const BackwardCtx& c) -> variable_list {
+          return {GradMode::is_enabled() ? triu(c.grad(), diagonal)
+                                         : ops::triu(c.grad(), diagonal)};
+        },
+        DoubleBackward::supported);
   }
   return out;
 }
@@ -151,8 +167,12 @@ Tensor triu(const Tensor& x, int64_t diagonal) {
 Tensor flip(const Tensor& x, const std::vector<int64_t>& dims) {
   Tensor out = ops::flip(x, dims);
   if (needs_grad(x)) {
-    record("FlipBackward", {x}, {&out},
-           [dims](const BackwardCtx& c) -> variable_list { return {ops::flip(c.grad(), dims)}; });
+    record(
+        "FlipBackward", {x}, {&out},
+        [dims](const BackwardCtx& c) -> variable_list {
+          return {GradMode::is_enabled() ? flip(c.grad(), dims) : ops::flip(c.grad(), dims)};
+        },
+        DoubleBackward::supported);
   }
   return out;
 }
@@ -161,18 +181,21 @@ Tensor repeat(const Tensor& x, const Shape& repeats) {
   Tensor out = ops::repeat(x, repeats);
   if (needs_grad(x)) {
     Shape xs = x.sizes();
-    record("RepeatBackward", {x}, {&out}, [xs, repeats](const BackwardCtx& c) -> variable_list {
-      // g viewed as [r0, s0, r1, s1, ...]; summing the r dims gives x's gradient
-      size_t m = repeats.size(), lead = m - xs.size();
-      Shape interleaved;
-      std::vector<int64_t> rdims;
-      for (size_t i = 0; i < m; ++i) {
-        interleaved.insert(interleaved.end(), {repeats[i], i < lead ? 1 : xs[i - lead]});
-        rdims.push_back(static_cast<int64_t>(2 * i));
-      }
-      Tensor g = ops::reshape(c.grad(), interleaved);
-      return {ops::reshape(ops::reduce(ReduceOp::sum, g, rdims, false), xs)};
-    });
+    record(
+        "RepeatBackward", {x}, {&out},
+        [xs, repeats](const BackwardCtx& c) -> variable_list {
+          // g viewed as [r0, s0, r1, s1, ...]; summing the r dims gives x's gradient
+          size_t m = repeats.size(), lead = m - xs.size();
+          Shape interleaved;
+          std::vector<int64_t> rdims;
+          for (size_t i = 0; i < m; ++i) {
+            interleaved.insert(interleaved.end(), {repeats[i], i < lead ? 1 : xs[i - lead]});
+            rdims.push_back(static_cast<int64_t>(2 * i));
+          }
+          Tensor g = grad_reshape(c.grad(), interleaved);
+          return {grad_reshape(grad_sum(g, rdims, false), xs)};
+        },
+        DoubleBackward::supported);
   }
   return out;
 }

@@ -3,6 +3,8 @@
 #include "autograd/ops/sort.h"
 
 #include "autograd/function.h"
+#include "autograd/grad_mode.h"
+#include "autograd/ops/index.h"
 #include "core/ops/copy.h"
 #include "core/ops/index.h"
 #include "core/ops/sort.h"
@@ -16,12 +18,17 @@ void record_selection(const char* name, const Tensor& x, Tensor& values, const T
   if (!needs_grad(x)) return;
   Shape s = x.sizes();
   SavedTensor si(indices);
-  record(name, {x}, {&values}, [name, s, si, dim](const BackwardCtx& c) -> variable_list {
-    const Tensor& g = c.grad();
-    Tensor z = ops::empty(s, g.dtype(), g.device());
-    ops::fill_(z, 0);
-    return {ops::scatter(z, dim, si.unpack(name), g)};
-  });
+  record(
+      name, {x}, {&values},
+      [name, s, si, dim](const BackwardCtx& c) -> variable_list {
+        const Tensor& g = c.grad();
+        Tensor z = ops::empty(s, g.dtype(), g.device());
+        ops::fill_(z, 0);
+        // the recorded scatter under create_graph (Note [Double backward]): its gradient is gather
+        Tensor idx = si.unpack(name);
+        return {GradMode::is_enabled() ? scatter(z, dim, idx, g) : ops::scatter(z, dim, idx, g)};
+      },
+      DoubleBackward::supported);
 }
 }  // namespace
 

@@ -1,8 +1,12 @@
 // Differentiable views and copies: the Tensor methods view, reshape, permute, ... declared in
 // core/tensor.h. Every floating view is tracked with its base (Note [In-place on views]).
 #include "core/ops/view.h"
+
+#include <algorithm>
+
 #include "autograd/function.h"
 #include "autograd/grad_mode.h"
+#include "autograd/ops/index.h"
 #include "autograd/ops/shape.h"
 #include "autograd/view_tracking.h"
 #include "core/creation.h"
@@ -33,18 +37,17 @@ Tensor reshape_back(const Tensor& a, Tensor out, const char* name) {
 
 /// Gradient of a slice-like view: zeros of the input's shape with g written into the view that
 /// `make_view` selects. Under create_graph, a view of the contiguous block [start, start + n) of
-/// dim d (narrow; select with g unsqueezed) has the differentiable form g with zeros cat on both
-/// sides; d < 0 marks views without it (a stepped slice), which refuse double backward.
+/// dim d (narrow, a slice with step 1; select with g unsqueezed) has the differentiable form g
+/// with zeros cat on both sides.
 template <class MakeView>
-Tensor scatter_back(const char* name, const Tensor& a, Tensor out, MakeView make_view,
-                    int64_t d = -1, int64_t start = 0, bool unsqueeze = false) {
+Tensor scatter_back(const char* name, const Tensor& a, Tensor out, MakeView make_view, int64_t d,
+                    int64_t start, bool unsqueeze = false) {
   Shape s = a.sizes();
   DType dt = a.dtype();
   Device dev = a.device();
   return view_result(
-      name, a, std::move(out),
-      [s, dt, dev, make_view, d, start, unsqueeze](const Tensor& g) {
-        if (d >= 0 && GradMode::is_enabled()) {
+      name, a, std::move(out), [s, dt, dev, make_view, d, start, unsqueeze](const Tensor& g) {
+        if (GradMode::is_enabled()) {
           Tensor gd = unsqueeze ? g.unsqueeze(d) : g;
           const int64_t n = gd.size(d), after = s[static_cast<size_t>(d)] - start - n;
           TensorList parts;
@@ -61,8 +64,7 @@ Tensor scatter_back(const char* name, const Tensor& a, Tensor out, MakeView make
         Tensor gi = zeros(s, {.dtype = dt, .device = dev});
         ops::copy_(make_view(gi), g);
         return gi;
-      },
-      d >= 0 ? DoubleBackward::supported : DoubleBackward::unsupported);
+      });
 }
 
 }  // namespace
@@ -117,10 +119,28 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
 }
 
 Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const {
-  return scatter_back("SliceBackward", *this, ops::slice(*this, d, start, end, step),
-                      [d, start, end, step](const Tensor& gi) {
-                        return ops::slice(gi, d, start, end, step);
-                      });
+  Tensor out = ops::slice(*this, d, start, end, step);  // checks d, step
+  const int64_t wd = wrap_dim(d, dim(), "slice"), size = this->size(wd);
+  // start and end normalised as ops::slice does
+  const int64_t s0 = std::clamp<int64_t>(start < 0 ? start + size : start, 0, size);
+  const int64_t e0 = std::clamp<int64_t>(end < 0 ? end + size : end, s0, size);
+  auto make_view = [wd, s0, e0, step](const Tensor& gi) {
+    return ops::slice(gi, wd, s0, e0, step);
+  };
+  if (step == 1) return scatter_back("SliceBackward", *this, out, make_view, wd, s0);
+  // Under create_graph a stepped slice's gradient is index_add of g at s0, s0 + step, ...
+  const Shape s = sizes();
+  const int64_t n = out.size(wd);
+  return view_result(
+      "SliceBackward", *this, std::move(out), [s, wd, s0, n, step, make_view](const Tensor& g) {
+        if (GradMode::is_enabled()) {
+          Tensor idx = arange(s0, s0 + n * step, step, {.dtype = DType::i64, .device = g.device()});
+          return index_add(zeros(s, {.dtype = g.dtype(), .device = g.device()}), wd, idx, g);
+        }
+        Tensor gi = zeros(s, {.dtype = g.dtype(), .device = g.device()});
+        ops::copy_(make_view(gi), g);
+        return gi;
+      });
 }
 
 Tensor Tensor::select(int64_t d, int64_t index) const {
@@ -138,7 +158,9 @@ Tensor Tensor::expand(const Shape& shape) const {
                      [s](const Tensor& g) { return sum_to(g, s); });
 }
 
-Tensor Tensor::squeeze() const { return reshape_back(*this, ops::squeeze(*this), "SqueezeBackward"); }
+Tensor Tensor::squeeze() const {
+  return reshape_back(*this, ops::squeeze(*this), "SqueezeBackward");
+}
 Tensor Tensor::squeeze(int64_t d) const {
   return reshape_back(*this, ops::squeeze(*this, d), "SqueezeBackward");
 }
@@ -165,7 +187,8 @@ Tensor Tensor::movedim(int64_t src, int64_t dst) const {
 }
 
 Tensor Tensor::as_strided(const Shape& sz, const Shape& st, int64_t offset) const {
-  SL_CHECK_AUTOGRAD(!needs_grad(*this), "as_strided: not differentiable; call it on a detached "
+  SL_CHECK_AUTOGRAD(!needs_grad(*this),
+                    "as_strided: not differentiable; call it on a detached "
                     "tensor or under NoGradGuard");
   Tensor out = ops::as_strided(*this, sz, st, offset);
   detail::mark_view(out, *this);  // an alias of a buffer that a recorded copy_ may then fill

@@ -3,6 +3,7 @@
 // differences of the first-order gradient, float64), for every differentiable case of the op-case
 // table; the ops that do not support it refuse a second backward with an AutogradError.
 #include <cmath>
+#include <functional>
 #include <set>
 #include <string>
 
@@ -92,19 +93,39 @@ TEST_CASE("double backward: a gradient cast back to the input's dtype stays diff
   CHECK(allclose(h[0], f64({2.0, 2.0}, {2}), 0, 0));  // 2, exactly in float32
 }
 
+TEST_CASE("double backward: prod at zeros keeps its second derivative") {
+  // f = prod(x) at x = [0, 0, 2, 3]: the gradient (products of the others) is all 0, and
+  // H_ij = prod of x_k over k != i, j, so H = [[0, 6, 0, 0], [6, 0, 0, 0], 0, 0] and H 1 = [6, 6,
+  // 0, 0]. PyTorch 1.13's first-order shortcut for two or more zeros (zeros_like) would give 0.
+  Tensor x = f64({0.0, 0.0, 2.0, 3.0}, {4}).requires_grad_();
+  variable_list g = grad({x.prod()}, {x}, {}, false, true);
+  CHECK(allclose(g[0], f64({0, 0, 0, 0}, {4}), 0, 0));
+  variable_list h = grad({g[0].sum()}, {x});
+  CHECK(allclose(h[0], f64({6, 6, 0, 0}, {4}), 0, 0));
+  // one zero in a row, two in the other, along a dim
+  Tensor y = f64({0.0, 2.0, 3.0, 1.5, 0.0, 0.0}, {2, 3}).requires_grad_();
+  CHECK(gradgradcheck([](const TensorList& in) { return in[0].prod(1); }, {y}));
+  CHECK(gradgradcheck([](const TensorList& in) { return in[0].prod(); }, {x}));
+}
+
 TEST_CASE("double backward: an op without it refuses the second backward, naming the op") {
-  Tensor x = f64({0.1, 0.2, 0.3, 0.4}, {2, 2}).requires_grad_();
-  Tensor w = f64({1.0, -2.0}, {2});
+  // ctc_loss's gradient is a kernel (forward-backward over alignments): no formula to record.
+  // log_probs [T=3, N=1, C=3], target [1, 2]
+  Tensor lp = log_softmax(f64({0.1, 0.2, 0.3, 0.4, -0.5, 0.6, 0.7, 0.8, -0.9}, {3, 1, 3}), 2)
+                  .detach()
+                  .requires_grad_();
+  Tensor tgt = from_vector(std::vector<int64_t>{1, 2}, {1, 2});
+  auto loss = [&] { return ctc_loss(lp, tgt, std::vector<int64_t>{3}, std::vector<int64_t>{2}); };
   // the first-order gradient itself is the usual one
-  variable_list g = grad({(logsumexp(x, {1}) * w).sum()}, {x}, {}, false, true);
-  variable_list plain = grad({(logsumexp(x, {1}) * w).sum()}, {x});
+  variable_list g = grad({loss()}, {lp}, {}, false, /*create_graph=*/true);
+  variable_list plain = grad({loss()}, {lp});
   CHECK(equal(g[0].detach(), plain[0]));
   REQUIRE(g[0].requires_grad());
   try {
-    grad({g[0].sum()}, {x});
-    FAIL("no AutogradError for a second backward through logsumexp");
+    grad({g[0].sum()}, {lp});
+    FAIL("no AutogradError for a second backward through ctc_loss");
   } catch (const AutogradError& e) {
-    CHECK(mentions(e.what(), "LogsumexpBackward"));
+    CHECK(mentions(e.what(), "CtcLossBackward"));
     CHECK(mentions(e.what(), "double backward is not supported"));
   }
 }
@@ -154,15 +175,21 @@ TEST_CASE("double backward: every differentiable op case passes gradgradcheck or
   // The ops whose backward is built from differentiable ops (DoubleBackward::supported): each
   // must pass in every one of its cases.
   const std::set<std::string> required = {
-      "add",        "sub",      "mul",        "div",       "neg",       "abs",       "exp",
-      "log",        "log1p",    "expm1",      "sqrt",      "rsqrt",     "square",    "reciprocal",
-      "tanh",       "sigmoid",  "relu",       "gelu",      "silu",      "sin",       "cos",
-      "erf",        "pow",      "maximum",    "minimum",   "clamp",     "where",     "masked_fill",
-      "sum",        "mean",     "matmul",     "mm",        "bmm",       "linear",    "addmm",
-      "dot",        "outer",    "reshape",    "view",      "permute",   "transpose", "t",
-      "expand",     "squeeze",  "unsqueeze",  "flatten",   "unflatten", "movedim",   "clone",
-      "contiguous", "hardtanh", "leaky_relu", "gelu_tanh", "to_dtype",  "softmax",   "log_softmax",
-      "cat",        "stack",    "narrow",     "select"};
+      "add",       "sub",         "mul",           "div",         "neg",         "abs",
+      "exp",       "log",         "log1p",         "expm1",       "sqrt",        "rsqrt",
+      "square",    "reciprocal",  "tanh",          "sigmoid",     "relu",        "gelu",
+      "silu",      "sin",         "cos",           "erf",         "pow",         "maximum",
+      "minimum",   "clamp",       "where",         "masked_fill", "sum",         "mean",
+      "matmul",    "mm",          "bmm",           "linear",      "addmm",       "dot",
+      "outer",     "reshape",     "view",          "permute",     "transpose",   "t",
+      "expand",    "squeeze",     "unsqueeze",     "flatten",     "unflatten",   "movedim",
+      "clone",     "contiguous",  "hardtanh",      "leaky_relu",  "gelu_tanh",   "to_dtype",
+      "softmax",   "log_softmax", "cat",           "stack",       "narrow",      "select",
+      "slice",     "split",       "chunk",         "pad",         "flip",        "tril",
+      "triu",      "repeat",      "gather",        "scatter",     "scatter_add", "index_select",
+      "index_add", "embedding",   "masked_select", "sort",        "topk",        "max",
+      "min",       "max_dim",     "min_dim",       "amax",        "amin",        "prod",
+      "var",       "std",         "norm",          "logsumexp",   "cumsum"};
   for (const std::string& op : required) {
     CHECK_MESSAGE(supported.count(op) == 1, "no gradgradcheck passed for " << op);
     CHECK_MESSAGE(refused.count(op) == 0, op << " refused double backward in some case");
@@ -190,9 +217,40 @@ TEST_CASE("double backward: composite losses (mse, bce with logits) through a li
         return F::binary_cross_entropy_with_logits(linear(x, in[0], in[1]), labels);
       },
       {w, b}));
-  // cross_entropy = log_softmax + nll_loss (a gather): refuses, the first order still works
+}
+
+TEST_CASE("double backward: cross_entropy and nll_loss (log_softmax, gather, masked_fill)") {
+  namespace F = sl::nn::functional;
+  manual_seed(12);
+  auto p = [](const Shape& s) { return randn(s, {.dtype = DType::f64}).requires_grad_(); };
+  Tensor x = randn({6, 4}, {.dtype = DType::f64}), w = p({3, 4}), b = p({3});
   Tensor cls = from_vector(std::vector<int64_t>{0, 2, 1, 1, 0, 2}, {6});
-  variable_list g =
-      grad({F::cross_entropy(linear(x, w, b), cls)}, {w}, {}, false, /*create_graph=*/true);
-  CHECK_THROWS_AS(grad({g[0].sum()}, {w}), AutogradError);
+  Tensor ignoring = from_vector(std::vector<int64_t>{0, -100, 1, 2, -100, 2}, {6});
+  Tensor class_weight = f64({0.5, 2.0, 1.25}, {3});
+  // Hessian-vector products of the training loss w.r.t. a layer's parameters, in each of the
+  // loss's forms: plain, class weights (a weighted mean), ignored rows, label smoothing,
+  // class-probability targets, nll_loss on log-probabilities, reduction none
+  std::vector<std::pair<const char*, std::function<Tensor(const Tensor&)>>> forms = {
+      {"plain", [&](const Tensor& z) { return F::cross_entropy(z, cls); }},
+      {"weighted",
+       [&](const Tensor& z) { return F::cross_entropy(z, cls, {.weight = class_weight}); }},
+      {"ignore_index", [&](const Tensor& z) { return F::cross_entropy(z, ignoring); }},
+      {"label_smoothing",
+       [&](const Tensor& z) {
+         return F::cross_entropy(z, ignoring, {.weight = class_weight, .label_smoothing = 0.2});
+       }},
+      {"probabilities",
+       [&](const Tensor& z) { return F::cross_entropy(z, softmax(x.narrow(1, 0, 3), 1)); }},
+      {"nll_loss", [&](const Tensor& z) { return F::nll_loss(log_softmax(z, 1), cls); }},
+      {"none",
+       [&](const Tensor& z) {
+         return F::cross_entropy(z, cls, {.reduction = nn::Reduction::none}) *
+                f64({1, -2, 3, 0.5, 1, -1}, {6});
+       }},
+  };
+  for (const auto& [name, loss] : forms) {
+    CAPTURE(name);
+    CHECK(
+        gradgradcheck([&](const TensorList& in) { return loss(linear(x, in[0], in[1])); }, {w, b}));
+  }
 }
