@@ -66,14 +66,21 @@
 // - Supported: add/sub/mul/div (tensor and scalar), neg, abs, exp, log, log1p, expm1, sqrt,
 //   rsqrt, square, reciprocal, tanh, sigmoid, relu, gelu (both forms), silu, sin, cos, erf, pow
 //   (all three forms), maximum/minimum, clamp, hardtanh, leaky_relu, where, masked_fill, casts
-//   and device copies, sum, mean, softmax, log_softmax, matmul/mm/bmm/dot/outer/addmm, linear
-//   (not linear_act), cat, stack, and the views view/reshape/permute/transpose/t/expand/squeeze/
-//   unsqueeze/flatten/unflatten/movedim/narrow/select with clone/contiguous.
-//   tests/autograd/test_double_backward.cpp gradgradchecks every op-case table case of these and
-//   checks that the others refuse.
-// - Not yet: slice (with a step its gradient is not a contiguous block), split/chunk, indexing
-//   (gather, index_select, embedding, ...), the other reductions (max/min, prod, var/std, norm,
-//   logsumexp, cumsum), pad, flip, sort/topk, norms, conv/pool, RNNs, attention, fused losses,
+//   and device copies, matmul/mm/bmm/dot/outer/addmm, linear (not linear_act), softmax,
+//   log_softmax, the views view/reshape/permute/transpose/t/expand/squeeze/unsqueeze/flatten/
+//   unflatten/movedim/narrow/select/slice (any step) with clone/contiguous, cat, stack, split/
+//   chunk, pad, flip, tril/triu, repeat;
+//   reductions: sum, mean, prod, max/min (all and along a dim), amax/amin, var, std, norm,
+//   logsumexp, cumsum; sort/topk;
+//   indexing: gather, scatter, scatter_add, index_select, index_add, embedding, masked_select
+//   (each linear in its floating input: its gradient is again one of them), and so the
+//   composite losses built on them (cross_entropy / nll_loss, mse, l1, bce with logits, ...);
+//   layer_norm, batch_norm (training and eval), group_norm, instance_norm (the fused kernels
+//   when grad mode is off; the formulas as differentiable ops, statistics recomputed from the
+//   input, under create_graph).
+//   tests/autograd/test_double_backward*.cpp gradgradcheck every op-case table case of these and
+//   check that the others refuse.
+// - Not yet: conv/pool, upsample, RNNs, attention, ctc_loss, dropout, embedding_bag,
 //   linear_act, and in-place ops.
 // - The graph is kept (retain_graph is implied), as PyTorch's default for create_graph. An
 //   AccumulateGrad under create_graph stores a copy with a graph (clone, then out-of-place adds),

@@ -1,11 +1,67 @@
 // Differentiable layer norm and batch norm: fused kernels with the backward beside the forward.
 #include "autograd/ops/norm.h"
 
+#include <numeric>
+
 #include "autograd/function.h"
 #include "autograd/grad_mode.h"
+#include "autograd/ops/elementwise.h"
 #include "core/amp.h"
 
 namespace sl {
+
+namespace {
+
+/// What norm_backward_graph needs to know about one normalisation.
+struct NormLayout {
+  std::vector<int64_t> stat_dims;   ///< the dims each statistic is taken over
+  std::vector<int64_t> param_dims;  ///< the dims weight / bias are broadcast over
+  Shape param_view;                 ///< weight / bias / statistics viewed to broadcast over x
+  bool batch_stats;                 ///< statistics of x itself (else the constants saved)
+};
+
+/// The backward of out = (x - mean) * rstd * w + b as differentiable ops, for a backward that
+/// records a graph (create_graph, Note [Double backward] in autograd/engine.cpp); the fused
+/// kernels give the same values otherwise. With batch statistics they are recomputed from x
+/// (attached to its history), so the result is differentiable through them too:
+///   gx = rstd * (gxhat - mean(gxhat) - xhat * mean(gxhat * xhat)),  gxhat = g * w
+/// and with constant ones (batch norm in eval) gx = gxhat * rstd; gw = sum(g * xhat), gb = sum(g)
+/// over param_dims, in the parameters' dtypes.
+variable_list norm_backward_graph(const BackwardCtx& c, const Tensor& x, const Tensor& w,
+                                  const ops::NormForward& saved, const NormLayout& l, double eps,
+                                  DType bias_dtype) {
+  const Tensor& g = c.grad();
+  auto over_params = [&l](const Tensor& t) {
+    return l.param_dims.empty() ? t : t.sum(l.param_dims);
+  };
+  Tensor mean, rstd;
+  if (l.batch_stats) {
+    mean = x.mean(l.stat_dims, true);
+    rstd = rsqrt((x - mean).square().mean(l.stat_dims, true) + eps);
+  } else {
+    mean = saved.mean.view(l.param_view).to(x.dtype());
+    rstd = saved.rstd.view(l.param_view).to(x.dtype());
+  }
+  Tensor xhat = (x - mean) * rstd;
+  Tensor gx, gw, gb;
+  if (c.needs(0)) {
+    Tensor gxhat = w.defined() ? g * w.view(l.param_view).to(g.dtype()) : g;
+    gx = l.batch_stats ? rstd * (gxhat - gxhat.mean(l.stat_dims, true) -
+                                 xhat * (gxhat * xhat).mean(l.stat_dims, true))
+                       : gxhat * rstd;
+  }
+  if (c.needs(1)) gw = over_params(g * xhat).to(w.dtype());
+  if (c.needs(2)) gb = over_params(g).to(bias_dtype);
+  return {gx, gw, gb};
+}
+
+std::vector<int64_t> dims_range(int64_t from, int64_t to) {
+  std::vector<int64_t> d(static_cast<size_t>(std::max<int64_t>(to - from, 0)));
+  std::iota(d.begin(), d.end(), from);
+  return d;
+}
+
+}  // namespace
 
 // Both norms opt in to autocast's `fp32` policy (Note [Autocast] in core/amp.h).
 Tensor layer_norm(const Tensor& input_in, const Shape& normalized_shape, const Tensor& weight_in,
@@ -16,16 +72,23 @@ Tensor layer_norm(const Tensor& input_in, const Shape& normalized_shape, const T
   ops::NormForward f = ops::layer_norm_forward(input, normalized_shape, weight, bias, eps);
   Tensor out = f.out;
   if (needs_grad(input, weight, bias)) {
-    record("NativeLayerNormBackward", {input, weight, bias}, {&out},
-           [sx = SavedTensor(input), sw = SavedTensor(weight), mean = f.mean, rstd = f.rstd,
-            bdt = bias.defined() ? bias.dtype()
-                                 : input.dtype()](const BackwardCtx& c) -> variable_list {
-             const char* name = "NativeLayerNormBackward";
-             auto r = ops::layer_norm_backward(c.grad(), sx.unpack(name), {Tensor(), mean, rstd},
-                                               sw.unpack(name), bdt,
-                                               {c.needs(0), c.needs(1), c.needs(2)});
-             return {r[0], r[1], r[2]};
-           });
+    const int64_t lead = input.dim() - static_cast<int64_t>(normalized_shape.size());
+    NormLayout layout{dims_range(lead, input.dim()), dims_range(0, lead), normalized_shape, true};
+    record(
+        "NativeLayerNormBackward", {input, weight, bias}, {&out},
+        [sx = SavedTensor(input), sw = SavedTensor(weight), mean = f.mean, rstd = f.rstd,
+         bdt = bias.defined() ? bias.dtype() : input.dtype(), layout,
+         eps](const BackwardCtx& c) -> variable_list {
+          const char* name = "NativeLayerNormBackward";
+          if (GradMode::is_enabled()) {
+            return norm_backward_graph(c, sx.unpack(name), sw.unpack(name), {}, layout, eps, bdt);
+          }
+          auto r =
+              ops::layer_norm_backward(c.grad(), sx.unpack(name), {Tensor(), mean, rstd},
+                                       sw.unpack(name), bdt, {c.needs(0), c.needs(1), c.needs(2)});
+          return {r[0], r[1], r[2]};
+        },
+        DoubleBackward::supported);
   }
   return out;
 }
@@ -113,16 +176,27 @@ Tensor batch_norm(const Tensor& input_in, const Tensor& running_mean, const Tens
                                                training, momentum, eps);
   Tensor out = f.out;
   if (needs_grad(input, weight, bias)) {
-    record("NativeBatchNormBackward", {input, weight, bias}, {&out},
-           [sx = SavedTensor(input), sw = SavedTensor(weight), mean = f.mean, rstd = f.rstd,
-            bdt = bias.defined() ? bias.dtype() : input.dtype(), training,
-            eps](const BackwardCtx& c) -> variable_list {
-             const char* name = "NativeBatchNormBackward";
-             auto r = ops::batch_norm_backward(c.grad(), sx.unpack(name), {Tensor(), mean, rstd},
-                                               sw.unpack(name), bdt, training, eps,
-                                               {c.needs(0), c.needs(1), c.needs(2)});
-             return {r[0], r[1], r[2]};
-           });
+    Shape per_channel(static_cast<size_t>(input.dim()), 1);
+    per_channel[1] = input.size(1);
+    std::vector<int64_t> others = dims_range(0, input.dim());
+    others.erase(others.begin() + 1);
+    NormLayout layout{others, others, per_channel, training};
+    record(
+        "NativeBatchNormBackward", {input, weight, bias}, {&out},
+        [sx = SavedTensor(input), sw = SavedTensor(weight), mean = f.mean, rstd = f.rstd,
+         bdt = bias.defined() ? bias.dtype() : input.dtype(), training, eps,
+         layout](const BackwardCtx& c) -> variable_list {
+          const char* name = "NativeBatchNormBackward";
+          if (GradMode::is_enabled()) {
+            return norm_backward_graph(c, sx.unpack(name), sw.unpack(name), {Tensor(), mean, rstd},
+                                       layout, eps, bdt);
+          }
+          auto r = ops::batch_norm_backward(c.grad(), sx.unpack(name), {Tensor(), mean, rstd},
+                                            sw.unpack(name), bdt, training, eps,
+                                            {c.needs(0), c.needs(1), c.needs(2)});
+          return {r[0], r[1], r[2]};
+        },
+        DoubleBackward::supported);
   }
   return out;
 }

@@ -1,6 +1,7 @@
 // Differentiable normalisation layers, named and ordered as torch.nn.functional; fused
-// forward and backward kernels from the norm family (core/ops/norm.h). First-order gradients
-// only: the backward is not itself differentiable.
+// forward and backward kernels from the norm family (core/ops/norm.h). Twice differentiable:
+// under create_graph the backward is recorded as differentiable ops (Note [Double backward] in
+// autograd/engine.cpp).
 #pragma once
 
 #include "core/ops/norm.h"
