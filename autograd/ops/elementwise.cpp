@@ -8,6 +8,7 @@
 
 #include "autograd/function.h"
 #include "autograd/grad_mode.h"
+#include "autograd/ops/activation_derivative.h"
 #include "core/amp.h"
 #include "core/creation.h"
 #include "core/ops/copy.h"
@@ -41,22 +42,6 @@ Tensor unary_op(UnaryOp op, const char* node_name, const Tensor& a, bool save_x,
 
 /// Non-differentiable result (comparisons, sign, ...).
 Tensor no_grad_result(Tensor t) { return t; }
-
-/// d gelu / dx built from differentiable ops, for a backward that records a graph (the fused
-/// backward kernels record nothing): Phi(x) + x phi(x), or for the tanh form with
-/// u = sqrt(2/pi) (x + 0.044715 x^3): 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) u'.
-Tensor gelu_derivative(const Tensor& x, bool tanh_form) {
-  if (!tanh_form) {
-    Tensor cdf = mul(add(erf(mul(x, 0.70710678118654752440)), 1), 0.5);
-    Tensor pdf = mul(exp(mul(mul(x, x), -0.5)), 0.39894228040143267794);
-    return add(cdf, mul(x, pdf));
-  }
-  const double k = 0.79788456080286535588, c = 0.044715;
-  Tensor x2 = mul(x, x);
-  Tensor th = tanh(mul(mul(x, add(mul(x2, c), 1)), k));
-  Tensor du = mul(add(mul(x2, 3 * c), 1), k);
-  return add(mul(add(th, 1), 0.5), mul(mul(mul(x, rsub(mul(th, th), 1)), du), 0.5));
-}
 
 }  // namespace
 
@@ -381,7 +366,7 @@ Tensor gelu(const Tensor& a, const std::string& approximate) {
   bool t = approximate == "tanh";
   return unary_op(t ? UnaryOp::gelu_tanh : UnaryOp::gelu, "GeluBackward", a, true, false,
                   [t](const Tensor& g, const Tensor& x, const Tensor&) {
-                    if (GradMode::is_enabled()) return mul(g, gelu_derivative(x, t));
+                    if (GradMode::is_enabled()) return mul(g, detail::gelu_derivative(x, t));
                     return ops::binary(t ? BinaryOp::gelu_tanh_backward : BinaryOp::gelu_backward,
                                        g, x);
                   });
@@ -628,5 +613,23 @@ Tensor to_device(const Tensor& a, Device device, bool copy) {
   }
   return out;
 }
+
+namespace detail {
+
+Tensor gelu_derivative(const Tensor& x, bool tanh_form) {
+  if (!tanh_form) {
+    Tensor cdf = mul(add(erf(mul(x, 0.70710678118654752440)), 1), 0.5);
+    Tensor pdf = mul(exp(mul(mul(x, x), -0.5)), 0.39894228040143267794);
+    return add(cdf, mul(x, pdf));
+  }
+  const double k = 0.79788456080286535588, c = 0.044715;
+  Tensor x2 = mul(x, x);
+  Tensor th = tanh(mul(mul(x, add(mul(x2, c), 1)), k));
+  Tensor du = mul(add(mul(x2, 3 * c), 1), k);
+  return add(mul(add(th, 1), 0.5), mul(mul(mul(x, rsub(mul(th, th), 1)), du), 0.5));
+}
+
+
+}  // namespace detail
 
 }  // namespace sl

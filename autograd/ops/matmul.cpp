@@ -3,9 +3,11 @@
 
 #include "autograd/function.h"
 #include "autograd/grad_mode.h"
+#include "autograd/ops/activation_derivative.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/reduce.h"
 #include "core/amp.h"
+#include "core/creation.h"
 #include "core/ops/copy.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/matmul.h"
@@ -218,15 +220,35 @@ Tensor linear_act(const Tensor& x, const Tensor& w, const Tensor& bias, Activati
   ops::LinearActResult r = ops::linear_act_forward(xa, wa, ba, act, grad);
   Tensor y = r.out;
   if (grad) {
-    SavedTensor sx = wa.requires_grad() ? SavedTensor(xa) : SavedTensor();
-    SavedTensor sw = xa.requires_grad() ? SavedTensor(wa) : SavedTensor();
+    // Under create_graph the gelus' derivative is taken at the pre-activation recomputed from
+    // x, w and bias attached to their history (the saved one has none), so all three are kept.
+    const bool recompute = act != Activation::relu;
+    SavedTensor sx = recompute || wa.requires_grad() ? SavedTensor(xa) : SavedTensor();
+    SavedTensor sw = recompute || xa.requires_grad() ? SavedTensor(wa) : SavedTensor();
+    SavedTensor sb = recompute ? SavedTensor(ba) : SavedTensor();
     SavedTensor saved(r.saved);
-    record("LinearActBackward", {ba, xa, wa}, {&y},
-           [sx, sw, saved, act](const BackwardCtx& c) -> variable_list {
-             const char* name = "LinearActBackward";
-             Tensor g = ops::linear_act_backward(c.grad(), saved.unpack(name), act);
-             return linear_backward(name, c, g, sx, sw);
-           });
+    record(
+        "LinearActBackward", {ba, xa, wa}, {&y},
+        [sx, sw, sb, saved, act](const BackwardCtx& c) -> variable_list {
+          const char* name = "LinearActBackward";
+          if (!GradMode::is_enabled()) {
+            Tensor g = ops::linear_act_backward(c.grad(), saved.unpack(name), act);
+            return linear_backward(name, c, g, sx, sw);
+          }
+          // create_graph (Note [Double backward]): the pre-activation's gradient as recorded ops
+          const Tensor& g = c.grad();
+          Tensor gz;
+          if (act == Activation::relu) {
+            // relu's derivative is piecewise constant: the saved output's sign mask is enough
+            gz = where(gt(saved.unpack(name), 0), g,
+                       zeros({}, {.dtype = g.dtype(), .device = g.device()}));
+          } else {
+            Tensor z = linear(sx.unpack(name), sw.unpack(name), sb.unpack(name));
+            gz = mul(g, detail::gelu_derivative(z, act == Activation::gelu_tanh));
+          }
+          return linear_backward(name, c, gz, sx, sw);
+        },
+        DoubleBackward::supported);
   }
   return y;
 }

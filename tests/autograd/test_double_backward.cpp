@@ -189,7 +189,7 @@ TEST_CASE("double backward: every differentiable op case passes gradgradcheck or
       "triu",      "repeat",      "gather",        "scatter",     "scatter_add", "index_select",
       "index_add", "embedding",   "masked_select", "sort",        "topk",        "max",
       "min",       "max_dim",     "min_dim",       "amax",        "amin",        "prod",
-      "var",       "std",         "norm",          "logsumexp",   "cumsum"};
+      "var",       "std",         "norm",          "logsumexp",   "cumsum",      "linear_act"};
   for (const std::string& op : required) {
     CHECK_MESSAGE(supported.count(op) == 1, "no gradgradcheck passed for " << op);
     CHECK_MESSAGE(refused.count(op) == 0, op << " refused double backward in some case");
