@@ -66,7 +66,7 @@
 // - Supported: add/sub/mul/div (tensor and scalar), neg, abs, exp, log, log1p, expm1, sqrt,
 //   rsqrt, square, reciprocal, tanh, sigmoid, relu, gelu (both forms), silu, sin, cos, erf, pow
 //   (all three forms), maximum/minimum, clamp, hardtanh, leaky_relu, where, masked_fill, casts
-//   and device copies, matmul/mm/bmm/dot/outer/addmm, linear (not linear_act), softmax,
+//   and device copies, matmul/mm/bmm/dot/outer/addmm, linear, linear_act, softmax,
 //   log_softmax, the views view/reshape/permute/transpose/t/expand/squeeze/unsqueeze/flatten/
 //   unflatten/movedim/narrow/select/slice (any step) with clone/contiguous, cat, stack, split/
 //   chunk, pad, flip, tril/triu, repeat;
@@ -77,11 +77,13 @@
 //   composite losses built on them (cross_entropy / nll_loss, mse, l1, bce with logits, ...);
 //   layer_norm, batch_norm (training and eval), group_norm, instance_norm (the fused kernels
 //   when grad mode is off; the formulas as differentiable ops, statistics recomputed from the
-//   input, under create_graph).
+//   input, under create_graph); max/avg/adaptive pools 1-d and 2-d (Note [Pool double
+//   backward], autograd/ops/pool.cpp); dropout (the same mask); attention_softmax and
+//   scaled_dot_product_attention on both paths (the fused one's create_graph backward is the
+//   unfused formulas, probabilities recomputed from q and k).
 //   tests/autograd/test_double_backward*.cpp gradgradcheck every op-case table case of these and
 //   check that the others refuse.
-// - Not yet: conv/pool, upsample, RNNs, attention, ctc_loss, dropout, embedding_bag,
-//   linear_act, and in-place ops.
+// - Not yet: conv, upsample, 3-d adaptive pool, RNNs, ctc_loss, embedding_bag, and in-place ops.
 // - The graph is kept (retain_graph is implied), as PyTorch's default for create_graph. An
 //   AccumulateGrad under create_graph stores a copy with a graph (clone, then out-of-place adds),
 //   so backward(create_graph) makes parameter -> .grad() -> graph -> AccumulateGrad -> parameter

@@ -7,8 +7,11 @@
 #include <cmath>
 
 #include "autograd/function.h"
+#include "autograd/grad_mode.h"
 #include "autograd/ops/dropout.h"
+#include "autograd/ops/elementwise.h"
 #include "autograd/ops/matmul.h"
+#include "autograd/ops/reduce.h"
 #include "core/amp.h"
 #include "core/ops/attention.h"
 #include "core/ops/copy.h"
@@ -16,15 +19,27 @@
 
 namespace sl {
 
+namespace {
+/// The gradient w.r.t. the scores of p = softmax(scale * scores + mask) along the last dim, as
+/// differentiable ops for a backward that records a graph (Note [Double backward] in
+/// autograd/engine.cpp): scale * p * (g - sum(g * p)). Masked entries have p = 0, so 0.
+Tensor softmax_grad_graph(const Tensor& g, const Tensor& p, double scale) {
+  return mul(mul(p, sub(g, sum(mul(g, p), {-1}, true))), scale);
+}
+}  // namespace
+
 Tensor attention_softmax(const Tensor& scores, const Tensor& attn_mask, bool is_causal,
                          double scale) {
   Tensor probs = ops::attention_softmax_forward(scores, attn_mask, is_causal, scale);
   if (needs_grad(scores)) {
-    record("AttentionSoftmaxBackward", {scores}, {&probs},
-           [sp = SavedTensor(probs), scale](const BackwardCtx& c) -> variable_list {
-             return {ops::attention_softmax_backward(c.grad(),
-                                                     sp.unpack("AttentionSoftmaxBackward"), scale)};
-           });
+    record(
+        "AttentionSoftmaxBackward", {scores}, {&probs},
+        [sp = SavedTensor::output(probs), scale](const BackwardCtx& c) -> variable_list {
+          Tensor p = sp.unpack("AttentionSoftmaxBackward");
+          return {GradMode::is_enabled() ? softmax_grad_graph(c.grad(), p, scale)
+                                         : ops::attention_softmax_backward(c.grad(), p, scale)};
+        },
+        DoubleBackward::supported);
   }
   return probs;
 }
@@ -95,16 +110,27 @@ Tensor fused_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
       ops::attention_fused_forward_with_stats(q, k, v, attn_mask, is_causal, scale);
   Tensor out = fwd.out;
   const bool with_stats = fwd.stats.defined();
-  record("FusedAttentionBackward", {q, k, v}, {&out},
-         [sq = SavedTensor(q), sk = SavedTensor(k), sv = SavedTensor(v),
-          so = with_stats ? SavedTensor(out) : SavedTensor(), stats = fwd.stats, mask = attn_mask,
-          is_causal, scale](const BackwardCtx& c) -> variable_list {
-           const char* name = "FusedAttentionBackward";
-           ops::AttentionGrads g = ops::attention_fused_backward(
-               c.grad(), sq.unpack(name), sk.unpack(name), sv.unpack(name), mask, is_causal, scale,
-               so.defined() ? so.unpack(name) : Tensor(), stats);
-           return {g.q, g.k, g.v};
-         });
+  record(
+      "FusedAttentionBackward", {q, k, v}, {&out},
+      [sq = SavedTensor(q), sk = SavedTensor(k), sv = SavedTensor(v),
+       so = with_stats ? SavedTensor(out) : SavedTensor(), stats = fwd.stats, mask = attn_mask,
+       is_causal, scale](const BackwardCtx& c) -> variable_list {
+        const char* name = "FusedAttentionBackward";
+        if (GradMode::is_enabled()) {
+          // create_graph: the unfused formulas as recorded ops, the probabilities recomputed
+          // from q and k attached to their history
+          Tensor qv = sq.unpack(name), kv = sk.unpack(name), vv = sv.unpack(name);
+          const Tensor& g = c.grad();
+          Tensor p = attention_softmax(matmul(qv, kv.transpose(-2, -1)), mask, is_causal, scale);
+          Tensor gs = softmax_grad_graph(matmul(g, vv.transpose(-2, -1)), p, scale);
+          return {matmul(gs, kv), matmul(gs.transpose(-2, -1), qv), matmul(p.transpose(-2, -1), g)};
+        }
+        ops::AttentionGrads g = ops::attention_fused_backward(
+            c.grad(), sq.unpack(name), sk.unpack(name), sv.unpack(name), mask, is_causal, scale,
+            so.defined() ? so.unpack(name) : Tensor(), stats);
+        return {g.q, g.k, g.v};
+      },
+      DoubleBackward::supported);
   return out;
 }
 

@@ -2,7 +2,9 @@
 #include "autograd/ops/dropout.h"
 
 #include "autograd/function.h"
+#include "autograd/grad_mode.h"
 #include "autograd/ops/elementwise.h"
+#include "core/creation.h"
 #include "core/ops/copy.h"
 #include "core/ops/dropout.h"
 
@@ -13,10 +15,16 @@ namespace {
 Tensor dropout_with(const Tensor& input, double p, uint64_t seed, uint64_t offset) {
   auto [out, mask] = ops::dropout_forward(input, p, seed, offset);
   if (needs_grad(input)) {
-    record("NativeDropoutBackward", {input}, {&out},
-           [mask = mask, p](const BackwardCtx& c) -> variable_list {
-             return {ops::dropout_backward(c.grad(), mask, p)};
-           });
+    record(
+        "NativeDropoutBackward", {input}, {&out},
+        [mask = mask, p](const BackwardCtx& c) -> variable_list {
+          const Tensor& g = c.grad();
+          if (!GradMode::is_enabled()) return {ops::dropout_backward(g, mask, p)};
+          // create_graph: the same mask and scale as recorded ops (Note [Double backward])
+          return {where(mask, mul(g, 1.0 / (1.0 - p)),
+                        zeros({}, {.dtype = g.dtype(), .device = g.device()}))};
+        },
+        DoubleBackward::supported);
   }
   return out;
 }

@@ -2,10 +2,86 @@
 #include "autograd/ops/pool.h"
 
 #include "autograd/function.h"
+#include "autograd/grad_mode.h"
+#include "autograd/ops/index.h"
 #include "core/creation.h"
 #include "core/ops/copy.h"
 
 namespace sl {
+
+// Note [Pool double backward]: every pool is linear in its input, and so is its gradient in
+// grad_out. Under create_graph (Note [Double backward] in autograd/engine.cpp) a max pool's
+// gradient is a recorded scatter_add of grad_out at the saved indices (its own gradient a
+// gather), and an average pool's is the recorded adjoint op below, whose gradient is the average
+// pool again: each pair is closed under differentiation, so any order works. With grad mode off
+// the kernels run as before.
+namespace {
+
+bool graph() {
+  return GradMode::is_enabled();
+}
+
+/// grad_out [..., Ho, Wo] scatter-added at the flat h * W + w indices of each [H, W] plane of
+/// in_sizes: a max pool's gradient as recorded ops.
+Tensor scatter_into_planes(const Tensor& g, const Tensor& indices, const Shape& in_sizes) {
+  const int64_t plane = in_sizes[in_sizes.size() - 2] * in_sizes.back();
+  const int64_t planes = plane == 0 ? 0 : shape_numel(in_sizes) / plane;
+  Tensor z = zeros({planes, plane}, {.dtype = g.dtype(), .device = g.device()});
+  if (planes == 0) return z.reshape(in_sizes);
+  const int64_t per_plane = g.numel() / planes;
+  return scatter_add(z, 1, indices.reshape({planes, per_plane}), g.reshape({planes, per_plane}))
+      .reshape(in_sizes);
+}
+
+Tensor avg_pool2d_recorded(const Tensor& input, const Pool2dGeometry& g);
+
+/// avg_pool2d's gradient (the adjoint of the pool) as a recorded op: its gradient is the pool.
+Tensor avg_pool2d_adjoint(const Tensor& grad_out, const Shape& in_sizes, const Pool2dGeometry& g) {
+  Tensor out = ops::avg_pool2d_backward(grad_out, in_sizes, g);
+  if (needs_grad(grad_out)) {
+    record(
+        "AvgPool2DBackwardBackward", {grad_out}, {&out},
+        [g](const BackwardCtx& c) -> variable_list {
+          return {graph() ? avg_pool2d_recorded(c.grad(), g)
+                          : ops::avg_pool2d_forward(c.grad(), g)};
+        },
+        DoubleBackward::supported);
+  }
+  return out;
+}
+
+Tensor avg_pool2d_recorded(const Tensor& input, const Pool2dGeometry& g) {
+  Tensor out = ops::avg_pool2d_forward(input, g);
+  if (needs_grad(input)) {
+    Shape in_sizes = input.sizes();
+    record(
+        "AvgPool2DBackward", {input}, {&out},
+        [in_sizes, g](const BackwardCtx& c) -> variable_list {
+          return {graph() ? avg_pool2d_adjoint(c.grad(), in_sizes, g)
+                          : ops::avg_pool2d_backward(c.grad(), in_sizes, g)};
+        },
+        DoubleBackward::supported);
+  }
+  return out;
+}
+
+/// adaptive_avg_pool2d's gradient as a recorded op: its gradient is the adaptive pool again.
+Tensor adaptive_avg_pool2d_adjoint(const Tensor& grad_out, const Shape& in_sizes) {
+  Tensor out = ops::adaptive_avg_pool2d_backward(grad_out, in_sizes);
+  if (needs_grad(grad_out)) {
+    ExpandingArray<2> out_hw({grad_out.size(-2), grad_out.size(-1)});
+    record(
+        "AdaptiveAvgPool2DBackwardBackward", {grad_out}, {&out},
+        [out_hw](const BackwardCtx& c) -> variable_list {
+          return {graph() ? adaptive_avg_pool2d(c.grad(), out_hw)
+                          : ops::adaptive_avg_pool2d_forward(c.grad(), out_hw)};
+        },
+        DoubleBackward::supported);
+  }
+  return out;
+}
+
+}  // namespace
 
 std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input,
                                                   ExpandingArray<2> kernel_size,
@@ -20,8 +96,11 @@ std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input,
     record(
         "MaxPool2DBackward", {input}, {&out},
         [in_sizes, g, si = SavedTensor(indices)](const BackwardCtx& c) -> variable_list {
-          return {ops::max_pool2d_backward(c.grad(), si.unpack("MaxPool2DBackward"), in_sizes, g)};
-        });
+          Tensor idx = si.unpack("MaxPool2DBackward");
+          return {graph() ? scatter_into_planes(c.grad(), idx, in_sizes)
+                          : ops::max_pool2d_backward(c.grad(), idx, in_sizes, g)};
+        },
+        DoubleBackward::supported);
   }
   return {out, indices};
 }
@@ -40,25 +119,20 @@ Tensor avg_pool2d(const Tensor& input, ExpandingArray<2> kernel_size, ExpandingA
            "avg_pool2d: divisor_override must be positive, got ", divisor_override.value_or(0));
   g.count_include_pad = count_include_pad;
   g.divisor_override = divisor_override.value_or(0);
-  Tensor out = ops::avg_pool2d_forward(input, g);
-  if (needs_grad(input)) {
-    Shape in_sizes = input.sizes();
-    record("AvgPool2DBackward", {input}, {&out},
-           [in_sizes, g](const BackwardCtx& c) -> variable_list {
-             return {ops::avg_pool2d_backward(c.grad(), in_sizes, g)};
-           });
-  }
-  return out;
+  return avg_pool2d_recorded(input, g);
 }
 
 Tensor adaptive_avg_pool2d(const Tensor& input, ExpandingArray<2> output_size) {
   Tensor out = ops::adaptive_avg_pool2d_forward(input, output_size);
   if (needs_grad(input)) {
     Shape in_sizes = input.sizes();
-    record("AdaptiveAvgPool2DBackward", {input}, {&out},
-           [in_sizes](const BackwardCtx& c) -> variable_list {
-             return {ops::adaptive_avg_pool2d_backward(c.grad(), in_sizes)};
-           });
+    record(
+        "AdaptiveAvgPool2DBackward", {input}, {&out},
+        [in_sizes](const BackwardCtx& c) -> variable_list {
+          return {graph() ? adaptive_avg_pool2d_adjoint(c.grad(), in_sizes)
+                          : ops::adaptive_avg_pool2d_backward(c.grad(), in_sizes)};
+        },
+        DoubleBackward::supported);
   }
   return out;
 }
@@ -68,11 +142,14 @@ std::pair<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& input,
   auto [out, indices] = ops::adaptive_max_pool2d_forward(input, output_size);
   if (needs_grad(input)) {
     Shape in_sizes = input.sizes();
-    record("AdaptiveMaxPool2DBackward", {input}, {&out},
-           [in_sizes, si = SavedTensor(indices)](const BackwardCtx& c) -> variable_list {
-             return {ops::adaptive_max_pool2d_backward(
-                 c.grad(), si.unpack("AdaptiveMaxPool2DBackward"), in_sizes)};
-           });
+    record(
+        "AdaptiveMaxPool2DBackward", {input}, {&out},
+        [in_sizes, si = SavedTensor(indices)](const BackwardCtx& c) -> variable_list {
+          Tensor idx = si.unpack("AdaptiveMaxPool2DBackward");
+          return {graph() ? scatter_into_planes(c.grad(), idx, in_sizes)
+                          : ops::adaptive_max_pool2d_backward(c.grad(), idx, in_sizes)};
+        },
+        DoubleBackward::supported);
   }
   return {out, indices};
 }

@@ -1,12 +1,16 @@
-// Double backward (create_graph) through the normalisation layers: layer_norm, batch_norm
-// (training and eval), group_norm and instance_norm, whose plain backward is a fused kernel and
-// whose create_graph backward is recorded from differentiable ops (norm_backward_graph in
-// autograd/ops/norm.cpp). References: gradgradcheck (central differences of the first-order
-// gradient in float64, gradcheck's default tolerances), and the first-order gradient under
-// create_graph against the fused kernel's.
+// Double backward (create_graph) through the layers whose plain backward is a kernel: the
+// normalisations (layer_norm, batch_norm in training and eval, group_norm, instance_norm;
+// norm_backward_graph in autograd/ops/norm.cpp), the pools (Note [Pool double backward] in
+// autograd/ops/pool.cpp), dropout, attention (the fused path and the unfused one's masked
+// softmax) and linear_act (through the op-case sweep in test_double_backward.cpp). References:
+// gradgradcheck (central differences of the first-order gradient in float64, gradcheck's default
+// tolerances), and the first-order gradient under create_graph against the kernel's.
 #include <functional>
 
+#include "autograd/ops/attention.h"
+#include "autograd/ops/dropout.h"
 #include "autograd/ops/norm.h"
+#include "autograd/ops/pool.h"
 #include "support/testing.h"
 
 using namespace sl;
@@ -107,4 +111,95 @@ TEST_CASE("double backward: a gradient penalty through layer_norm and batch_norm
     return gx[0].square().sum();
   };
   CHECK(gradcheck(penalty, {w, lw, lb, bw, bb}));
+}
+
+TEST_CASE("double backward: max, average and adaptive pools, 2-d and 1-d") {
+  manual_seed(26);
+  // distinct values, so that no window has a tie within the finite-difference step
+  Tensor x = (randperm(2 * 3 * 5 * 6).to(DType::f64) * 0.1 - 4.0).reshape({2, 3, 5, 6});
+  x.requires_grad_();
+  Tensor x1 = param({2, 3, 7});
+  // an outer nonlinearity, so that the second derivative w.r.t. x is not zero everywhere
+  auto sq = [](const Tensor& t) { return t * t; };
+  CHECK(gradgradcheck([&](const TensorList& in) { return sq(max_pool2d(in[0], 2, 2, 1)); }, {x}));
+  CHECK(gradgradcheck([&](const TensorList& in) { return sq(max_pool2d(in[0], 3, 1, 1, 2, true)); },
+                      {x}));
+  CHECK(gradgradcheck(
+      [&](const TensorList& in) { return sq(avg_pool2d(in[0], 3, 2, 1, true, false)); }, {x}));
+  CHECK(gradgradcheck(
+      [&](const TensorList& in) { return sq(avg_pool2d(in[0], 2, 1, 0, false, true, 3)); }, {x}));
+  CHECK(gradgradcheck(
+      [&](const TensorList& in) {
+        return sq(adaptive_avg_pool2d(in[0], {3, 4}));
+      },
+      {x}));
+  CHECK(gradgradcheck(
+      [&](const TensorList& in) {
+        return sq(adaptive_max_pool2d(in[0], {int64_t{2}, int64_t{4}}));
+      },
+      {x}));
+  CHECK(gradgradcheck([&](const TensorList& in) { return sq(max_pool1d(in[0], 2)); }, {x1}));
+  CHECK(gradgradcheck([&](const TensorList& in) { return sq(avg_pool1d(in[0], 3, 2, 1)); }, {x1}));
+  CHECK(
+      gradgradcheck([&](const TensorList& in) { return sq(adaptive_avg_pool1d(in[0], 4)); }, {x1}));
+  // unbatched [C, H, W]
+  CHECK(gradgradcheck([&](const TensorList& in) { return sq(max_pool2d(in[0].select(0, 0), 2)); },
+                      {x}));
+}
+
+TEST_CASE("double backward: average pools' gradients are twice differentiable (third order)") {
+  // the adjoint op's own gradient is the pool again: differentiate three times
+  manual_seed(27);
+  Tensor x = param({1, 2, 4, 4});
+  auto third = [](const TensorList& in) {
+    EnableGradGuard eg;
+    Tensor xi = in[0].requires_grad() ? in[0] : in[0].detach().requires_grad_();
+    Tensor y = avg_pool2d(xi, 2, 1).pow(3).sum() + adaptive_avg_pool2d(xi, {3, 3}).pow(3).sum();
+    variable_list g = grad({y}, {xi}, {}, true, true);
+    return g[0];
+  };
+  CHECK(gradgradcheck(third, {x}));
+}
+
+TEST_CASE("double backward: dropout keeps its mask") {
+  Tensor x = param({4, 5});
+  const GeneratorState state{1234, 0};
+  // the same mask in every evaluation: dropout_seeded draws it from a fixed state
+  CHECK(gradgradcheck(
+      [&](const TensorList& in) { return dropout_seeded(in[0], 0.4, state).pow(2); }, {x}));
+  Tensor g = randn({4, 5}, {.dtype = DType::f64});
+  variable_list plain = grad({dropout_seeded(x, 0.4, state)}, {x}, {g});
+  variable_list graph = grad({dropout_seeded(x, 0.4, state)}, {x}, {g}, false, true);
+  CHECK(allclose(graph[0].detach(), plain[0], 1e-15, 0));
+}
+
+TEST_CASE("double backward: scaled dot-product attention, fused and unfused") {
+  manual_seed(28);
+  Tensor q = param({2, 3, 4}), k = param({2, 5, 4}), v = param({2, 5, 3});
+  Tensor bool_mask = rand({3, 5}).gt(0.3);  // some keys masked per query
+  for (int i = 0; i < 3; ++i) bool_mask.select(0, i).select(0, i).fill_(true);  // none empty
+  Tensor add_mask = randn({3, 5}, {.dtype = DType::f64});
+  auto sdpa = [&](const Tensor& mask, bool causal) {
+    return [&, mask, causal](const TensorList& in) {
+      return scaled_dot_product_attention(in[0], in[1], in[2], mask, 0.0, causal);
+    };
+  };
+  for (AttentionBackend backend : {AttentionBackend::unfused, AttentionBackend::fused}) {
+    CAPTURE(static_cast<int>(backend));
+    const AttentionBackend before = set_attention_backend(backend);
+    CHECK(gradgradcheck(sdpa(Tensor(), false), {q, k, v}));
+    CHECK(gradgradcheck(sdpa(bool_mask, false), {q, k, v}));
+    CHECK(gradgradcheck(sdpa(add_mask, true), {q, k, v}));
+    // the first-order gradient under create_graph against the kernels'
+    Tensor g = randn({2, 3, 3}, {.dtype = DType::f64});
+    auto y = [&] { return scaled_dot_product_attention(q, k, v, bool_mask, 0.0, false); };
+    variable_list plain = grad({y()}, {q, k, v}, {g});
+    variable_list graph = grad({y()}, {q, k, v}, {g}, false, /*create_graph=*/true);
+    for (size_t i = 0; i < 3; ++i) {
+      CAPTURE(i);
+      CHECK(graph[i].requires_grad());
+      CHECK(allclose(graph[i].detach(), plain[i], 1e-12, 1e-12));  // f64 roundoff
+    }
+    set_attention_backend(before);
+  }
 }
