@@ -1,0 +1,63 @@
+// Second derivatives of whole models (Note [Double backward] in autograd/engine.cpp): a
+// Hessian-vector product H v of a training loss w.r.t. every parameter is the gradient of
+// f(theta) = <grad L(theta), v>, which a backward with create_graph builds; module_gradcheck
+// checks that gradient against central differences of f in float64 (gradcheck's default
+// tolerances), perturbing the model's own parameters.
+#include <functional>
+
+#include "autograd/grad_mode.h"
+#include "models/bert.h"
+#include "nn/fixture.h"
+#include "nn/loss.h"
+#include "support/testing.h"
+
+using namespace sl;
+using namespace sl::models;
+
+namespace {
+
+/// f(theta) = sum over parameters of <dL/dp, v_p>, with L = loss() and fixed directions v.
+std::function<Tensor(const TensorList&)> grad_dot_direction(nn::Module& m,
+                                                            std::function<Tensor()> loss) {
+  TensorList v;
+  for (const Tensor& p : m.parameters()) v.push_back(randn(p.sizes(), {.dtype = DType::f64}));
+  return [&m, loss, v](const TensorList&) {
+    EnableGradGuard eg;  // the numerical pass runs under NoGradGuard
+    TensorList params = m.parameters();
+    variable_list g = grad({loss()}, params, {}, /*retain_graph=*/true, /*create_graph=*/true);
+    Tensor f = zeros({}, {.dtype = DType::f64});
+    for (size_t i = 0; i < g.size(); ++i) f = f + (g[i] * v[i]).sum();
+    return f;
+  };
+}
+
+}  // namespace
+
+TEST_CASE("double backward: Hessian-vector product of a tiny BERT's masked-LM loss") {
+  BertConfig c;
+  c.vocab_size = 7;
+  c.hidden_size = 4;
+  c.num_hidden_layers = 1;
+  c.num_attention_heads = 2;
+  c.intermediate_size = 6;
+  c.max_position_embeddings = 5;
+  c.hidden_dropout_prob = 0.0;
+  c.attention_probs_dropout_prob = 0.0;
+  c.initializer_range = 0.5;  // attention away from uniform
+  // ids without 0, the padding id (its row gets no gradient by design, as in test_bert.cpp)
+  Tensor ids = from_vector(std::vector<int64_t>{3, 1, 6, 2, 5, 4}).view({2, 3});
+  Tensor types = from_vector(std::vector<int64_t>{0, 1, 1, 0, 0, 1}).view({2, 3});
+  Tensor mask = from_vector(std::vector<int64_t>{1, 1, 1, 1, 1, 0}).view({2, 3});
+  // masked-LM labels: -100 rows are ignored, as in training
+  Tensor labels = from_vector(std::vector<int64_t>{2, -100, 5, -100, 1, -100}).view({6});
+  manual_seed(31);
+  BertForMaskedLM mlm(c);
+  mlm.to(DType::f64);
+  // embeddings (a gather), layer norms, attention with a padding mask, the gelu FFN, the tied
+  // decoder and cross_entropy's gather, all twice differentiated
+  auto loss = [&] {
+    Tensor logits = mlm.forward(ids, types, mask);
+    return nn::functional::cross_entropy(logits.view({6, c.vocab_size}), labels);
+  };
+  CHECK(testing::module_gradcheck(mlm, grad_dot_direction(mlm, loss), {}));
+}
