@@ -5,6 +5,7 @@
 
 #include "autograd/function.h"
 #include "autograd/grad_mode.h"
+#include "autograd/ops/elementwise.h"
 #include "core/amp.h"
 #include "core/ops/copy.h"
 #include "core/ops/elementwise.h"
@@ -69,18 +70,26 @@ Tensor gather_outputs(const TensorList& outs, Device dst) {
       ranges.emplace_back(starts[i], outs[i].size(0));
       devs.push_back(outs[i].device());
     }
-    record("GatherBackward", outs, {&out}, [ranges, devs](const BackwardCtx& c) -> variable_list {
-      variable_list gs;
-      for (size_t i = 0; i < ranges.size(); ++i) {
-        if (!c.needs(i)) {
-          gs.emplace_back();
-          continue;
-        }
-        Tensor part = ops::narrow(c.grad(0), 0, ranges[i].first, ranges[i].second);
-        gs.push_back(ops::to_device(ops::contiguous(part), devs[i], true));
-      }
-      return gs;
-    });
+    record(
+        "GatherBackward", outs, {&out},
+        [ranges, devs](const BackwardCtx& c) -> variable_list {
+          // create_graph (a gradient penalty through dp): the recorded narrow and device copy
+          const bool graph = GradMode::is_enabled();
+          variable_list gs;
+          for (size_t i = 0; i < ranges.size(); ++i) {
+            if (!c.needs(i)) {
+              gs.emplace_back();
+              continue;
+            }
+            const auto [start, length] = ranges[i];
+            gs.push_back(
+                graph ? to_device(c.grad(0).narrow(0, start, length).contiguous(), devs[i], true)
+                      : ops::to_device(ops::contiguous(ops::narrow(c.grad(0), 0, start, length)),
+                                       devs[i], true));
+          }
+          return gs;
+        },
+        DoubleBackward::supported);
   }
   return out;
 }

@@ -35,6 +35,9 @@ const TrainConfig kConfigs[] = {
     {.opt = OptKind::adamax, .clip = 0.4},
     {.opt = OptKind::nadam, .accum = 2},
     {.opt = OptKind::radam},
+    // a gradient penalty built with grad(create_graph): its gradient is a second derivative
+    {.opt = OptKind::adam, .penalty = 0.5},
+    {.opt = OptKind::sgd, .accum = 2, .clip = 0.3, .penalty = 0.5},
 };
 
 }  // namespace
@@ -238,6 +241,28 @@ TEST_CASE("strategy errors") {
   SL_CHECK_THROWS(
       make_strategy("zero2", net, *opt, {.group = make_single_group(), .max_grad_norm = -1}),
       ValueError, "make_strategy: max_grad_norm must be >= 0, got -1");
+}
+
+TEST_CASE("ddp, zero1 and zero2 refuse a backward with create_graph, naming the parameter") {
+  // Their hooks reduce gradients as values: a .grad() with a graph would silently lose it.
+  // A gradient penalty's usual form, grad(create_graph) then a plain backward, is trained in
+  // the tables above (TrainConfig::penalty).
+  for (const char* kind : {"ddp", "zero1", "zero2"}) {
+    CAPTURE(kind);
+    auto net = sl::testing::make_tiny_net();
+    auto opt = sl::testing::make_optimizer(OptKind::sgd, *net);
+    auto strategy = make_strategy(kind, net, *opt, {.group = make_single_group()});
+    auto [x, y] = sl::testing::global_batch(0, 4);
+    Tensor loss = (strategy->forward(x) - y).square().mean();
+    try {
+      loss.backward(Tensor(), false, /*create_graph=*/true);
+      FAIL("no AutogradError");
+    } catch (const AutogradError& e) {
+      const std::string what = e.what();
+      CHECK(what.find(std::string(kind) + ": parameter '") != std::string::npos);
+      CHECK(what.find("create_graph") != std::string::npos);
+    }
+  }
 }
 
 TEST_CASE("sync_batchnorm: dp refuses it; on one rank BatchNorm stays local") {

@@ -49,6 +49,9 @@ TEST_CASE("ddp equals the one-process reference; zero1 and zero2 equal ddp") {
       {.opt = OptKind::adamax, .clip = 0.3},
       {.opt = OptKind::nadam, .accum = 2},
       {.opt = OptKind::radam},
+      // a gradient penalty (double backward) in the loss
+      {.opt = OptKind::adam, .penalty = 0.5},
+      {.opt = OptKind::sgd, .accum = 2, .clip = 0.3, .penalty = 0.5},
   };
   for (const TrainConfig& c : configs) {
     CAPTURE(c.str());

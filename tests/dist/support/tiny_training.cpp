@@ -63,6 +63,7 @@ std::string TrainConfig::str() const {
   if (fc2_every > 0) os << " fc2_every=" << fc2_every;
   if (fc2_rank >= 0) os << " fc2_rank=" << fc2_rank;
   if (fc2_from > 0) os << " fc2_from=" << fc2_from;
+  if (penalty > 0) os << " penalty=" << penalty;
   return os.str();
 }
 
@@ -133,6 +134,20 @@ Tensor mse(const Tensor& out, const Tensor& y) {
   return (out - y).square().mean();
 }
 
+/// x as the leaf the penalty differentiates by (itself without a penalty).
+Tensor penalty_input(const Tensor& x, const TrainConfig& c) {
+  return c.penalty > 0 ? x.detach().requires_grad_() : x;
+}
+
+/// mse, plus TrainConfig::penalty's term: the rows are independent, so one gradient of
+/// out.sum() w.r.t. x gives every row's input gradient.
+Tensor loss_of(const Tensor& out, const Tensor& x, const Tensor& y, const TrainConfig& c) {
+  Tensor loss = mse(out, y);
+  if (c.penalty == 0) return loss;
+  Tensor gx = grad({out.sum()}, {x}, {}, /*retain_graph=*/true, /*create_graph=*/true)[0];
+  return loss + gx.square().sum({1}).mean() * c.penalty;
+}
+
 std::vector<Tensor> snapshot(nn::Module& m) {
   std::vector<Tensor> out;
   for (auto& [n, p] : m.named_parameters()) out.push_back(p.detach().clone());
@@ -153,14 +168,15 @@ RunResult train_reference(const TrainConfig& c, int ranks) {
     Tensor loss;
     if (ranks == 1 && c.fc2_rank < 0) {
       net->use_fc2 = c.uses_fc2(s, 0);
-      loss = mse(net->forward(x), y);
+      Tensor xin = penalty_input(x, c);
+      loss = loss_of(net->forward(xin), xin, y, c);
     } else {
       const int64_t share = c.global_batch / ranks;
       for (int k = 0; k < ranks; ++k) {
         net->use_fc2 = c.uses_fc2(s, k);
-        Tensor part =
-            mse(net->forward(x.narrow(0, k * share, share)), y.narrow(0, k * share, share)) /
-            double(ranks);
+        Tensor xin = penalty_input(x.narrow(0, k * share, share), c);
+        Tensor part = loss_of(net->forward(xin), xin, y.narrow(0, k * share, share), c) /
+                      double(ranks);
         loss = loss.defined() ? loss + part : part;
       }
     }
@@ -215,8 +231,9 @@ std::vector<double> TinyTrainer::run(int from, int to) {
     double loss_sum = 0;
     for (int m = 0; m < c.accum; ++m) {
       auto sync = strategy->no_sync(m + 1 < c.accum);
-      Tensor out = strategy->forward(x.narrow(0, m * micro, micro));
-      Tensor loss = mse(out, y.narrow(0, m * micro, micro)) / double(c.accum);
+      Tensor xin = penalty_input(x.narrow(0, m * micro, micro), c);
+      Tensor out = strategy->forward(xin);
+      Tensor loss = loss_of(out, xin, y.narrow(0, m * micro, micro), c) / double(c.accum);
       strategy->backward(loss);
       loss_sum += loss.item<double>();
     }

@@ -61,6 +61,10 @@ struct TrainConfig {
   /// >= 0: fc2 takes part in the forward only on this rank (train_strategy, TinyTrainer; dp:
   /// only on this replica, the model itself being replica 0)
   int fc2_rank = -1;
+  /// > 0: the loss adds penalty * mean over rows of |d sum(out_row) / d x_row|^2, a gradient
+  /// penalty built with grad(create_graph) (its gradient w.r.t. the parameters is a second
+  /// derivative); the strategies see a plain backward of the total, as in WGAN-GP / R1 training
+  double penalty = 0.0;
   /// Whether fc2 takes part in step `step`'s forward on rank `rank`.
   bool uses_fc2(int step, int rank) const;
   std::string str() const;
