@@ -4,6 +4,7 @@
 #include "autograd/function.h"
 #include "autograd/grad_mode.h"
 #include "autograd/ops/index.h"
+#include "autograd/ops/linear_pair.h"
 #include "core/creation.h"
 #include "core/ops/copy.h"
 
@@ -12,9 +13,9 @@ namespace sl {
 // Note [Pool double backward]: every pool is linear in its input, and so is its gradient in
 // grad_out. Under create_graph (Note [Double backward] in autograd/engine.cpp) a max pool's
 // gradient is a recorded scatter_add of grad_out at the saved indices (its own gradient a
-// gather), and an average pool's is the recorded adjoint op below, whose gradient is the average
-// pool again: each pair is closed under differentiation, so any order works. With grad mode off
-// the kernels run as before.
+// gather), and an average pool's is its recorded adjoint, whose gradient is the average pool
+// again (detail::record_linear_pair): each pair is closed under differentiation, so any order
+// works. With grad mode off the kernels run as before.
 namespace {
 
 bool graph() {
@@ -31,54 +32,6 @@ Tensor scatter_into_planes(const Tensor& g, const Tensor& indices, const Shape& 
   const int64_t per_plane = g.numel() / planes;
   return scatter_add(z, 1, indices.reshape({planes, per_plane}), g.reshape({planes, per_plane}))
       .reshape(in_sizes);
-}
-
-Tensor avg_pool2d_recorded(const Tensor& input, const Pool2dGeometry& g);
-
-/// avg_pool2d's gradient (the adjoint of the pool) as a recorded op: its gradient is the pool.
-Tensor avg_pool2d_adjoint(const Tensor& grad_out, const Shape& in_sizes, const Pool2dGeometry& g) {
-  Tensor out = ops::avg_pool2d_backward(grad_out, in_sizes, g);
-  if (needs_grad(grad_out)) {
-    record(
-        "AvgPool2DBackwardBackward", {grad_out}, {&out},
-        [g](const BackwardCtx& c) -> variable_list {
-          return {graph() ? avg_pool2d_recorded(c.grad(), g)
-                          : ops::avg_pool2d_forward(c.grad(), g)};
-        },
-        DoubleBackward::supported);
-  }
-  return out;
-}
-
-Tensor avg_pool2d_recorded(const Tensor& input, const Pool2dGeometry& g) {
-  Tensor out = ops::avg_pool2d_forward(input, g);
-  if (needs_grad(input)) {
-    Shape in_sizes = input.sizes();
-    record(
-        "AvgPool2DBackward", {input}, {&out},
-        [in_sizes, g](const BackwardCtx& c) -> variable_list {
-          return {graph() ? avg_pool2d_adjoint(c.grad(), in_sizes, g)
-                          : ops::avg_pool2d_backward(c.grad(), in_sizes, g)};
-        },
-        DoubleBackward::supported);
-  }
-  return out;
-}
-
-/// adaptive_avg_pool2d's gradient as a recorded op: its gradient is the adaptive pool again.
-Tensor adaptive_avg_pool2d_adjoint(const Tensor& grad_out, const Shape& in_sizes) {
-  Tensor out = ops::adaptive_avg_pool2d_backward(grad_out, in_sizes);
-  if (needs_grad(grad_out)) {
-    ExpandingArray<2> out_hw({grad_out.size(-2), grad_out.size(-1)});
-    record(
-        "AdaptiveAvgPool2DBackwardBackward", {grad_out}, {&out},
-        [out_hw](const BackwardCtx& c) -> variable_list {
-          return {graph() ? adaptive_avg_pool2d(c.grad(), out_hw)
-                          : ops::adaptive_avg_pool2d_forward(c.grad(), out_hw)};
-        },
-        DoubleBackward::supported);
-  }
-  return out;
 }
 
 }  // namespace
@@ -119,22 +72,19 @@ Tensor avg_pool2d(const Tensor& input, ExpandingArray<2> kernel_size, ExpandingA
            "avg_pool2d: divisor_override must be positive, got ", divisor_override.value_or(0));
   g.count_include_pad = count_include_pad;
   g.divisor_override = divisor_override.value_or(0);
-  return avg_pool2d_recorded(input, g);
+  const Shape in_sizes = input.sizes();
+  return detail::record_linear_pair(
+      "AvgPool2DBackward", "AvgPool2DBackwardBackward", input,
+      [g](const Tensor& t) { return ops::avg_pool2d_forward(t, g); },
+      [in_sizes, g](const Tensor& t) { return ops::avg_pool2d_backward(t, in_sizes, g); });
 }
 
 Tensor adaptive_avg_pool2d(const Tensor& input, ExpandingArray<2> output_size) {
-  Tensor out = ops::adaptive_avg_pool2d_forward(input, output_size);
-  if (needs_grad(input)) {
-    Shape in_sizes = input.sizes();
-    record(
-        "AdaptiveAvgPool2DBackward", {input}, {&out},
-        [in_sizes](const BackwardCtx& c) -> variable_list {
-          return {graph() ? adaptive_avg_pool2d_adjoint(c.grad(), in_sizes)
-                          : ops::adaptive_avg_pool2d_backward(c.grad(), in_sizes)};
-        },
-        DoubleBackward::supported);
-  }
-  return out;
+  const Shape in_sizes = input.sizes();
+  return detail::record_linear_pair(
+      "AdaptiveAvgPool2DBackward", "AdaptiveAvgPool2DBackwardBackward", input,
+      [output_size](const Tensor& t) { return ops::adaptive_avg_pool2d_forward(t, output_size); },
+      [in_sizes](const Tensor& t) { return ops::adaptive_avg_pool2d_backward(t, in_sizes); });
 }
 
 std::pair<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& input,

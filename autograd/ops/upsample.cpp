@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "autograd/function.h"
+#include "autograd/ops/linear_pair.h"
 #include "autograd/ops/pool.h"
 #include "core/ops/copy.h"
 #include "core/ops/pool.h"
@@ -203,25 +204,21 @@ Tensor interpolate(const Tensor& input, const InterpolateOptions& options) {
     // PyTorch's "area" is adaptive average pooling to the output size (its grad_fn names it too)
     if (input.dim() == 3) return adaptive_avg_pool1d(input, r.g.out_w);
     if (input.dim() == 4) return adaptive_avg_pool2d(input, {r.g.out_h, r.g.out_w});
-    Tensor out = area3d_forward(input, r.g);
-    if (needs_grad(input)) {
-      Shape in_sizes = input.sizes();
-      record("AdaptiveAvgPool3DBackward", {input}, {&out},
-             [in_sizes, g = r.g](const BackwardCtx& c) -> variable_list {
-               return {area3d_backward(c.grad(), in_sizes, g)};
-             });
-    }
-    return out;
+    const Shape in_sizes = input.sizes();
+    return detail::record_linear_pair(
+        "AdaptiveAvgPool3DBackward", "AdaptiveAvgPool3DBackwardBackward", input,
+        [g = r.g](const Tensor& t) { return area3d_forward(t, g); },
+        [in_sizes, g = r.g](const Tensor& t) { return area3d_backward(t, in_sizes, g); });
   }
-  Tensor out = ops::upsample_forward(input, r.g, r.mode);
-  if (needs_grad(input)) {
-    Shape in_sizes = input.sizes();
-    record(r.backward_name, {input}, {&out},
-           [in_sizes, g = r.g, mode = r.mode](const BackwardCtx& c) -> variable_list {
-             return {ops::upsample_backward(c.grad(), in_sizes, g, mode)};
-           });
-  }
-  return out;
+  // every mode is linear in the input: the backward is the adjoint, recorded as a pair so that
+  // create_graph can differentiate it again (Note [Double backward] in autograd/engine.cpp)
+  const Shape in_sizes = input.sizes();
+  return detail::record_linear_pair(
+      r.backward_name, "UpsampleBackwardBackward", input,
+      [g = r.g, mode = r.mode](const Tensor& t) { return ops::upsample_forward(t, g, mode); },
+      [in_sizes, g = r.g, mode = r.mode](const Tensor& t) {
+        return ops::upsample_backward(t, in_sizes, g, mode);
+      });
 }
 
 }  // namespace sl

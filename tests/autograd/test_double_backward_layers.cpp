@@ -1,16 +1,18 @@
 // Double backward (create_graph) through the layers whose plain backward is a kernel: the
 // normalisations (layer_norm, batch_norm in training and eval, group_norm, instance_norm;
 // norm_backward_graph in autograd/ops/norm.cpp), the pools (Note [Pool double backward] in
-// autograd/ops/pool.cpp), dropout, attention (the fused path and the unfused one's masked
-// softmax) and linear_act (through the op-case sweep in test_double_backward.cpp). References:
-// gradgradcheck (central differences of the first-order gradient in float64, gradcheck's default
-// tolerances), and the first-order gradient under create_graph against the kernel's.
+// autograd/ops/pool.cpp), interpolate in every mode, dropout, attention (the fused path and the
+// unfused one's masked softmax) and linear_act (through the op-case sweep in
+// test_double_backward.cpp). References: gradgradcheck (central differences of the first-order
+// gradient in float64, gradcheck's default tolerances), and the first-order gradient under
+// create_graph against the kernel's.
 #include <functional>
 
 #include "autograd/ops/attention.h"
 #include "autograd/ops/dropout.h"
 #include "autograd/ops/norm.h"
 #include "autograd/ops/pool.h"
+#include "autograd/ops/upsample.h"
 #include "support/testing.h"
 
 using namespace sl;
@@ -202,4 +204,47 @@ TEST_CASE("double backward: scaled dot-product attention, fused and unfused") {
     }
     set_attention_backend(before);
   }
+}
+
+TEST_CASE("double backward: interpolate in every mode (linear maps recorded with their adjoints)") {
+  manual_seed(29);
+  Tensor x3 = param({1, 2, 5}), x4 = param({1, 2, 4, 5}), x5 = param({1, 1, 3, 4, 3});
+  struct Case {
+    const char* name;
+    Tensor x;
+    InterpolateOptions o;
+  };
+  const std::vector<Case> cases = {
+      {"nearest 1-d", x3, {.size = {8}}},
+      {"nearest 2-d", x4, {.scale_factor = {1.5}}},
+      {"nearest 3-d", x5, {.size = {4, 5, 2}}},
+      {"nearest-exact", x4, {.size = {3, 7}, .mode = "nearest-exact"}},
+      {"area 2-d", x4, {.size = {3, 3}, .mode = "area"}},
+      {"area 3-d", x5, {.size = {2, 3, 2}, .mode = "area"}},
+      {"linear", x3, {.size = {7}, .mode = "linear"}},
+      {"bilinear", x4, {.scale_factor = {1.7}, .mode = "bilinear"}},
+      {"bilinear align_corners", x4, {.size = {3, 8}, .mode = "bilinear", .align_corners = true}},
+      {"bicubic", x4, {.size = {6, 4}, .mode = "bicubic"}},
+      {"trilinear", x5, {.size = {4, 3, 5}, .mode = "trilinear"}},
+      {"bilinear antialias (down)", x4, {.size = {2, 3}, .mode = "bilinear", .antialias = true}},
+      {"bicubic antialias (down)", x4, {.size = {3, 2}, .mode = "bicubic", .antialias = true}},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    InterpolateOptions o = c.o;
+    CHECK(gradgradcheck(
+        [o](const TensorList& in) {
+          Tensor y = interpolate(in[0], o);
+          return y * y;
+        },
+        {c.x}));
+  }
+  // third order: the adjoint's gradient is the upsample again
+  auto third = [](const TensorList& in) {
+    EnableGradGuard eg;
+    Tensor xi = in[0].requires_grad() ? in[0] : in[0].detach().requires_grad_();
+    Tensor y = interpolate(xi, {.size = {6, 7}, .mode = "bicubic"}).pow(3).sum();
+    return grad({y}, {xi}, {}, true, true)[0];
+  };
+  CHECK(gradgradcheck(third, {x4}));
 }
