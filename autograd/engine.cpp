@@ -78,12 +78,13 @@
 //   layer_norm, batch_norm (training and eval), group_norm, instance_norm (the fused kernels
 //   when grad mode is off; the formulas as differentiable ops, statistics recomputed from the
 //   input, under create_graph); max/avg/adaptive pools 1-d and 2-d (Note [Pool double
-//   backward], autograd/ops/pool.cpp); dropout (the same mask); attention_softmax and
+//   backward], autograd/ops/pool.cpp) and interpolate in every mode (linear maps recorded with
+//   their adjoints, detail::record_linear_pair); dropout (the same mask); attention_softmax and
 //   scaled_dot_product_attention on both paths (the fused one's create_graph backward is the
-//   unfused formulas, probabilities recomputed from q and k).
+//   unfused formulas, probabilities recomputed from q and k); dp's output gather.
 //   tests/autograd/test_double_backward*.cpp gradgradcheck every op-case table case of these and
 //   check that the others refuse.
-// - Not yet: conv, upsample, 3-d adaptive pool, RNNs, ctc_loss, embedding_bag, and in-place ops.
+// - Not yet: conv, RNNs, ctc_loss, embedding_bag, and in-place ops.
 // - The graph is kept (retain_graph is implied), as PyTorch's default for create_graph. An
 //   AccumulateGrad under create_graph stores a copy with a graph (clone, then out-of-place adds),
 //   so backward(create_graph) makes parameter -> .grad() -> graph -> AccumulateGrad -> parameter

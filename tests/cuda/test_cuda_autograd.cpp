@@ -47,37 +47,74 @@ TEST_CASE("cuda: backward of a small network matches the CPU" * sl::testing::nee
   }
 }
 
-TEST_CASE("cuda: double backward (a gradient penalty) matches the CPU" * sl::testing::needs_gpu()) {
-  SL_REQUIRE_CUDA("double backward parity");
-  manual_seed(9);
-  // WGAN-GP's penalty mean((|d net / d x| - 1)^2) through the same network, differentiated
-  // w.r.t. the parameters: the second backward runs through the first one's recorded graph
-  // (Note [Double backward]); float64 so that only the math library's ulps differ.
-  const DType dt = DType::f64;
-  Tensor x = randn({6, 24}, {.dtype = dt});
-  Tensor w1 = randn({24, 32}, {.dtype = dt}) * 0.2, b1 = randn({32}, {.dtype = dt}) * 0.1;
-  Tensor w2 = randn({32, 8}, {.dtype = dt}) * 0.2;
-  auto penalty_grads = [&](Device dev) {
-    TensorList p = {w1.to(dev).requires_grad_(), b1.to(dev).requires_grad_(),
-                    w2.to(dev).requires_grad_()};
-    Tensor xi = x.to(dev).requires_grad_();
-    Tensor h = (xi.matmul(p[0]) + p[1]).tanh();
-    Tensor d = h.matmul(p[2]).sigmoid().sum();
-    variable_list gx = grad({d}, {xi}, {}, false, /*create_graph=*/true);
-    Tensor pen = (gx[0].square().sum({1}).sqrt() - 1).square().mean();
-    variable_list gp = grad({pen}, p);
-    TensorList out = {pen.detach().cpu()};
-    for (const Tensor& g : gp) {
-      CHECK(g.device() == dev);
-      out.push_back(g.cpu());
-    }
-    return out;
-  };
-  TensorList cpu = penalty_grads(kCPU), gpu = penalty_grads(kGPU);
+namespace {
+
+/// The penalty mean((|d f(x) / d x| - 1)^2) (WGAN-GP's, norms over each sample) computed on dev,
+/// followed by its gradients w.r.t. the parameters: the second backward runs through the first
+/// one's recorded graph (Note [Double backward]). Returned on the CPU.
+TensorList penalty_grads(const std::function<Tensor(const Tensor&, const TensorList&)>& f,
+                         const Tensor& x, const TensorList& params, Device dev) {
+  TensorList p;
+  for (const Tensor& t : params) p.push_back(t.to(dev).requires_grad_());
+  Tensor xi = x.to(dev).requires_grad_();
+  variable_list gx = grad({f(xi, p)}, {xi}, {}, false, /*create_graph=*/true);
+  Tensor pen = (gx[0].flatten(1).square().sum({1}).sqrt() - 1).square().mean();
+  variable_list gp = grad({pen}, p);
+  TensorList out = {pen.detach().cpu()};
+  for (const Tensor& g : gp) {
+    CHECK(g.device() == dev);
+    out.push_back(g.cpu());
+  }
+  return out;
+}
+
+/// penalty_grads on the GPU equals the CPU's; float64, so only the math library's ulps differ.
+void check_penalty_parity(const std::function<Tensor(const Tensor&, const TensorList&)>& f,
+                          const Tensor& x, const TensorList& params) {
+  TensorList cpu = penalty_grads(f, x, params, kCPU), gpu = penalty_grads(f, x, params, kGPU);
   for (size_t i = 0; i < cpu.size(); ++i) {
     CAPTURE(i);
     SL_CHECK_CLOSE(gpu[i], cpu[i], 1e-11, 1e-11);
   }
+}
+
+}  // namespace
+
+TEST_CASE("cuda: double backward (a gradient penalty) matches the CPU" * sl::testing::needs_gpu()) {
+  SL_REQUIRE_CUDA("double backward parity");
+  manual_seed(9);
+  const DType dt = DType::f64;
+  Tensor x = randn({6, 24}, {.dtype = dt});
+  Tensor w1 = randn({24, 32}, {.dtype = dt}) * 0.2, b1 = randn({32}, {.dtype = dt}) * 0.1;
+  Tensor w2 = randn({32, 8}, {.dtype = dt}) * 0.2;
+  check_penalty_parity(
+      [](const Tensor& xi, const TensorList& p) {
+        Tensor h = (xi.matmul(p[0]) + p[1]).tanh();
+        return h.matmul(p[2]).sigmoid().sum();
+      },
+      x, {w1, b1, w2});
+}
+
+TEST_CASE("cuda: double backward through norms, attention, pools, interpolate and cross_entropy" *
+          sl::testing::needs_gpu()) {
+  SL_REQUIRE_CUDA("double backward parity of the layers");
+  manual_seed(10);
+  const DType dt = DType::f64;
+  Tensor x = randn({2, 4, 8}, {.dtype = dt});
+  Tensor lw = randn({8}, {.dtype = dt}), lb = randn({8}, {.dtype = dt}) * 0.1;
+  Tensor w = randn({6, 8}, {.dtype = dt}) * 0.3, b = randn({6}, {.dtype = dt}) * 0.1;
+  Tensor labels = from_vector(std::vector<int64_t>{0, 5, 2, 3, 1, 4, 4, 0});
+  check_penalty_parity(
+      [labels](const Tensor& xi, const TensorList& p) {
+        Tensor h = layer_norm(xi, {8}, p[0], p[1]);
+        Tensor a = scaled_dot_product_attention(h, h, h, Tensor(), 0.0, /*is_causal=*/true);
+        Tensor f = linear_act(a, p[2], p[3], Activation::gelu).transpose(1, 2);  // [2, 6, 4]
+        Tensor pooled = avg_pool1d(f, 2) + max_pool1d(f, 2);                     // [2, 6, 2]
+        Tensor u = interpolate(pooled, {.size = {4}, .mode = "linear"});         // [2, 6, 4]
+        Tensor logits = u.transpose(1, 2).reshape({8, 6});
+        return nn::functional::cross_entropy(logits, labels.to(logits.device()));
+      },
+      x, {lw, lb, w, b});
 }
 
 TEST_CASE("cuda: 100 SGD steps do not grow GPU memory" * sl::testing::needs_gpu()) {
