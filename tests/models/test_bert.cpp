@@ -21,6 +21,8 @@
 #include "autograd/grad_mode.h"
 #include "models/bert.h"
 #include "models/registry.h"
+#include "models/tiny_bert.h"
+#include "models/tiny_bert.h"
 #include "nn/fixture.h"
 #include "nn/loss.h"
 #include "nn/serialize/safetensors.h"
@@ -309,22 +311,8 @@ TEST_CASE("bert: gradient checkpointing gives the same loss and gradients, keepi
 }
 
 TEST_CASE("bert: float64 gradcheck of tiny BERT heads (tied MLM decoder, pooler, classifier)") {
-  BertConfig c;
-  c.vocab_size = 7;
-  c.hidden_size = 4;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 2;
-  c.intermediate_size = 6;
-  c.max_position_embeddings = 5;
-  c.hidden_dropout_prob = 0.0;
-  c.attention_probs_dropout_prob = 0.0;
-  c.initializer_range = 0.5;  // attention away from uniform
-  c.layer_norm_eps = 1e-5;    // keeps the finite differences of LayerNorm well conditioned
-  // no id 0 (the padding id): the embedding's padding row gets no gradient from a lookup, by
-  // design (as torch's padding_idx), which finite differences would see
-  Tensor ids = from_vector(std::vector<int64_t>{3, 1, 6, 2, 5, 4}).view({2, 3});
-  Tensor types = from_vector(std::vector<int64_t>{0, 1, 1, 0, 0, 1}).view({2, 3});
-  Tensor mask = from_vector(std::vector<int64_t>{1, 1, 1, 1, 1, 0}).view({2, 3});
+  BertConfig c = testing::tiny_gradcheck_bert();
+  const auto [ids, types, mask] = testing::TinyBertBatch{};
   manual_seed(5);
   BertForMaskedLM mlm(c);
   mlm.to(DType::f64);  // converts the tied tensor once (both names see it)

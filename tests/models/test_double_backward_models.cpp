@@ -6,7 +6,7 @@
 #include <functional>
 
 #include "autograd/grad_mode.h"
-#include "models/bert.h"
+#include "models/tiny_bert.h"
 #include "nn/fixture.h"
 #include "nn/loss.h"
 #include "support/testing.h"
@@ -34,20 +34,8 @@ std::function<Tensor(const TensorList&)> grad_dot_direction(nn::Module& m,
 }  // namespace
 
 TEST_CASE("double backward: Hessian-vector product of a tiny BERT's masked-LM loss") {
-  BertConfig c;
-  c.vocab_size = 7;
-  c.hidden_size = 4;
-  c.num_hidden_layers = 1;
-  c.num_attention_heads = 2;
-  c.intermediate_size = 6;
-  c.max_position_embeddings = 5;
-  c.hidden_dropout_prob = 0.0;
-  c.attention_probs_dropout_prob = 0.0;
-  c.initializer_range = 0.5;  // attention away from uniform
-  // ids without 0, the padding id (its row gets no gradient by design, as in test_bert.cpp)
-  Tensor ids = from_vector(std::vector<int64_t>{3, 1, 6, 2, 5, 4}).view({2, 3});
-  Tensor types = from_vector(std::vector<int64_t>{0, 1, 1, 0, 0, 1}).view({2, 3});
-  Tensor mask = from_vector(std::vector<int64_t>{1, 1, 1, 1, 1, 0}).view({2, 3});
+  BertConfig c = testing::tiny_gradcheck_bert();
+  const auto [ids, types, mask] = testing::TinyBertBatch{};
   // masked-LM labels: -100 rows are ignored, as in training
   Tensor labels = from_vector(std::vector<int64_t>{2, -100, 5, -100, 1, -100}).view({6});
   manual_seed(31);
