@@ -26,9 +26,11 @@ bool gradcheck(const std::function<Tensor(const TensorList&)>& fn, const TensorL
 /// gradient of <fn(inputs), v> w.r.t. the inputs that require grad, computed by backward with
 /// create_graph, is gradchecked w.r.t. those inputs and v (a fixed, non-trivial float64 tensor of
 /// fn's output shape). So the Jacobian that a second backward computes through the recorded
-/// first-order backward is compared with central differences of the first-order gradient.
-/// Throws AutogradError (or returns false) as gradcheck, also when an op in fn does not support
-/// double backward.
+/// first-order backward is compared with central differences of the first-order gradient. First,
+/// that gradient is compared with the one a plain backward computes (to 1e-9, relative to 1 +
+/// |plain|): an op may compute them differently (a kernel, or differentiable ops under
+/// create_graph). Throws AutogradError (or returns false) as gradcheck, also when an op in fn does
+/// not support double backward.
 bool gradgradcheck(const std::function<Tensor(const TensorList&)>& fn, const TensorList& inputs,
                    const GradcheckOptions& opts = {});
 

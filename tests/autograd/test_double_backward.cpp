@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "autograd/function.h"
 #include "core/op_cases.h"
 #include "support/testing.h"
 
@@ -127,6 +128,30 @@ TEST_CASE("double backward: an op without it refuses the second backward, naming
   } catch (const AutogradError& e) {
     CHECK(mentions(e.what(), "CtcLossBackward"));
     CHECK(mentions(e.what(), "double backward is not supported"));
+  }
+}
+
+TEST_CASE("gradgradcheck: a create_graph gradient that differs from the plain one fails") {
+  // An op whose formula branches on grad mode (a kernel in a plain backward, differentiable ops
+  // under create_graph) and gets the second branch wrong: central differences of that branch
+  // alone would agree with its own second backward, so gradgradcheck compares the branches.
+  auto scaled = [](const Tensor& x, double graph_factor) {
+    Tensor out = x.detach() * 3.0;
+    record(
+        "ScaledBackward", {x}, {&out},
+        [graph_factor](const BackwardCtx& c) -> variable_list {
+          return {GradMode::is_enabled() ? c.grad() * graph_factor : c.grad() * 3.0};
+        },
+        DoubleBackward::supported);
+    return out;
+  };
+  Tensor x = f64({0.5, -1.25}, {2}).requires_grad_();
+  CHECK(gradgradcheck([&](const TensorList& in) { return scaled(in[0], 3.0).square(); }, {x}));
+  try {
+    gradgradcheck([&](const TensorList& in) { return scaled(in[0], 2.0).square(); }, {x});
+    FAIL("no AutogradError");
+  } catch (const AutogradError& e) {
+    CHECK(mentions(e.what(), "differs from the plain backward's"));
   }
 }
 
