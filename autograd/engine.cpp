@@ -81,10 +81,12 @@
 //   backward], autograd/ops/pool.cpp) and interpolate in every mode (linear maps recorded with
 //   their adjoints, detail::record_linear_pair); dropout (the same mask); attention_softmax and
 //   scaled_dot_product_attention on both paths (the fused one's create_graph backward is the
-//   unfused formulas, probabilities recomputed from q and k); dp's output gather.
+//   unfused formulas, probabilities recomputed from q and k); LSTM / GRU cells and layers (the
+//   forward recomputed as differentiable ops, Note [RNN double backward]); dp's output gather.
 //   tests/autograd/test_double_backward*.cpp gradgradcheck every op-case table case of these and
-//   check that the others refuse.
-// - Not yet: conv, RNNs, ctc_loss, embedding_bag, and in-place ops.
+//   check that the others refuse; gradgradcheck first checks that the gradient a create_graph
+//   backward computes equals the plain backward's (the two branches of each formula).
+// - Not yet: conv, ctc_loss, embedding_bag, and in-place ops.
 // - The graph is kept (retain_graph is implied), as PyTorch's default for create_graph. An
 //   AccumulateGrad under create_graph stores a copy with a graph (clone, then out-of-place adds),
 //   so backward(create_graph) makes parameter -> .grad() -> graph -> AccumulateGrad -> parameter

@@ -3,10 +3,16 @@
 // node after two linear projections.
 #include "autograd/ops/rnn.h"
 
+#include <functional>
+#include <tuple>
+
+#include "autograd/engine.h"
 #include "autograd/function.h"
+#include "autograd/grad_mode.h"
 #include "autograd/ops/dropout.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/matmul.h"
+#include "autograd/ops/shape.h"
 #include "core/amp.h"
 #include "core/creation.h"
 #include "core/ops/copy.h"
@@ -33,6 +39,70 @@ void check_shape(const char* op, const Tensor& t, const Shape& want, const std::
                  ", expected ", shape_str(want));
 }
 
+// ---- double backward --------------------------------------------------------------------------
+// Note [RNN double backward]: the fused step kernels record nothing, so under create_graph (Note
+// [Double backward] in autograd/engine.cpp) a cell's or a layer's backward recomputes its forward
+// as differentiable ops (the equations of Note [RNN layout], the same masking for lengths) from
+// its inputs attached to their history and returns grad(..., create_graph) of that: a gradient
+// with a graph, differentiable again. The plain backward keeps the kernels.
+
+/// LSTM's pointwise step on pre-activations (all biases included) as differentiable ops.
+std::pair<Tensor, Tensor> lstm_step_ops(const Tensor& gates, const Tensor& c) {
+  std::vector<Tensor> q = gates.chunk(4, 1);  // i, f, g, o
+  Tensor c_next = sigmoid(q[1]) * c + sigmoid(q[0]) * tanh(q[2]);
+  return {sigmoid(q[3]) * tanh(c_next), c_next};
+}
+
+/// GRU's pointwise step (GruStep's equations) as differentiable ops.
+Tensor gru_step_ops(const Tensor& gx, const Tensor& gh_in, const Tensor& h, const Tensor& b_hh) {
+  Tensor gh = b_hh.defined() ? gh_in + b_hh : gh_in;
+  std::vector<Tensor> x = gx.chunk(3, 1), r = gh.chunk(3, 1);  // r, z, n thirds
+  Tensor reset = sigmoid(x[0] + r[0]), update = sigmoid(x[1] + r[1]);
+  Tensor n = tanh(x[2] + reset * r[2]);
+  return (1.0 - update) * n + update * h;
+}
+
+/// The create_graph backward of a fused node with inputs `saved` (Note [RNN double backward]):
+/// `ops_forward` recomputes the node's outputs from its inputs as differentiable ops.
+variable_list recomputed_grads(const char* name, const BackwardCtx& c,
+                               const std::vector<SavedTensor>& saved,
+                               const std::function<TensorList(const TensorList&)>& ops_forward) {
+  TensorList in;
+  for (const SavedTensor& t : saved) {
+    // A fresh alias (a view) of each input: grad() w.r.t. the aliases sees only their direct
+    // uses below. W.r.t. the inputs themselves, one input's gradient would also flow into
+    // another through the history between them (a GRU cell's gh = h @ W_hh^T leads to h).
+    Tensor t_in = t.unpack(name);
+    in.push_back(t_in.defined() && t_in.requires_grad() ? t_in.view(t_in.sizes()) : t_in);
+  }
+  variable_list result(in.size());
+  variable_list wrt;
+  std::vector<size_t> slot;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i].defined() && in[i].requires_grad() && c.needs(i)) {
+      wrt.push_back(in[i]);
+      slot.push_back(i);
+    }
+  }
+  if (wrt.empty()) return result;
+  TensorList outs = ops_forward(in);
+  variable_list roots, grads;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (outs[i].defined() && outs[i].requires_grad()) {
+      roots.push_back(outs[i]);
+      grads.push_back(c.grad(i));
+    }
+  }
+  if (roots.empty()) return result;
+  variable_list g = grad(roots, wrt, grads, /*retain_graph=*/true, /*create_graph=*/true);
+  for (size_t k = 0; k < wrt.size(); ++k) result[slot[k]] = g[k];
+  return result;
+}
+
+std::vector<SavedTensor> save_all(const TensorList& inputs) {
+  return std::vector<SavedTensor>(inputs.begin(), inputs.end());
+}
+
 // ---- cells ------------------------------------------------------------------------------------
 
 /// Fused LSTM pointwise step on pre-activation gates [N, 4H] and c [N, H]: (h', c').
@@ -49,22 +119,30 @@ std::pair<Tensor, Tensor> lstm_pointwise(const Tensor& gates, const Tensor& c) {
   if (needs_grad(gates, c)) {
     // SavedTensor, not Tensor captures: c_next is the output c_out itself, and a captured
     // Tensor would make the node own the tensor that owns it (a leaked graph per call).
-    record("LstmCellBackward", {gates, c}, {&h_out, &c_out},
-           [sact = SavedTensor(st.gates), scp = SavedTensor(st.c_prev),
-            scn = SavedTensor(st.c_next)](const BackwardCtx& ctx) {
-             const char* name = "LstmCellBackward";
-             const Tensor act = sact.unpack(name), cp = scp.unpack(name);
-             LstmStepBackward b;
-             b.gates = act;
-             b.c_prev = cp;
-             b.c_next = scn.unpack(name);
-             b.dh = ops::contiguous(ctx.grad(0));
-             b.dc = ops::contiguous(ctx.grad(1), /*force_copy=*/true);
-             b.dgates = ops::empty(act.sizes(), act.dtype(), act.device());
-             b.dh_prev = ops::empty(cp.sizes(), cp.dtype(), cp.device());
-             lstm_step_backward_kernel(act.device().kind, b);
-             return variable_list{b.dgates, b.dc};
-           });
+    record(
+        "LstmCellBackward", {gates, c}, {&h_out, &c_out},
+        [sact = SavedTensor(st.gates), scp = SavedTensor(st.c_prev), scn = SavedTensor(st.c_next),
+         sin = save_all({gates, c})](const BackwardCtx& ctx) {
+          const char* name = "LstmCellBackward";
+          if (GradMode::is_enabled()) {
+            return recomputed_grads(name, ctx, sin, [](const TensorList& in) {
+              auto [h, c] = lstm_step_ops(in[0], in[1]);
+              return TensorList{h, c};
+            });
+          }
+          const Tensor act = sact.unpack(name), cp = scp.unpack(name);
+          LstmStepBackward b;
+          b.gates = act;
+          b.c_prev = cp;
+          b.c_next = scn.unpack(name);
+          b.dh = ops::contiguous(ctx.grad(0));
+          b.dc = ops::contiguous(ctx.grad(1), /*force_copy=*/true);
+          b.dgates = ops::empty(act.sizes(), act.dtype(), act.device());
+          b.dh_prev = ops::empty(cp.sizes(), cp.dtype(), cp.device());
+          lstm_step_backward_kernel(act.device().kind, b);
+          return variable_list{b.dgates, b.dc};
+        },
+        DoubleBackward::supported);
   }
   return {h_out, c_out};
 }
@@ -82,20 +160,28 @@ Tensor gru_pointwise(const Tensor& gx, const Tensor& gh, const Tensor& h, const 
   gru_step_forward_kernel(h.device().kind, st);
   Tensor out = st.h_next;
   if (needs_grad(gx, gh, h, b_hh)) {
-    record("GruCellBackward", {gx, gh, h, b_hh}, {&out},
-           [sx = st.gx, sh = st.gh, hp = st.h_prev](const BackwardCtx& ctx) {
-             GruStepBackward b;
-             b.gx = sx;
-             b.gh = sh;
-             b.h_prev = hp;
-             b.dh = ops::contiguous(ctx.grad(0));
-             b.dgx = ops::empty(sx.sizes(), sx.dtype(), sx.device());
-             b.dgh = ops::empty(sh.sizes(), sh.dtype(), sh.device());
-             b.dh_prev = ops::empty(hp.sizes(), hp.dtype(), hp.device());
-             gru_step_backward_kernel(sx.device().kind, b);
-             Tensor db = ctx.needs(3) ? ops::reduce(ReduceOp::sum, b.dgh, {0}, false) : Tensor();
-             return variable_list{b.dgx, b.dgh, b.dh_prev, db};
-           });
+    record(
+        "GruCellBackward", {gx, gh, h, b_hh}, {&out},
+        [sx = st.gx, sh = st.gh, hp = st.h_prev,
+         sin = save_all({gx, gh, h, b_hh})](const BackwardCtx& ctx) {
+          if (GradMode::is_enabled()) {
+            return recomputed_grads("GruCellBackward", ctx, sin, [](const TensorList& in) {
+              return TensorList{gru_step_ops(in[0], in[1], in[2], in[3])};
+            });
+          }
+          GruStepBackward b;
+          b.gx = sx;
+          b.gh = sh;
+          b.h_prev = hp;
+          b.dh = ops::contiguous(ctx.grad(0));
+          b.dgx = ops::empty(sx.sizes(), sx.dtype(), sx.device());
+          b.dgh = ops::empty(sh.sizes(), sh.dtype(), sh.device());
+          b.dh_prev = ops::empty(hp.sizes(), hp.dtype(), hp.device());
+          gru_step_backward_kernel(sx.device().kind, b);
+          Tensor db = ctx.needs(3) ? ops::reduce(ReduceOp::sum, b.dgh, {0}, false) : Tensor();
+          return variable_list{b.dgx, b.dgh, b.dh_prev, db};
+        },
+        DoubleBackward::supported);
   }
   return out;
 }
@@ -147,6 +233,45 @@ CellArgs check_cell(const char* op, int64_t G, const Tensor& input, const Tensor
 // ---- whole sequences ------------------------------------------------------------------------
 
 /// One layer (both directions) as one autograd node: outputs y, h_n (and c_n for LSTM).
+/// One layer (Note [RNN layout]) as differentiable ops: {y, h_n, c_n} from x [T, N, I], h0 / c0
+/// [D, N, H] and the flat weights (w_ih, w_hh, b_ih, b_hh per direction).
+TensorList rnn_layer_ops(RnnMode mode, const Tensor& x, const Tensor& h0, const Tensor& c0,
+                         const TensorList& wts, const Tensor& lengths) {
+  const bool lstm = mode == RnnMode::lstm;
+  const int64_t T = x.size(0), D = static_cast<int64_t>(wts.size() / 4);
+  TensorList ys, hs, cs;
+  for (int64_t d = 0; d < D; ++d) {
+    const Tensor &w_ih = wts[4 * d], &w_hh = wts[4 * d + 1], &b_ih = wts[4 * d + 2],
+                 &b_hh = wts[4 * d + 3];
+    Tensor h = h0.select(0, d), c = lstm ? c0.select(0, d) : Tensor();
+    TensorList y(static_cast<size_t>(T));
+    for (int64_t step = 0; step < T; ++step) {
+      const int64_t t = d == 0 ? step : T - 1 - step;
+      Tensor gx = linear(x.select(0, t), w_ih, b_ih), gh = linear(h, w_hh);
+      Tensor h_next, c_next;
+      if (lstm) {
+        std::tie(h_next, c_next) = lstm_step_ops(b_hh.defined() ? gx + gh + b_hh : gx + gh, c);
+      } else {
+        h_next = gru_step_ops(gx, gh, h, b_hh);
+      }
+      Tensor out = h_next;
+      if (lengths.defined()) {  // inactive rows keep their state and output 0
+        Tensor active = lengths.gt(t).unsqueeze(1);
+        out = where(active, h_next, zeros({}, {.dtype = h.dtype(), .device = h.device()}));
+        h_next = where(active, h_next, h);
+        if (lstm) c_next = where(active, c_next, c);
+      }
+      y[static_cast<size_t>(t)] = out;
+      h = h_next;
+      c = c_next;
+    }
+    ys.push_back(stack(y, 0));
+    hs.push_back(h);
+    if (lstm) cs.push_back(c);
+  }
+  return {D == 1 ? ys[0] : cat(ys, 2), stack(hs, 0), lstm ? stack(cs, 0) : Tensor()};
+}
+
 std::vector<Tensor> rnn_layer(RnnMode mode, const Tensor& x, const Tensor& h0, const Tensor& c0,
                               const std::vector<RnnWeights>& w, const Tensor& lengths) {
   const bool lstm = mode == RnnMode::lstm;
@@ -164,25 +289,34 @@ std::vector<Tensor> rnn_layer(RnnMode mode, const Tensor& x, const Tensor& h0, c
     for (const auto& wd : w) {
       for (const Tensor* t : {&wd.w_ih, &wd.w_hh}) guards.emplace_back(*t);
     }
-    record(name, inputs, outs,
-           [saved = std::move(r.saved), guards, lstm, name](const BackwardCtx& c) {
-             for (const auto& g : guards) g.unpack(name);
-             bool any_w = false;
-             for (size_t i = 3; i < 3 + 4 * saved.w.size(); ++i) any_w = any_w || c.needs(i);
-             RnnLayerGrads g =
-                 ops::rnn_layer_backward(saved, c.grad(0), c.grad(1), lstm ? c.grad(2) : Tensor(),
-                                         {c.needs(0), c.needs(1), c.needs(2), any_w});
-             variable_list out{g.x, g.h0, g.c0};
-             for (size_t d = 0; d < saved.w.size(); ++d) {
-               const RnnWeights& gw = g.w[d];
-               size_t base = 3 + 4 * d;
-               out.push_back(c.needs(base) ? gw.w_ih : Tensor());
-               out.push_back(c.needs(base + 1) ? gw.w_hh : Tensor());
-               out.push_back(c.needs(base + 2) ? gw.b_ih : Tensor());
-               out.push_back(c.needs(base + 3) ? gw.b_hh : Tensor());
-             }
-             return out;
-           });
+    record(
+        name, inputs, outs,
+        [saved = std::move(r.saved), guards, lstm, name, sin = save_all(inputs), mode,
+         lengths](const BackwardCtx& c) {
+          if (GradMode::is_enabled()) {
+            return recomputed_grads(name, c, sin, [mode, lengths](const TensorList& in) {
+              return rnn_layer_ops(mode, in[0], in[1], in[2], TensorList(in.begin() + 3, in.end()),
+                                   lengths);
+            });
+          }
+          for (const auto& g : guards) g.unpack(name);
+          bool any_w = false;
+          for (size_t i = 3; i < 3 + 4 * saved.w.size(); ++i) any_w = any_w || c.needs(i);
+          RnnLayerGrads g =
+              ops::rnn_layer_backward(saved, c.grad(0), c.grad(1), lstm ? c.grad(2) : Tensor(),
+                                      {c.needs(0), c.needs(1), c.needs(2), any_w});
+          variable_list out{g.x, g.h0, g.c0};
+          for (size_t d = 0; d < saved.w.size(); ++d) {
+            const RnnWeights& gw = g.w[d];
+            size_t base = 3 + 4 * d;
+            out.push_back(c.needs(base) ? gw.w_ih : Tensor());
+            out.push_back(c.needs(base + 1) ? gw.w_hh : Tensor());
+            out.push_back(c.needs(base + 2) ? gw.b_ih : Tensor());
+            out.push_back(c.needs(base + 3) ? gw.b_hh : Tensor());
+          }
+          return out;
+        },
+        DoubleBackward::supported);
   }
   return {y, hn, cn};
 }
@@ -204,12 +338,17 @@ Tensor concat0(const TensorList& parts) {
   if (needs_grad_list(parts)) {
     std::vector<int64_t> sizes;
     for (const auto& p : parts) sizes.push_back(p.size(0));
-    record("CatBackward", parts, {&out}, [starts, sizes](const BackwardCtx& c) {
-      variable_list g;
-      for (size_t i = 0; i < starts.size(); ++i)
-        g.push_back(ops::narrow(c.grad(), 0, starts[i], sizes[i]));
-      return g;
-    });
+    record(
+        "CatBackward", parts, {&out},
+        [starts, sizes](const BackwardCtx& c) {
+          const bool graph = GradMode::is_enabled();  // create_graph: narrow as a tracked view
+          variable_list g;
+          for (size_t i = 0; i < starts.size(); ++i)
+            g.push_back(graph ? c.grad().narrow(0, starts[i], sizes[i])
+                              : ops::narrow(c.grad(), 0, starts[i], sizes[i]));
+          return g;
+        },
+        DoubleBackward::supported);
   }
   return out;
 }

@@ -1,7 +1,8 @@
 // Double backward (create_graph) through the layers whose plain backward is a kernel: the
 // normalisations (layer_norm, batch_norm in training and eval, group_norm, instance_norm;
 // norm_backward_graph in autograd/ops/norm.cpp), the pools (Note [Pool double backward] in
-// autograd/ops/pool.cpp), interpolate in every mode, dropout, attention (the fused path and the
+// autograd/ops/pool.cpp), interpolate in every mode, LSTM / GRU cells and layers (Note [RNN double
+// backward] in autograd/ops/rnn.cpp), dropout, attention (the fused path and the
 // unfused one's masked softmax) and linear_act (through the op-case sweep in
 // test_double_backward.cpp). References: gradgradcheck (central differences of the first-order
 // gradient in float64, gradcheck's default tolerances), and the first-order gradient under
@@ -12,6 +13,7 @@
 #include "autograd/ops/dropout.h"
 #include "autograd/ops/norm.h"
 #include "autograd/ops/pool.h"
+#include "autograd/ops/rnn.h"
 #include "autograd/ops/upsample.h"
 #include "support/testing.h"
 
@@ -247,4 +249,68 @@ TEST_CASE("double backward: interpolate in every mode (linear maps recorded with
     return grad({y}, {xi}, {}, true, true)[0];
   };
   CHECK(gradgradcheck(third, {x4}));
+}
+
+TEST_CASE("double backward: LSTM and GRU cells and layers (lengths, two layers, bidirectional)") {
+  manual_seed(30);
+  const int64_t T = 3, N = 2, I = 3, H = 2;
+  Tensor x = param({T, N, I}) * 0.7;  // leaves below: x itself is passed through detach
+  x = x.detach().requires_grad_();
+  Tensor lengths = from_vector(std::vector<int64_t>{3, 2});
+  // per layer and direction: w_ih [G*H, in], w_hh [G*H, H], b_ih, b_hh (layer 1 takes D * H)
+  auto make_params = [&](int64_t G, int64_t layers, int64_t D) {
+    TensorList p;
+    for (int64_t l = 0; l < layers; ++l) {
+      for (int64_t d = 0; d < D; ++d) {
+        const int64_t in = l == 0 ? I : D * H;
+        for (const Shape& s : {Shape{G * H, in}, Shape{G * H, H}, Shape{G * H}, Shape{G * H}}) {
+          p.push_back((randn(s, {.dtype = DType::f64}) * 0.6).requires_grad_());
+        }
+      }
+    }
+    return p;
+  };
+  // the output and the final states, joined, so that every output's gradient is checked
+  auto joined = [](std::initializer_list<Tensor> ts) {
+    TensorList flat;
+    for (const Tensor& t : ts) flat.push_back(t.reshape({-1}));
+    return cat(flat, 0);
+  };
+  {
+    TensorList p = make_params(4, 2, 2);
+    TensorList in = {x};
+    in.insert(in.end(), p.begin(), p.end());
+    CHECK(gradgradcheck(
+        [&](const TensorList& v) {
+          auto [y, hn, cn] = lstm(v[0], Tensor(), Tensor(), TensorList(v.begin() + 1, v.end()),
+                                  true, 2, 0.0, true, /*bidirectional=*/true, false, lengths);
+          return joined({y, hn, cn});
+        },
+        in));
+  }
+  {
+    TensorList p = make_params(3, 1, 1);
+    Tensor h0 = param({1, N, H});
+    TensorList in = {x, h0};
+    in.insert(in.end(), p.begin(), p.end());
+    CHECK(gradgradcheck(
+        [&](const TensorList& v) {
+          auto [y, hn] = gru(v[0], v[1], TensorList(v.begin() + 2, v.end()), true, 1, 0.0, true,
+                             false, false, lengths);
+          return joined({y, hn});
+        },
+        in));
+  }
+  // the cells
+  Tensor xc = param({N, I}), h = param({N, H}), c = param({N, H});
+  TensorList lp = make_params(4, 1, 1), gp = make_params(3, 1, 1);
+  CHECK(gradgradcheck(
+      [](const TensorList& v) {
+        auto [h1, c1] = lstm_cell(v[0], v[1], v[2], v[3], v[4], v[5], v[6]);
+        return cat({h1, c1}, 1);
+      },
+      {xc, h, c, lp[0], lp[1], lp[2], lp[3]}));
+  CHECK(gradgradcheck(
+      [](const TensorList& v) { return gru_cell(v[0], v[1], v[2], v[3], v[4], v[5]); },
+      {xc, h, gp[0], gp[1], gp[2], gp[3]}));
 }
