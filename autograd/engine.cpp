@@ -72,8 +72,8 @@
 //   chunk, pad, flip, tril/triu, repeat;
 //   reductions: sum, mean, prod, max/min (all and along a dim), amax/amin, var, std, norm,
 //   logsumexp, cumsum; sort/topk;
-//   indexing: gather, scatter, scatter_add, index_select, index_add, embedding, masked_select
-//   (each linear in its floating input: its gradient is again one of them), and so the
+//   indexing: gather, scatter, scatter_add, index_select, index_add, embedding, embedding_bag,
+//   masked_select (each linear in its floating input: its gradient is again one of them), and so the
 //   composite losses built on them (cross_entropy / nll_loss, mse, l1, bce with logits, ...);
 //   layer_norm, batch_norm (training and eval), group_norm, instance_norm (the fused kernels
 //   when grad mode is off; the formulas as differentiable ops, statistics recomputed from the
@@ -86,7 +86,7 @@
 //   tests/autograd/test_double_backward*.cpp gradgradcheck every op-case table case of these and
 //   check that the others refuse; gradgradcheck first checks that the gradient a create_graph
 //   backward computes equals the plain backward's (the two branches of each formula).
-// - Not yet: conv, ctc_loss, embedding_bag, and in-place ops.
+// - Not yet: conv, ctc_loss, and in-place ops.
 // - The graph is kept (retain_graph is implied), as PyTorch's default for create_graph. An
 //   AccumulateGrad under create_graph stores a copy with a graph (clone, then out-of-place adds),
 //   so backward(create_graph) makes parameter -> .grad() -> graph -> AccumulateGrad -> parameter

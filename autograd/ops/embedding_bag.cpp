@@ -84,27 +84,34 @@ Tensor embedding_bag_max(const Tensor& weight, const Tensor& idx, const Tensor& 
   auto [out, arg] = ops::embedding_bag_max(rows, bounds, idx, skip);
   if (needs_grad(weight)) {
     SavedTensor sa(arg), si(idx);
-    record("EmbeddingBagMaxBackward", {weight}, {&out},
-           [sa, si, N, D](const BackwardCtx& c) -> variable_list {
-             const Tensor& g = c.grad();
-             Tensor arg = sa.unpack("EmbeddingBagMaxBackward");
-             Tensor idx = si.unpack("EmbeddingBagMaxBackward");
-             Tensor gw = filled({(N + 1) * D}, g.dtype(), g.device(), 0);
-             if (idx.numel() > 0 && arg.numel() > 0) {
-               // the weight row of each (bag, column)'s maximum; row N (cut off) for empty bags
-               Tensor flat_arg = ops::reshape(arg, {-1});
-               Tensor row =
-                   ops::index_select(idx, 0, ops::clamp(flat_arg, Scalar(0), std::nullopt));
-               row = ops::masked_fill(row, ops::binary(BinaryOp::lt, flat_arg, Scalar(0)), N);
-               Tensor col = arange(0, D, 1, {.dtype = DType::i64, .device = g.device()});
-               Tensor pos = ops::binary(
-                   BinaryOp::add,
-                   ops::reshape(ops::binary(BinaryOp::mul, row, Scalar(D)), arg.sizes()), col);
-               gw = ops::index_add(gw, 0, ops::contiguous(ops::reshape(pos, {-1})),
-                                   ops::contiguous(ops::reshape(g, {-1})));
-             }
-             return {ops::view(ops::narrow(gw, 0, 0, N * D), {N, D})};
-           });
+    record(
+        "EmbeddingBagMaxBackward", {weight}, {&out},
+        [sa, si, N, D](const BackwardCtx& c) -> variable_list {
+          const Tensor& g = c.grad();
+          Tensor arg = sa.unpack("EmbeddingBagMaxBackward");
+          Tensor idx = si.unpack("EmbeddingBagMaxBackward");
+          Tensor gw = filled({(N + 1) * D}, g.dtype(), g.device(), 0);
+          if (idx.numel() > 0 && arg.numel() > 0) {
+            // the weight row of each (bag, column)'s maximum; row N (cut off) for empty bags
+            Tensor flat_arg = ops::reshape(arg, {-1});
+            Tensor row = ops::index_select(idx, 0, ops::clamp(flat_arg, Scalar(0), std::nullopt));
+            row = ops::masked_fill(row, ops::binary(BinaryOp::lt, flat_arg, Scalar(0)), N);
+            Tensor col = arange(0, D, 1, {.dtype = DType::i64, .device = g.device()});
+            Tensor pos = ops::binary(
+                BinaryOp::add,
+                ops::reshape(ops::binary(BinaryOp::mul, row, Scalar(D)), arg.sizes()), col);
+            Tensor flat_pos = ops::contiguous(ops::reshape(pos, {-1}));
+            if (GradMode::is_enabled()) {
+              // create_graph: the recorded index_add, its own gradient a gather (Note
+              // [Double backward] in autograd/engine.cpp)
+              return {index_add(gw, 0, flat_pos, g.reshape({-1})).narrow(0, 0, N * D).view({N, D})};
+            }
+            gw = ops::index_add(gw, 0, flat_pos, ops::contiguous(ops::reshape(g, {-1})));
+          }
+          return {GradMode::is_enabled() ? gw.narrow(0, 0, N * D).view({N, D})
+                                         : ops::view(ops::narrow(gw, 0, 0, N * D), {N, D})};
+        },
+        DoubleBackward::supported);
   }
   return out;
 }

@@ -11,6 +11,7 @@
 
 #include "autograd/ops/attention.h"
 #include "autograd/ops/dropout.h"
+#include "autograd/ops/embedding_bag.h"
 #include "autograd/ops/norm.h"
 #include "autograd/ops/pool.h"
 #include "autograd/ops/rnn.h"
@@ -313,4 +314,31 @@ TEST_CASE("double backward: LSTM and GRU cells and layers (lengths, two layers, 
   CHECK(gradgradcheck(
       [](const TensorList& v) { return gru_cell(v[0], v[1], v[2], v[3], v[4], v[5]); },
       {xc, h, gp[0], gp[1], gp[2], gp[3]}));
+}
+
+TEST_CASE("double backward: embedding_bag in its three modes") {
+  manual_seed(32);
+  Tensor w = param({5, 3});
+  Tensor input = from_vector(std::vector<int64_t>{0, 2, 4, 2, 1, 3, 3});
+  Tensor offsets = from_vector(std::vector<int64_t>{0, 3, 3, 5});  // the second bag is empty
+  Tensor psw = param({7});
+  for (EmbeddingBagMode mode :
+       {EmbeddingBagMode::sum, EmbeddingBagMode::mean, EmbeddingBagMode::max}) {
+    CAPTURE(embedding_bag_mode_name(mode));
+    CHECK(gradgradcheck(
+        [&](const TensorList& in) {
+          Tensor y = embedding_bag(in[0], input, {.offsets = offsets, .mode = mode});
+          return y * y;
+        },
+        {w}));
+  }
+  // per-sample weights (mode sum): bilinear in the weight and them
+  CHECK(gradgradcheck(
+      [&](const TensorList& in) {
+        return embedding_bag(
+                   in[0], input,
+                   {.offsets = offsets, .mode = EmbeddingBagMode::sum, .per_sample_weights = in[1]})
+            .tanh();
+      },
+      {w, psw}));
 }
