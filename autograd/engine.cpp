@@ -73,8 +73,9 @@
 //   reductions: sum, mean, prod, max/min (all and along a dim), amax/amin, var, std, norm,
 //   logsumexp, cumsum; sort/topk;
 //   indexing: gather, scatter, scatter_add, index_select, index_add, embedding, embedding_bag,
-//   masked_select (each linear in its floating input: its gradient is again one of them), and so the
-//   composite losses built on them (cross_entropy / nll_loss, mse, l1, bce with logits, ...);
+//   masked_select (each linear in its floating input: its gradient is again one of them);
+//   every nn::functional loss but ctc_loss (composites of the above; binary_cross_entropy's own
+//   node opts in);
 //   layer_norm, batch_norm (training and eval), group_norm, instance_norm (the fused kernels
 //   when grad mode is off; the formulas as differentiable ops, statistics recomputed from the
 //   input, under create_graph); max/avg/adaptive pools 1-d and 2-d (Note [Pool double

@@ -197,15 +197,19 @@ Tensor bce_terms(const Tensor& x, const Tensor& t) {
     out = (t - 1.0) * x.neg().log1p().clamp(-100.0) - t * x.log().clamp(-100.0);
   }
   if (needs_grad(x, t)) {
-    record("BinaryCrossEntropyBackward", {x, t}, {&out},
-           [sx = SavedTensor(x), st = SavedTensor(t)](const BackwardCtx& c) -> variable_list {
-             const Tensor x = sx.unpack("BinaryCrossEntropyBackward");
-             const Tensor t = st.unpack("BinaryCrossEntropyBackward");
-             Tensor gx, gt;
-             if (c.needs(0)) gx = c.grad() * (x - t) / (x * (1.0 - x)).clamp(1e-12);
-             if (c.needs(1)) gt = c.grad() * (x.neg().log1p() - x.log());
-             return {gx, gt};
-           });
+    // the formula is made of differentiable ops: a create_graph backward records it (its
+    // second derivative is that of the expression, where the clamp is inactive)
+    record(
+        "BinaryCrossEntropyBackward", {x, t}, {&out},
+        [sx = SavedTensor(x), st = SavedTensor(t)](const BackwardCtx& c) -> variable_list {
+          const Tensor x = sx.unpack("BinaryCrossEntropyBackward");
+          const Tensor t = st.unpack("BinaryCrossEntropyBackward");
+          Tensor gx, gt;
+          if (c.needs(0)) gx = c.grad() * (x - t) / (x * (1.0 - x)).clamp(1e-12);
+          if (c.needs(1)) gt = c.grad() * (x.neg().log1p() - x.log());
+          return {gx, gt};
+        },
+        DoubleBackward::supported);
   }
   return out;
 }
