@@ -87,7 +87,10 @@
 //   tests/autograd/test_double_backward*.cpp gradgradcheck every op-case table case of these and
 //   check that the others refuse; gradgradcheck first checks that the gradient a create_graph
 //   backward computes equals the plain backward's (the two branches of each formula).
-// - Not yet: conv, ctc_loss, and in-place ops.
+//   In-place: add_, sub_, mul_ / div_ by a scalar, neg_, masked_fill_ on a tensor that is not a
+//   view (Note [In-place double backward], autograd/ops/elementwise_methods.cpp).
+// - Not yet: conv, ctc_loss, copy_, the in-place ops that save a value (mul_ / div_ by a tensor,
+//   clamp_, relu_, pow_, the unary ones but neg_), and any in-place op on a view.
 // - The graph is kept (retain_graph is implied), as PyTorch's default for create_graph. An
 //   AccumulateGrad under create_graph stores a copy with a graph (clone, then out-of-place adds),
 //   so backward(create_graph) makes parameter -> .grad() -> graph -> AccumulateGrad -> parameter

@@ -1,6 +1,7 @@
 // Tensor methods and operators of the elementwise family (declared in core/tensor.h), including
 // the in-place forms with their autograd bookkeeping.
 #include "autograd/function.h"
+#include "autograd/grad_mode.h"
 #include "autograd/ops/elementwise.h"
 #include "core/creation.h"
 #include "core/ops/copy.h"
@@ -72,6 +73,21 @@ Tensor Tensor::isinf() const { return sl::isinf(*this); }
 Tensor Tensor::isfinite() const { return sl::isfinite(*this); }
 
 // ---- in-place ----------------------------------------------------------------------------------
+// Note [In-place double backward]: an in-place op whose formula is made of differentiable ops and
+// reads no saved value (add_, sub_, mul_ / div_ by a scalar, neg_, masked_fill_) is recorded as
+// supporting double backward (Note [Double backward] in autograd/engine.cpp). The others save a
+// copy of self from before the write, or self after it, with no history to attach a second
+// derivative to, and refuse; so does any in-place op on a view (its CopySlices node).
+
+namespace {
+/// record_inplace of a formula made of differentiable ops that reads no saved value.
+template <class F>
+void record_inplace_twice_differentiable(const char* name, Tensor& self,
+                                         std::initializer_list<Tensor> others, F&& fn) {
+  detail::attach_node_inplace(
+      detail::make_lambda_node(name, std::forward<F>(fn), DoubleBackward::supported), self, others);
+}
+}  // namespace
 
 Tensor& Tensor::add_(const Tensor& o, Scalar alpha) {
   check_inplace(*this, "add_", {o});
@@ -79,12 +95,13 @@ Tensor& Tensor::add_(const Tensor& o, Scalar alpha) {
   Shape so = o.defined() ? o.sizes() : Shape{};
   ops::binary_(BinaryOp::add, *this, o, alpha);
   if (rec) {
-    record_inplace("AddBackward", *this, {o}, [so, alpha](const BackwardCtx& c) -> variable_list {
-      const Tensor& g = c.grad();
-      Tensor go;
-      if (c.needs(1)) go = sum_to(alpha.to_double() == 1.0 ? g : sl::mul(g, alpha), so);
-      return {g, go};
-    });
+    record_inplace_twice_differentiable(
+        "AddBackward", *this, {o}, [so, alpha](const BackwardCtx& c) -> variable_list {
+          const Tensor& g = c.grad();
+          Tensor go;
+          if (c.needs(1)) go = sum_to(alpha.to_double() == 1.0 ? g : sl::mul(g, alpha), so);
+          return {g, go};
+        });
   }
   return *this;
 }
@@ -105,12 +122,14 @@ Tensor& Tensor::sub_(const Tensor& o, Scalar alpha) {
   Shape so = o.sizes();
   ops::binary_(BinaryOp::sub, *this, o, alpha);
   if (rec) {
-    record_inplace("SubBackward", *this, {o}, [so, alpha](const BackwardCtx& c) -> variable_list {
-      const Tensor& g = c.grad();
-      Tensor go;
-      if (c.needs(1)) go = sum_to(sl::mul(g, Scalar(-alpha.to_double())), so);
-      return {g, go};
-    });
+    record_inplace_twice_differentiable("SubBackward", *this, {o},
+                                        [so, alpha](const BackwardCtx& c) -> variable_list {
+                                          const Tensor& g = c.grad();
+                                          Tensor go;
+                                          if (c.needs(1))
+                                            go = sum_to(sl::mul(g, Scalar(-alpha.to_double())), so);
+                                          return {g, go};
+                                        });
   }
   return *this;
 }
@@ -144,9 +163,9 @@ Tensor& Tensor::mul_(Scalar o) {
   bool rec = needs_grad(*this);
   ops::binary_(BinaryOp::mul, *this, o);
   if (rec) {
-    record_inplace("MulBackward", *this, {}, [o](const BackwardCtx& c) -> variable_list {
-      return {sl::mul(c.grad(), o)};
-    });
+    record_inplace_twice_differentiable(
+        "MulBackward", *this, {},
+        [o](const BackwardCtx& c) -> variable_list { return {sl::mul(c.grad(), o)}; });
   }
   return *this;
 }
@@ -183,8 +202,9 @@ Tensor& Tensor::div_(Scalar o) {
   bool rec = needs_grad(*this);
   ops::binary_(BinaryOp::div, *this, o);
   if (rec) {
-    record_inplace("DivBackward", *this, {},
-                   [o](const BackwardCtx& c) -> variable_list { return {sl::div(c.grad(), o)}; });
+    record_inplace_twice_differentiable(
+        "DivBackward", *this, {},
+        [o](const BackwardCtx& c) -> variable_list { return {sl::div(c.grad(), o)}; });
   }
   return *this;
 }
@@ -225,9 +245,12 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, Scalar value) {
   ops::masked_fill_(*this, mask, value);
   if (rec) {
     SavedTensor m(mask);
-    record_inplace("MaskedFillBackward", *this, {}, [m](const BackwardCtx& c) -> variable_list {
-      return {ops::masked_fill(c.grad(), m.unpack("MaskedFillBackward"), 0)};
-    });
+    record_inplace_twice_differentiable(
+        "MaskedFillBackward", *this, {}, [m](const BackwardCtx& c) -> variable_list {
+          const Tensor mask = m.unpack("MaskedFillBackward");
+          return {GradMode::is_enabled() ? c.grad().masked_fill(mask, 0)
+                                         : ops::masked_fill(c.grad(), mask, 0)};
+        });
   }
   return *this;
 }
@@ -246,9 +269,14 @@ Tensor& unary_inplace(Tensor& self, UnaryOp op, const char* name, const char* no
   ops::unary_(op, self);
   if (rec) {
     SavedTensor sy = save_y ? SavedTensor(self) : SavedTensor();
-    record_inplace(node, self, {}, [sx, sy, node, grad_fn](const BackwardCtx& c) -> variable_list {
+    auto fn = [sx, sy, node, grad_fn](const BackwardCtx& c) -> variable_list {
       return {grad_fn(c.grad(), sx.unpack(node), sy.unpack(node))};
-    });
+    };
+    if (save_x || save_y) {
+      record_inplace(node, self, {}, std::move(fn));
+    } else {
+      record_inplace_twice_differentiable(node, self, {}, std::move(fn));  // neg_
+    }
   }
   return self;
 }

@@ -342,3 +342,26 @@ TEST_CASE("double backward: embedding_bag in its three modes") {
       },
       {w, psw}));
 }
+
+TEST_CASE("double backward: in-place add_, sub_, scalar mul_ / div_, neg_ and masked_fill_") {
+  manual_seed(33);
+  Tensor x = param({3, 4}), r = param({4}), mask = rand({3, 4}).gt(0.5);
+  // a residual block as model code writes it: out = f(x); out += x; out *= 0.5; ...
+  CHECK(gradgradcheck(
+      [&](const TensorList& in) {
+        Tensor out = sin(in[0] * in[1]);  // sin saves its input, not out
+        out.add_(in[0], 2.0).sub_(in[1]).mul_(0.5).div_(3.0).neg_().masked_fill_(mask, 0.25);
+        return out * out;
+      },
+      {x, r}));
+  // ops that save a value refuse (mul_ by a tensor saves self from before the write) ...
+  Tensor y = x * 1.0;
+  y.mul_(r);
+  variable_list g = grad({y.sum()}, {x}, {}, false, /*create_graph=*/true);
+  CHECK_THROWS_AS(grad({g[0].sum()}, {x}), AutogradError);
+  // ... and so does an in-place op on a view (its CopySlices node rewrites the base's history)
+  Tensor base = x * 1.0;
+  base.narrow(0, 0, 2).add_(r);
+  variable_list gb = grad({(base * base).sum()}, {x}, {}, false, true);
+  CHECK_THROWS_AS(grad({gb[0].sum()}, {x}), AutogradError);
+}
