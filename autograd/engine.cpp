@@ -89,7 +89,9 @@
 //   backward computes equals the plain backward's (the two branches of each formula).
 //   In-place: add_, sub_, mul_ / div_ by a scalar, neg_, masked_fill_ on a tensor that is not a
 //   view (Note [In-place double backward], autograd/ops/elementwise_methods.cpp).
-// - Not yet: conv, ctc_loss, copy_, the in-place ops that save a value (mul_ / div_ by a tensor,
+//   Convolutions: conv1d/conv2d/conv_transpose1d/conv_transpose2d (Note [Conv double backward],
+//   autograd/ops/conv.cpp).
+// - Not yet: ctc_loss, copy_, the in-place ops that save a value (mul_ / div_ by a tensor,
 //   clamp_, relu_, pow_, the unary ones but neg_), and any in-place op on a view.
 // - The graph is kept (retain_graph is implied), as PyTorch's default for create_graph. An
 //   AccumulateGrad under create_graph stores a copy with a graph (clone, then out-of-place adds),

@@ -1,6 +1,7 @@
 // Differentiable convolutions, named and ordered as torch.nn.functional. Backward (input,
 // weight, bias) is in autograd/ops/conv.cpp beside the forward; the kernels are the conv family
-// (core/ops/conv.h). First-order gradients only: the backward is not itself differentiable.
+// (core/ops/conv.h). Differentiable to any order (create_graph) w.r.t. input, weight and bias:
+// Note [Conv double backward] in autograd/ops/conv.cpp.
 #pragma once
 
 #include "core/ops/conv.h"
