@@ -183,7 +183,7 @@ const std::vector<OpCase>& all_op_cases() {
   static const std::vector<OpCase> cases = [] {
     std::vector<OpCase> all;
     for (auto part : {elementwise_cases, reduce_cases, matmul_cases, view_cases,
-                      softmax_index_cases, shape_sort_cases, inplace_cases}) {
+                      softmax_index_cases, shape_sort_cases, inplace_cases, conv_cases}) {
       std::vector<OpCase> p = part();
       all.insert(all.end(), p.begin(), p.end());
     }
@@ -214,6 +214,8 @@ const std::vector<std::string>& required_ops() {
       // shape, sort
       "cat", "stack", "split", "split_with_sizes", "chunk", "pad", "tril", "triu", "flip", "repeat",
       "sort", "argsort", "topk",
+      // convolutions
+      "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d",
       // in-place forms
       "neg_", "abs_", "exp_", "log_", "log1p_", "expm1_", "sqrt_", "rsqrt_", "square_",
       "reciprocal_", "tanh_", "sigmoid_", "sin_", "cos_", "floor_", "ceil_", "round_", "sign_",
@@ -315,6 +317,10 @@ const std::vector<std::string>& required_grad_ops() {
                                                "repeat",
                                                "sort",
                                                "topk",
+                                               "conv1d",
+                                               "conv2d",
+                                               "conv_transpose1d",
+                                               "conv_transpose2d",
                                                "neg_",
                                                "abs_",
                                                "exp_",

@@ -104,6 +104,7 @@ std::vector<OpCase> softmax_index_cases();
 std::vector<OpCase> shape_sort_cases();
 std::vector<OpCase> inplace_cases();
 std::vector<OpCase> inplace_cases();
+std::vector<OpCase> conv_cases();
 /// All of the above.
 const std::vector<OpCase>& all_op_cases();
 
