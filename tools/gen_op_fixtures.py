@@ -121,6 +121,54 @@ def gen_conv():
     fam.save()
 
 
+# ---- conv_r1: second derivatives of the convolutions --------------------------------------
+
+def r1_penalty(d_of_x, x, params):
+    """R1 (gamma = 2): mean over the batch of |dD/dx|^2, D summed per sample, and its gradient
+    w.r.t. params: a second derivative of every layer of D (create_graph)."""
+    (gx,) = torch.autograd.grad(d_of_x(x).sum(), x, create_graph=True)
+    penalty = gx.square().sum() / x.shape[0]
+    return penalty, torch.autograd.grad(penalty, params)
+
+
+def gen_conv_r1():
+    """R1 penalties of two tiny CNNs in float64 (tests/autograd/test_double_backward_conv.cpp):
+    "cnn2d": conv2d -> tanh -> conv_transpose2d -> tanh -> conv2d; "cnn1d": conv1d -> tanh ->
+    conv_transpose1d. Stores the inputs, the parameters ("p0", "p1", ...), the penalty and its
+    gradient w.r.t. each parameter ("grad_p0", ...)."""
+    fam = Family("conv_r1")
+    torch.manual_seed(7)
+    f64 = dict(dtype=torch.float64)
+    x = torch.randn(2, 2, 6, 5, **f64).requires_grad_()
+    ps = [leaf(4, 2, 3, 3, scale=0.5, **f64), leaf(4, **f64),            # conv2d, stride 2
+          leaf(4, 2, 2, 3, scale=0.5, **f64), leaf(4, **f64),            # conv_transpose2d
+          leaf(2, 2, 2, 2, scale=0.5, **f64)]                            # conv2d, groups 2
+
+    def cnn2d(xi):
+        h = torch.tanh(F.conv2d(xi, ps[0], ps[1], stride=2, padding=1))
+        h = torch.tanh(F.conv_transpose2d(h, ps[2], ps[3], stride=2, padding=1, output_padding=1,
+                                          groups=2, dilation=(2, 1)))
+        return F.conv2d(h, ps[4], None, stride=1, padding=(1, 0), dilation=(1, 2), groups=2)
+
+    x1 = torch.randn(2, 4, 9, **f64).requires_grad_()
+    qs = [leaf(6, 2, 3, scale=0.5, **f64), leaf(6, **f64),               # conv1d, groups 2
+          leaf(6, 1, 3, scale=0.5, **f64)]                               # conv_transpose1d, groups 3
+
+    def cnn1d(xi):
+        h = torch.tanh(F.conv1d(xi, qs[0], qs[1], stride=2, padding=1, dilation=2, groups=2))
+        return F.conv_transpose1d(h, qs[2], None, stride=2, padding=1, output_padding=1, groups=3,
+                                  dilation=2)
+
+    for case, net, xi, params in (("cnn2d", cnn2d, x, ps), ("cnn1d", cnn1d, x1, qs)):
+        penalty, grads = r1_penalty(net, xi, params)
+        fam.put(case, "x", xi)
+        fam.put(case, "penalty", penalty)
+        for i, (p, g) in enumerate(zip(params, grads)):
+            fam.put(case, f"p{i}", p)
+            fam.put(case, f"grad_p{i}", g)
+    fam.save()
+
+
 # ---- pool ----------------------------------------------------------------------------------
 
 def gen_pool():
@@ -492,7 +540,7 @@ def gen_ctc_impossible(fam):
         fam.put(case, "grad_logits", logits.grad)
 
 
-GENERATORS = {"ctc": gen_ctc, "conv": gen_conv, "pool": gen_pool, "norm": gen_norm, "attention": gen_attention,
+GENERATORS = {"ctc": gen_ctc, "conv": gen_conv, "conv_r1": gen_conv_r1, "pool": gen_pool, "norm": gen_norm, "attention": gen_attention,
               "rnn": gen_rnn}
 
 if __name__ == "__main__":
