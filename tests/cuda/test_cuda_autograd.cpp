@@ -1,6 +1,6 @@
 // Autograd on CUDA tensors: forward and backward of a small network match the CPU, so does a
-// second backward (create_graph), and 100 training steps leave the GPU's live memory where the
-// first step left it.
+// second backward (create_graph, also through the convolutions), and 100 training steps leave the
+// GPU's live memory where the first step left it.
 #include "cuda_testing.h"
 
 using namespace sl;
@@ -115,6 +115,29 @@ TEST_CASE("cuda: double backward through norms, attention, pools, interpolate an
         return nn::functional::cross_entropy(logits, labels.to(logits.device()));
       },
       x, {lw, lb, w, b});
+}
+
+TEST_CASE("cuda: double backward through the convolutions matches the CPU" *
+          sl::testing::needs_gpu()) {
+  SL_REQUIRE_CUDA("conv double backward parity");
+  manual_seed(10);
+  // A penalty on |d D / d x| of a CNN with conv2d (groups, stride, dilation), conv_transpose2d
+  // (output_padding past the stride) and conv1d, differentiated w.r.t. the parameters: the
+  // second backward runs the recorded conv maps (Note [Conv double backward]), i.e. the cuDNN
+  // forward, backward-data and backward-filter passes in every role. float64: cuDNN and the CPU
+  // sum the same few hundred products in other orders, so 1e-11.
+  const DType dt = DType::f64;
+  Tensor x = randn({2, 4, 6, 6}, {.dtype = dt});
+  TensorList p0 = {randn({4, 2, 3, 3}, {.dtype = dt}) * 0.4, randn({4}, {.dtype = dt}),
+                   randn({4, 3, 2, 2}, {.dtype = dt}) * 0.4, randn({3}, {.dtype = dt}),
+                   randn({2, 3, 3}, {.dtype = dt}) * 0.4};
+  check_penalty_parity(
+      [](const Tensor& xi, const TensorList& p) {
+        Tensor h = conv2d(xi, p[0], p[1], 2, 1, 2, 2).tanh();                      // [2, 4, 2, 2]
+        h = conv_transpose2d(h, p[2], p[3], {1, 2}, 0, {2, 1}, 1, {3, 1}).tanh();  // [2, 3, 7, 5]
+        return conv1d(h.flatten(2), p[4], Tensor(), 2).square().sum();
+      },
+      x, p0);
 }
 
 TEST_CASE("cuda: 100 SGD steps do not grow GPU memory" * sl::testing::needs_gpu()) {
