@@ -1,4 +1,4 @@
-// LayerNorm, GroupNorm, BatchNorm1d, BatchNorm2d, InstanceNorm1d, InstanceNorm2d, as torch.nn's,
+// LayerNorm, GroupNorm, BatchNorm1d, BatchNorm2d, InstanceNorm1d/2d/3d, as torch.nn's,
 // with PyTorch's parameter and buffer names (weight, bias, running_mean, running_var,
 // num_batches_tracked).
 #pragma once
@@ -87,7 +87,7 @@ class BatchNorm2d : public BatchNormBase {
   Tensor forward(const Tensor& x) override;
 };
 
-/// torch.nn.InstanceNorm{1,2}d (PyTorch 1.13): sl::instance_norm of each (sample, channel) slice
+/// torch.nn.InstanceNorm{1,2,3}d (PyTorch 1.13): sl::instance_norm of each (sample, channel) slice
 /// over its spatial dims. weight (ones) and bias (zeros) [num_features] when affine;
 /// running_mean (zeros), running_var (ones) and num_batches_tracked (0, never incremented, as
 /// PyTorch's InstanceNorm) when track_running_stats. Training, or eval without running
@@ -132,6 +132,17 @@ class InstanceNorm2d : public InstanceNormBase {
       : InstanceNormBase("InstanceNorm2d", num_features, eps, momentum, affine, track_running_stats,
                          opts) {}
   Tensor forward(const Tensor& x) override { return run(x, 4); }
+};
+
+/// Input [N, C, D, H, W], or unbatched [C, D, H, W] (ShapeError otherwise).
+class InstanceNorm3d : public InstanceNormBase {
+ public:
+  explicit InstanceNorm3d(int64_t num_features, double eps = 1e-5, double momentum = 0.1,
+                          bool affine = false, bool track_running_stats = false,
+                          TensorOptions opts = {})
+      : InstanceNormBase("InstanceNorm3d", num_features, eps, momentum, affine, track_running_stats,
+                         opts) {}
+  Tensor forward(const Tensor& x) override { return run(x, 5); }
 };
 
 }  // namespace sl::nn

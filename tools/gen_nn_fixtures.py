@@ -245,6 +245,44 @@ def gen_normalization(w):
                  buffers_after=after)
         w.put_module_strings(prefix + "_eval", m)
     w.put_module_strings("instance_norm1d", nn.InstanceNorm1d(3))
+    gen_instance_norm3d(w)
+
+
+def gen_instance_norm3d(w):
+    """InstanceNorm3d over [N, C, D, H, W] and unbatched [C, D, H, W]."""
+    # affine, batched: forward, input / weight / bias gradients, repr and state dict keys
+    seeded(307)
+    m = nn.InstanceNorm3d(3, affine=True)
+    with torch.no_grad():
+        m.weight.normal_()
+        m.bias.normal_()
+    run_case(w, "instance_norm3d_affine", m, [torch.randn(2, 3, 2, 3, 4) * 2 + 0.5], m)
+    w.put_module_strings("instance_norm3d_affine", m)
+    # no affine, no running statistics, unbatched
+    seeded(308)
+    m = nn.InstanceNorm3d(2)
+    run_case(w, "instance_norm3d_unbatched", m, [torch.randn(2, 3, 2, 4) * 2 - 1], m)
+    w.put_module_strings("instance_norm3d_unbatched", m)
+    # running statistics (momentum 0.3): two training steps on batches of different sizes (the
+    # second starts from the statistics the first left), then eval batched and unbatched (the
+    # running statistics normalise). "<case>.param.*" holds the state before each step.
+    seeded(309)
+    m = nn.InstanceNorm3d(3, momentum=0.3, affine=True, track_running_stats=True)
+    with torch.no_grad():
+        m.weight.normal_()
+        m.bias.normal_()
+        m.running_mean.normal_()
+        m.running_var.uniform_(0.5, 2.0)
+    after = ["running_mean", "running_var", "num_batches_tracked"]
+    for case, training, shape in [("instance_norm3d_track_train1", True, (2, 3, 2, 3, 2)),
+                                  ("instance_norm3d_track_train2", True, (3, 3, 2, 2, 3)),
+                                  ("instance_norm3d_track_eval", False, (2, 3, 3, 2, 2)),
+                                  ("instance_norm3d_track_eval_unbatched", False, (3, 2, 3, 2))]:
+        for p in m.parameters():
+            p.grad = None
+        m.train(training)
+        run_case(w, case, m, [torch.randn(*shape) * 2 + 0.5], m, buffers_after=after)
+    w.put_module_strings("instance_norm3d_track_eval", m)
 
 
 def gen_conv(w):

@@ -2,9 +2,9 @@
 // and the softmax modules.
 //
 // Covered module classes (a new one of these families needs a case here):
-//   BatchNorm1d, BatchNorm2d, LayerNorm, GroupNorm, InstanceNorm1d, InstanceNorm2d, Softmax,
-//   LogSoftmax, Softmin, ReLU, GELU, Tanh, Sigmoid, SiLU, Hardtanh, LeakyReLU, PReLU, Softplus,
-//   ELU, SELU, Mish, Hardswish, Hardsigmoid, Flatten, Unflatten.
+//   BatchNorm1d, BatchNorm2d, LayerNorm, GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d,
+//   Softmax, LogSoftmax, Softmin, ReLU, GELU, Tanh, Sigmoid, SiLU, Hardtanh, LeakyReLU, PReLU,
+//   Softplus, ELU, SELU, Mish, Hardswish, Hardsigmoid, Flatten, Unflatten.
 //
 // Tolerances: module_tol in module_parity.h.
 #include "module_parity.h"
@@ -97,7 +97,7 @@ TEST_CASE("cuda module parity: BatchNorm1d / BatchNorm2d in train and eval, Laye
   }
 }
 
-TEST_CASE("cuda module parity: InstanceNorm1d / InstanceNorm2d, running statistics, unbatched" *
+TEST_CASE("cuda module parity: InstanceNorm1d / 2d / 3d, running statistics, unbatched" *
           sl::testing::needs_gpu()) {
   SL_REQUIRE_CUDA("instance norm module parity");
   manual_seed(49);
@@ -116,6 +116,8 @@ TEST_CASE("cuda module parity: InstanceNorm1d / InstanceNorm2d, running statisti
                                     rnd({3, 4, 7}, dt), dt);
     check_unary<nn::InstanceNorm2d>([] { return std::make_shared<nn::InstanceNorm2d>(3); },
                                     rnd({3, 4, 5}, dt), dt);  // unbatched
+    check_unary<nn::InstanceNorm3d>([] { return std::make_shared<nn::InstanceNorm3d>(3); },
+                                    rnd({3, 2, 3, 4}, dt), dt);  // unbatched
     for (bool train : {true, false}) {
       check_unary<nn::InstanceNorm1d>(
           [&] { return tracked(std::make_shared<nn::InstanceNorm1d>(4, 1e-5, 0.2, true, true)); },
@@ -123,6 +125,9 @@ TEST_CASE("cuda module parity: InstanceNorm1d / InstanceNorm2d, running statisti
       check_unary<nn::InstanceNorm2d>(
           [&] { return tracked(std::make_shared<nn::InstanceNorm2d>(3, 1e-3, 0.1, true, true)); },
           rnd({2, 3, 4, 5}, dt), dt, train);
+      check_unary<nn::InstanceNorm3d>(
+          [&] { return tracked(std::make_shared<nn::InstanceNorm3d>(2, 1e-5, 0.3, true, true)); },
+          rnd({2, 2, 3, 2, 4}, dt), dt, train);
     }
   }
 }
