@@ -1,6 +1,6 @@
 // Checkpoint scenarios, launched one at a time by tests/dist/test_dist_launch.cpp with
 // SL_TEST_CKPT_DIR (a fresh directory), SL_TEST_CKPT_MODE (the strategy), SL_TEST_CKPT_OPT
-// ("lamb" for Lamb, else Adam) and, for resume,
+// ("adam", "lamb" or "nadam": see config()) and, for resume,
 // SL_TEST_CKPT_EXACT=1 when the continuation must be bit-identical:
 //   "scenario: save"   trains 5 steps, saves DIR/ck, records the full optimizer state and the
 //                      uninterrupted run's next 5 global losses and final parameters (rank 0
@@ -31,8 +31,18 @@ const char* env(const char* name) {
 }
 
 TrainConfig config() {
-  const bool lamb = std::string(env("SL_TEST_CKPT_OPT")) == "lamb";
-  return {.opt = lamb ? OptKind::lamb : OptKind::adam, .clip = 0.5};
+  const std::string opt = env("SL_TEST_CKPT_OPT");
+  if (opt == "lamb") return {.opt = OptKind::lamb, .clip = 0.5};
+  // NAdam's per-parameter scalar mu_product: fc2 first used at step 2, so at the save (step 5)
+  // fc2's product is 3 steps' and fc1's 5 steps'. One large bucket per dtype: each rank holds a
+  // contiguous range of the flat buffer, so a parameter straddles a boundary and a rank can hold
+  // none of others (on 2 ranks rank 1 holds part of fc1.weight only; on 3, rank 0 none of fc1),
+  // whose products it must still know to save and to hand to their new owners.
+  if (opt == "nadam") {
+    return {.opt = OptKind::nadam, .clip = 0.5, .bucket_cap = int64_t{1} << 20, .fc2_from = 2};
+  }
+  REQUIRE_MESSAGE(opt == "adam", "SL_TEST_CKPT_OPT must be adam, lamb or nadam, got '", opt, "'");
+  return {.opt = OptKind::adam, .clip = 0.5};
 }
 
 /// Global-batch losses: the mean over ranks of each rank's mean loss (equal shares).

@@ -3,7 +3,9 @@
 // gradients hold an inf on one rank; identical runs are bit-identical.
 #include "../../support/testing.h"
 #include "../support/tiny_training.h"
+#include "dist/checkpoint.h"
 #include "dist/flat_layout.h"
+#include "dist/flat_strategy.h"
 #include "dist/process_group.h"
 
 using namespace sl;
@@ -33,6 +35,22 @@ void check_same_on_every_rank(const Tensor& t) {
   CHECK(differs.item<double>() == 0.0);
 }
 
+/// How many of the tiny net's parameters have pieces on more than one rank of `pg` under the
+/// flat layout of config c (its bucket size).
+int params_split_across_ranks(const ProcessGroupPtr& pg, const TrainConfig& c) {
+  auto net = sl::testing::make_tiny_net();
+  std::vector<ParamSpec> specs;
+  for (const auto& [n, p] : net->named_parameters()) specs.push_back({p.numel(), p.dtype()});
+  FlatLayout layout(specs, pg->size(), c.bucket_cap);
+  std::vector<int> owners(specs.size(), 0);
+  for (int r = 0; r < pg->size(); ++r) {
+    for (const Piece& pc : layout.pieces_of_rank(r)) owners[static_cast<size_t>(pc.param)] += 1;
+  }
+  int split = 0;
+  for (int o : owners) split += o > 1 ? 1 : 0;
+  return split;
+}
+
 }  // namespace
 
 TEST_CASE("ddp equals the one-process reference; zero1 and zero2 equal ddp") {
@@ -48,6 +66,10 @@ TEST_CASE("ddp equals the one-process reference; zero1 and zero2 equal ddp") {
       {.opt = OptKind::adagrad, .accum = 2},
       {.opt = OptKind::adamax, .clip = 0.3},
       {.opt = OptKind::nadam, .accum = 2},
+      // NAdam's per-parameter scalar mu_product, with the parameters split between ranks: fc2
+      // first used at step 2, so its product runs 2 steps behind fc1's; with clipping
+      {.opt = OptKind::nadam, .steps = 6, .fc2_from = 2},
+      {.opt = OptKind::nadam, .clip = 0.3},
       {.opt = OptKind::radam},
       // a gradient penalty (double backward) in the loss
       {.opt = OptKind::adam, .penalty = 0.5},
@@ -55,6 +77,9 @@ TEST_CASE("ddp equals the one-process reference; zero1 and zero2 equal ddp") {
   };
   for (const TrainConfig& c : configs) {
     CAPTURE(c.str());
+    // fc1.weight, fc1.bias, fc2.weight and fc2.bias straddle a rank boundary (16-byte buckets):
+    // a state that one rank kept for its piece only would part from ddp's
+    REQUIRE(params_split_across_ranks(pg, c) >= 3);
     RunResult ref = sl::testing::train_reference(c);
     RunResult ddp = sl::testing::train_strategy("ddp", c, pg);
     // The ranks' shares are summed in another order than one batch (f32 rounding).
@@ -76,19 +101,8 @@ TEST_CASE("lamb: zero1 and zero2 equal ddp and the reference, with parameters sp
   // would apply another ratio than ddp (which sees whole parameters).
   auto pg = world();
   const TrainConfig c{.opt = OptKind::lamb};
-  {
-    auto net = sl::testing::make_tiny_net();
-    std::vector<ParamSpec> specs;
-    for (const auto& [n, p] : net->named_parameters()) specs.push_back({p.numel(), p.dtype()});
-    FlatLayout layout(specs, pg->size(), c.bucket_cap);
-    std::vector<int> owners(specs.size(), 0);
-    for (int r = 0; r < pg->size(); ++r) {
-      for (const Piece& pc : layout.pieces_of_rank(r)) owners[static_cast<size_t>(pc.param)] += 1;
-    }
-    int split = 0;
-    for (int o : owners) split += o > 1 ? 1 : 0;
-    REQUIRE(split >= 3);  // fc1.weight, fc1.bias, fc2.weight and fc2.bias straddle a boundary
-  }
+  // fc1.weight, fc1.bias, fc2.weight and fc2.bias straddle a boundary
+  REQUIRE(params_split_across_ranks(pg, c) >= 3);
   RunResult ref = sl::testing::train_reference(c);
   RunResult ddp = sl::testing::train_strategy("ddp", c, pg);
   // ddp: the ranks' gradient shares are summed in another order than one batch (f32 rounding)
@@ -102,6 +116,56 @@ TEST_CASE("lamb: zero1 and zero2 equal ddp and the reference, with parameters sp
     check_same_params(z, ddp, 1e-5, 1e-6);
     for (const auto& r : z.steps) CHECK(r.taken);
     for (const Tensor& p : z.params) check_same_on_every_rank(p);
+  }
+}
+
+TEST_CASE("nadam: every rank's mu_product of every parameter equals ddp's, split or not held") {
+  // NAdam keeps a scalar per parameter that its step reads; zero runs the step on pieces, so each
+  // rank advances the product of every stepped parameter, whether it holds a piece of it, part of
+  // it or all of it, and the sharded checkpoint saves one rank's. ddp's come from optim::NAdam
+  // on whole parameters (another code path). fc2 first used at step 2: its product runs behind.
+  // 16-byte buckets cut every parameter between the ranks; one large bucket per dtype gives each
+  // rank a contiguous range, so some rank holds none of some parameter (rank 0 included).
+  auto pg = world();
+  for (int64_t cap : {int64_t{16}, int64_t{1} << 20}) {
+    const TrainConfig c{.opt = OptKind::nadam, .steps = 5, .bucket_cap = cap, .fc2_from = 2};
+    CAPTURE(cap);
+    REQUIRE(params_split_across_ranks(pg, c) >= 1);
+    sl::testing::TinyTrainer ddp("ddp", c, pg);
+    ddp.run(0, c.steps);
+    const serialize::StateDict want = full_optimizer_state(*ddp.strategy);
+    size_t products = 0;
+    for (const auto& [k, v] : want) products += k.rfind("mu_product/", 0) == 0 ? 1 : 0;
+    REQUIRE(products == ddp.net->named_parameters().size());  // every parameter stepped by now
+    for (const char* kind : {"zero1", "zero2"}) {
+      CAPTURE(std::string(kind));
+      sl::testing::TinyTrainer z(kind, c, pg);
+      z.run(0, c.steps);
+      const serialize::StateDict got = full_optimizer_state(*z.strategy);
+      CHECK(got.keys() == want.keys());
+      for (const auto& [k, v] : want) {
+        CAPTURE(k);
+        REQUIRE(got.contains(k));
+        if (k.rfind("mu_product/", 0) == 0 || k.rfind("step/", 0) == 0) {
+          // a product of step-count functions in the same order: exact; and every rank's own
+          SL_CHECK_CLOSE(got.at(k), v, 0, 0);
+          check_same_on_every_rank(got.at(k));
+        } else {
+          // exp_avg, exp_avg_sq: the same averaged gradients as the main table's (f32 rounding)
+          SL_CHECK_CLOSE(got.at(k), v, 1e-5, 1e-7);
+        }
+      }
+      // and what each rank itself holds (not only the gathered state): its product of every
+      // parameter, which the next step of a piece it is given (another world size) would read
+      auto* flat = dynamic_cast<dist::FlatStrategy*>(z.strategy.get());
+      REQUIRE(flat);
+      const auto named = z.net->named_parameters();
+      for (size_t i = 0; i < named.size(); ++i) {
+        CAPTURE(named[i].first);
+        CHECK(flat->sharded_optimizer()->mu_product(static_cast<int>(i)) ==
+              want.at("mu_product/" + named[i].first).item<double>());
+      }
+    }
   }
 }
 
