@@ -1,9 +1,9 @@
 // The trainer's flag checks (tools/train/registry.h, supervised.h), end to end through sl_train
 // and on the parsers directly: a flag no job reads fails with the closest known flag; values out
 // of range fail naming the flag, none falls back to a default; a flag that the other flags make
-// ineffective is refused, naming both, and so are --tf32 1 under bf16-true and stop points that
-// would stop nothing; --help lists each job's flags, and check_all_read keeps the table from
-// drifting from the code.
+// ineffective is refused, naming both, and so are --tf32 1 under bf16-true (and on the CPU under
+// the mixed precisions) and stop points that would stop nothing; --help lists each job's flags,
+// and check_all_read keeps the table from drifting from the code.
 #include <cstdint>
 #include <filesystem>
 #include <stdexcept>
@@ -211,6 +211,25 @@ TEST_CASE("a flag that would do nothing is refused: --tf32 1 under bf16-true, id
   CHECK(rest.out.find("epoch 3/3") != std::string::npos);
 }
 
+TEST_CASE("--tf32 1 under bf16-mixed and f16-mixed on the CPU: refused for the device") {
+  // TF32 and autocast are orthogonal (PyTorch's allow_tf32 holds under autocast), so the mixed
+  // precisions do not refuse it as bf16-true does; on the CPU it still changes nothing, and the
+  // device check refuses it before any work, as in float32.
+  Data d("tf32_mixed_cpu");
+  for (const char* p : {"bf16-mixed", "f16-mixed"}) {
+    CAPTURE(std::string(p));
+    JobResult r = run_job(plus(d.cnn("e"), {"--tf32", "1", "--precision", p}));
+    CHECK(r.code == 1);
+    CHECK_MESSAGE(r.out.find("cnn: --tf32 1 changes how GPU kernels compute (cuDNN convolutions, "
+                             "float32 products): it needs --device cuda, got --device cpu") !=
+                      std::string::npos,
+                  r.out);
+    CHECK(r.out.find("has no effect with --precision") == std::string::npos);
+    CHECK(r.out.find("epoch 1/3") == std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(d.dir("e")));
+  }
+}
+
 TEST_CASE("--tf32 1 with --device cuda: taken in float32, refused under bf16-true" *
           needs_gpu_trainer("tf32 under bf16-true")) {
   Data d("tf32_bf16_true");
@@ -226,6 +245,21 @@ TEST_CASE("--tf32 1 with --device cuda: taken in float32, refused under bf16-tru
   r = run_job(plus(d.cnn("f"), {"--device", "cuda", "--tf32", "1", "--stop-after-epochs", "1"}),
               gpu_train_bin());
   CHECK_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("--tf32 1: TF32 rounds only") == std::string::npos);
+  // and under the mixed precisions, as PyTorch's allow_tf32 under autocast, saying what it
+  // reaches on the precision line
+  for (const char* p : {"bf16-mixed", "f16-mixed"}) {
+    CAPTURE(std::string(p));
+    r = run_job(plus(d.cnn(std::string("m") + p), {"--device", "cuda", "--tf32", "1", "--precision",
+                                                   p, "--stop-after-epochs", "1"}),
+                gpu_train_bin());
+    CHECK_MESSAGE(r.code == 0, r.out);
+    CHECK_MESSAGE(r.out.find(std::string("precision ") + p) != std::string::npos, r.out);
+    CHECK_MESSAGE(r.out.find("(--tf32 1: TF32 rounds only the float32 products autocast leaves; "
+                             "its matmuls, linear layers, convolutions and LSTM/GRU run in 16 "
+                             "bits)") != std::string::npos,
+                  r.out);
+  }
 }
 
 TEST_CASE("--cudnn-benchmark 1 on a model without convolutions is refused, naming it" *

@@ -295,7 +295,10 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
     SL_CHECK(v == 0 || v == 1, name, ": --", flag, " must be 0 or 1, got ", v);
   }
   // bf16-true stores the parameters, activations and inputs in bfloat16: no float32 product is
-  // left for TF32 to round
+  // left for TF32 to round. bf16-mixed and f16-mixed take it, as PyTorch's allow_tf32 under
+  // autocast (orthogonal switches): autocast lowers matmul, linear, conv1d/2d, attention and
+  // LSTM/GRU to 16 bits, and TF32 rounds the float32 products it leaves (ops off its lower list,
+  // which a registered model may hold); the run says so on its precision line.
   SL_CHECK(tf32 == 0 || !precision.params_16, name, ": --tf32 1 has no effect with --precision ",
            precision.name,
            " (its matmuls and convolutions run in bfloat16; TF32 rounds float32 ones only)");
@@ -506,8 +509,12 @@ int run_supervised(const Options& opt, const SupervisedJob& job) {
       static_cast<long long>(total_steps), static_cast<long long>(batch), strategy->name(), world,
       get_num_threads(), device.str().c_str());
   if (accumulate > 1 || precision.name != "32") {
-    say("precision %s%s; %lld micro-batch(es) of %lld per rank per step\n", precision.name.c_str(),
-        precision.loss_scaling ? " with dynamic loss scaling" : "",
+    say("precision %s%s%s; %lld micro-batch(es) of %lld per rank per step\n",
+        precision.name.c_str(), precision.loss_scaling ? " with dynamic loss scaling" : "",
+        tf32 == 1 && precision.autocast
+            ? " (--tf32 1: TF32 rounds only the float32 products autocast leaves; its matmuls, "
+              "linear layers, convolutions and LSTM/GRU run in 16 bits)"
+            : "",
         static_cast<long long>(accumulate), static_cast<long long>(batch / world / accumulate));
   }
 
@@ -712,7 +719,8 @@ const FlagDocs& loop_flags() {
        "(--device cuda; as torch.backends.cudnn.benchmark)"},
       {"tf32", "0",
        "1: TF32 tensor cores in float32 matmuls and convolutions (--device cuda; about 10 "
-       "mantissa bits)"},
+       "mantissa bits). Under bf16-mixed / f16-mixed only the products autocast leaves in "
+       "float32 (as PyTorch's allow_tf32 with autocast); refused with bf16-true"},
       {"checkpoint-dir", "(checkpoints/<job>)", "sharded checkpoints go here"},
       {"checkpoint-every", "0", "N > 0: also save every N steps (0: at epoch ends only)"},
       {"resume", "0",

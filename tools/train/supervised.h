@@ -134,7 +134,9 @@
 // (unless --estimate-memory), --reduce-dtype and --sync-batchnorm 1 with single or dp,
 // --momentum without --optimizer sgd or rmsprop, --rmsprop-alpha / --rmsprop-centered without
 // rmsprop, --adagrad-lr-decay without adagrad, --tf32 1 with --precision bf16-true (no float32
-// product left to round); and, once the model is built, --cudnn-benchmark 1
+// product left to round; under bf16-mixed / f16-mixed it is taken, as PyTorch's allow_tf32 with
+// autocast, and rounds the float32 products autocast leaves; on the CPU it is refused whatever
+// the precision); and, once the model is built, --cudnn-benchmark 1
 // on a model without a convolution module and --sync-batchnorm 1 on one without a BatchNorm layer
 // (ValueError naming the flag and the model).
 #pragma once
