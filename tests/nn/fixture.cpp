@@ -229,4 +229,11 @@ bool module_gradcheck(nn::Module& m, const std::function<Tensor(const TensorList
       all, opts);
 }
 
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream is(text);
+  for (std::string l; std::getline(is, l);) out.push_back(l);
+  return out;
+}
+
 }  // namespace sl::testing

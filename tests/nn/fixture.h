@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "nn/module.h"
 #include "support/testing.h"
@@ -41,5 +42,8 @@ class Fixture {
 /// m's parameters for the call and the originals restored after.
 bool module_gradcheck(nn::Module& m, const std::function<Tensor(const TensorList&)>& fn,
                       const TensorList& inputs, const GradcheckOptions& opts = {});
+
+/// A metadata key list ("a\nb\nc"; "" for an empty state dict) as a vector of its lines.
+std::vector<std::string> split_lines(const std::string& text);
 
 }  // namespace sl::testing

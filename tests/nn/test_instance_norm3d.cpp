@@ -7,6 +7,7 @@
 using namespace sl;
 using sl::testing::Fixture;
 using sl::testing::module_gradcheck;
+using sl::testing::split_lines;
 
 namespace {
 
@@ -14,19 +15,6 @@ namespace {
 // slice, summed in another order than PyTorch's kernels (a few float32 roundings), as the
 // 1d/2d InstanceNorm cases in test_layers_kernels.cpp.
 constexpr double kRtol = 1e-5, kAtol = 1e-6;
-
-// A metadata key list ("a\nb\nc"; "" for an empty state dict) as a vector.
-std::vector<std::string> lines(const std::string& text) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    out.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
 
 /// Loads the case's state into m, runs forward and backward in the given mode and checks the
 /// output, the input and parameter gradients and (when tracked) the running statistics after.
@@ -50,11 +38,11 @@ TEST_CASE("InstanceNorm3d matches PyTorch: affine batched, unbatched without aff
   Fixture fx("normalization");
   nn::InstanceNorm3d a(3, 1e-5, 0.1, true);
   CHECK(a.str() == fx.meta("instance_norm3d_affine.repr"));
-  CHECK(a.state_dict().keys() == lines(fx.meta("instance_norm3d_affine.state_dict_keys")));
+  CHECK(a.state_dict().keys() == split_lines(fx.meta("instance_norm3d_affine.state_dict_keys")));
   run_case(fx, "instance_norm3d_affine", a, true);
   nn::InstanceNorm3d b(2);
   CHECK(b.str() == fx.meta("instance_norm3d_unbatched.repr"));
-  CHECK(b.state_dict().keys() == lines(fx.meta("instance_norm3d_unbatched.state_dict_keys")));
+  CHECK(b.state_dict().keys() == split_lines(fx.meta("instance_norm3d_unbatched.state_dict_keys")));
   run_case(fx, "instance_norm3d_unbatched", b, true);  // [C, D, H, W]
   CHECK(fx.input("instance_norm3d_unbatched", 0).dim() == 4);
 }
@@ -71,7 +59,8 @@ TEST_CASE("InstanceNorm3d with running statistics: two training steps, then eval
   run_case(fx, "instance_norm3d_track_eval", m, false);
   run_case(fx, "instance_norm3d_track_eval_unbatched", m, false);
   CHECK(m.str() == fx.meta("instance_norm3d_track_eval.repr"));
-  CHECK(m.state_dict().keys() == lines(fx.meta("instance_norm3d_track_eval.state_dict_keys")));
+  CHECK(m.state_dict().keys() ==
+        split_lines(fx.meta("instance_norm3d_track_eval.state_dict_keys")));
   // the second step moved the statistics again (so the two-step check is not one step twice)
   CHECK((fx.get("instance_norm3d_track_train2.after.running_mean") -
          fx.get("instance_norm3d_track_train1.after.running_mean"))

@@ -14,6 +14,7 @@
 using namespace sl;
 using sl::testing::Fixture;
 using sl::testing::module_gradcheck;
+using sl::testing::split_lines;
 
 // f32 default from the issue: rtol 1e-5, atol 1e-6. Where a case needs more, the reason is next
 // to it.
@@ -156,25 +157,10 @@ TEST_CASE("BatchNorm eval differs from train; momentum=None averages cumulativel
   SL_CHECK_CLOSE(z.mean({0}), zeros({2}), 0, 1e-6);
 }
 
-namespace {
-// A metadata key list ("a\nb\nc"; "" for an empty state dict) as a vector.
-std::vector<std::string> lines(const std::string& text) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    out.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-}  // namespace
-
 TEST_CASE("InstanceNorm matches PyTorch: batched, unbatched, affine") {
   Fixture fx("normalization");
   nn::InstanceNorm1d a(3);
-  CHECK(a.state_dict().keys() == lines(fx.meta("instance_norm1d.state_dict_keys")));
+  CHECK(a.state_dict().keys() == split_lines(fx.meta("instance_norm1d.state_dict_keys")));
   CHECK(a.str() == fx.meta("instance_norm1d.repr"));
   run_module_case(fx, "instance_norm1d", a);
   nn::InstanceNorm2d b(4);
@@ -208,12 +194,14 @@ TEST_CASE("InstanceNorm with running statistics matches PyTorch in training, the
   run("instance_norm1d_track_train", a, true);
   run("instance_norm1d_track_eval", a, false);
   CHECK(a.str() == fx.meta("instance_norm1d_track_eval.repr"));
-  CHECK(a.state_dict().keys() == lines(fx.meta("instance_norm1d_track_eval.state_dict_keys")));
+  CHECK(a.state_dict().keys() ==
+        split_lines(fx.meta("instance_norm1d_track_eval.state_dict_keys")));
   nn::InstanceNorm2d b(3, 1e-5, 0.1, true, true);
   run("instance_norm2d_track_train", b, true);
   run("instance_norm2d_track_eval", b, false);  // unbatched [C, H, W] in eval
   CHECK(b.str() == fx.meta("instance_norm2d_track_eval.repr"));
-  CHECK(b.state_dict().keys() == lines(fx.meta("instance_norm2d_track_eval.state_dict_keys")));
+  CHECK(b.state_dict().keys() ==
+        split_lines(fx.meta("instance_norm2d_track_eval.state_dict_keys")));
 }
 
 TEST_CASE("instance_norm: gradcheck in float64, running statistics, errors") {

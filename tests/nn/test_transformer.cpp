@@ -12,6 +12,7 @@ using namespace sl;
 using sl::testing::bits_equal;
 using sl::testing::Fixture;
 using sl::testing::module_gradcheck;
+using sl::testing::split_lines;
 
 namespace {
 
@@ -22,13 +23,6 @@ namespace {
 // grow with depth here (a looser tolerance would be a new claim, so none is used).
 constexpr double kRtol = 1e-5, kAtol = 2e-6;
 
-std::vector<std::string> lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream is(text);
-  for (std::string l; std::getline(is, l);) out.push_back(l);
-  return out;
-}
-
 /// The fixture tensor under key, or undefined when the case has none (a mask it does not use).
 Tensor maybe(const Fixture& fx, const std::string& key) {
   return fx.has(key) ? fx.get(key) : Tensor();
@@ -37,7 +31,7 @@ Tensor maybe(const Fixture& fx, const std::string& key) {
 /// The PyTorch-side key order and repr of case `name`, compared with the module's.
 void check_names_and_repr(const Fixture& fx, const std::string& name, const nn::Module& m) {
   CAPTURE(name);
-  CHECK(m.state_dict().keys() == lines(fx.meta(name + ".state_dict_keys")));
+  CHECK(m.state_dict().keys() == split_lines(fx.meta(name + ".state_dict_keys")));
   CHECK(m.str() == fx.meta(name + ".repr"));
 }
 
