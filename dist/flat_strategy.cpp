@@ -179,23 +179,27 @@ Tensor FlatStrategy::forward(const TensorList& inputs, const ForwardFn& fn) {
   return fn(*model_, inputs);
 }
 
-void FlatStrategy::check_no_graph(int param, const Tensor& g) const {
-  SL_CHECK_AUTOGRAD(!g.requires_grad(), name(), ": parameter '",
-                    named_params_[static_cast<size_t>(param)].first,
-                    "' received a gradient with a graph (a backward with create_graph): the "
-                    "gradients are reduced across ranks as values, so that graph would be lost. "
-                    "For a gradient penalty take sl::grad(..., create_graph=true) w.r.t. the "
-                    "inputs and run a plain backward of the total loss");
+void FlatStrategy::refuse_create_graph(int param) const {
+  detail::throw_error<AutogradError>(
+      name(), ": parameter '", named_params_[static_cast<size_t>(param)].first,
+      "' received a gradient with a graph (a backward with create_graph): the gradients are "
+      "reduced across ranks as values, so that graph would be lost. For a gradient penalty take "
+      "sl::grad(..., create_graph=true) w.r.t. the inputs and run a plain backward of the total "
+      "loss");
 }
 
 void FlatStrategy::on_grad_accumulated(int param) {
   // The optimizer's zero_grad(set_to_none) may have dropped the view, so autograd stored a
   // fresh gradient: it is the whole gradient, so it replaces the view's contents.
   has_grad_[static_cast<size_t>(param)] = 1;
-  const Tensor& p = flat_->params()[static_cast<size_t>(param)];
+  Tensor p = flat_->params()[static_cast<size_t>(param)];
+  if (p.grad().requires_grad()) {
+    // dropped first: p -> .grad() -> its graph -> p's AccumulateGrad -> p is a reference cycle
+    p.set_grad(Tensor());
+    refuse_create_graph(param);
+  }
   Tensor view = flat_->grad_view(param);
   const Tensor& g = p.grad();
-  check_no_graph(param, g);
   if (!g.is_same_storage(view) || g.storage_offset() != view.storage_offset()) {
     NoGradGuard ng;
     ops::copy_(view, g);
@@ -207,7 +211,7 @@ void FlatStrategy::on_grad_accumulated(int param) {
 }
 
 void FlatStrategy::on_grad(int param, const Tensor& grad) {
-  check_no_graph(param, grad);
+  if (grad.requires_grad()) refuse_create_graph(param);  // consumed before .grad(): no cycle
   has_grad_[static_cast<size_t>(param)] = 1;
   if (tracker_->seen(param)) {  // a new backward without backward(): finish the old round
     end_round();

@@ -116,8 +116,8 @@ class FlatStrategy final : public Strategy {
   /// A new buffer of `n` elements of `dt` on the flat buffers' device, counted in comm_live_.
   Tensor comm_buffer(int64_t n, DType dt);
   void release_comm_bytes(int64_t n) const;
-  /// AutogradError when a backward with create_graph hands the hooks a gradient with a graph.
-  void check_no_graph(int param, const Tensor& g) const;
+  /// Throws the AutogradError for a gradient with a graph (a backward with create_graph).
+  [[noreturn]] void refuse_create_graph(int param) const;
   void on_grad_accumulated(int param);          // ddp, zero1 (post-accumulate hook)
   void on_grad(int param, const Tensor& grad);  // zero2 (consuming hook)
   void launch(int bucket);

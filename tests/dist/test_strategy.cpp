@@ -262,6 +262,11 @@ TEST_CASE("ddp, zero1 and zero2 refuse a backward with create_graph, naming the 
       CHECK(what.find(std::string(kind) + ": parameter '") != std::string::npos);
       CHECK(what.find("create_graph") != std::string::npos);
     }
+    // no .grad() is left holding its graph (a reference cycle through the parameter's
+    // AccumulateGrad that would leak it)
+    for (const Tensor& p : net->parameters()) {
+      CHECK(!(p.grad().defined() && p.grad().requires_grad()));
+    }
   }
 }
 
