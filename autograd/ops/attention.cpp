@@ -8,6 +8,7 @@
 
 #include "autograd/function.h"
 #include "autograd/grad_mode.h"
+#include "autograd/ops/activation_derivative.h"
 #include "autograd/ops/dropout.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/matmul.h"
@@ -22,9 +23,9 @@ namespace sl {
 namespace {
 /// The gradient w.r.t. the scores of p = softmax(scale * scores + mask) along the last dim, as
 /// differentiable ops for a backward that records a graph (Note [Double backward] in
-/// autograd/engine.cpp): scale * p * (g - sum(g * p)). Masked entries have p = 0, so 0.
+/// autograd/engine.cpp). Masked entries have p = 0, so 0.
 Tensor softmax_grad_graph(const Tensor& g, const Tensor& p, double scale) {
-  return mul(mul(p, sub(g, sum(mul(g, p), {-1}, true))), scale);
+  return mul(detail::softmax_backward_ops(g, p, -1), scale);
 }
 }  // namespace
 

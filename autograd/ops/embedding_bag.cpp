@@ -101,15 +101,14 @@ Tensor embedding_bag_max(const Tensor& weight, const Tensor& idx, const Tensor& 
                 BinaryOp::add,
                 ops::reshape(ops::binary(BinaryOp::mul, row, Scalar(D)), arg.sizes()), col);
             Tensor flat_pos = ops::contiguous(ops::reshape(pos, {-1}));
-            if (GradMode::is_enabled()) {
-              // create_graph: the recorded index_add, its own gradient a gather (Note
-              // [Double backward] in autograd/engine.cpp)
-              return {index_add(gw, 0, flat_pos, g.reshape({-1})).narrow(0, 0, N * D).view({N, D})};
-            }
-            gw = ops::index_add(gw, 0, flat_pos, ops::contiguous(ops::reshape(g, {-1})));
+            // create_graph: the recorded index_add, its own gradient a gather (Note [Double
+            // backward] in autograd/engine.cpp); with nothing to add gw is a constant zero
+            gw = GradMode::is_enabled()
+                     ? index_add(gw, 0, flat_pos, g.reshape({-1}))
+                     : ops::index_add(gw, 0, flat_pos, ops::contiguous(ops::reshape(g, {-1})));
           }
-          return {GradMode::is_enabled() ? gw.narrow(0, 0, N * D).view({N, D})
-                                         : ops::view(ops::narrow(gw, 0, 0, N * D), {N, D})};
+          return {gw.requires_grad() ? gw.narrow(0, 0, N * D).view({N, D})
+                                     : ops::view(ops::narrow(gw, 0, 0, N * D), {N, D})};
         },
         DoubleBackward::supported);
   }

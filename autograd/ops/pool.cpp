@@ -18,10 +18,6 @@ namespace sl {
 // works. With grad mode off the kernels run as before.
 namespace {
 
-bool graph() {
-  return GradMode::is_enabled();
-}
-
 /// grad_out [..., Ho, Wo] scatter-added at the flat h * W + w indices of each [H, W] plane of
 /// in_sizes: a max pool's gradient as recorded ops.
 Tensor scatter_into_planes(const Tensor& g, const Tensor& indices, const Shape& in_sizes) {
@@ -50,8 +46,8 @@ std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input,
         "MaxPool2DBackward", {input}, {&out},
         [in_sizes, g, si = SavedTensor(indices)](const BackwardCtx& c) -> variable_list {
           Tensor idx = si.unpack("MaxPool2DBackward");
-          return {graph() ? scatter_into_planes(c.grad(), idx, in_sizes)
-                          : ops::max_pool2d_backward(c.grad(), idx, in_sizes, g)};
+          return {GradMode::is_enabled() ? scatter_into_planes(c.grad(), idx, in_sizes)
+                                         : ops::max_pool2d_backward(c.grad(), idx, in_sizes, g)};
         },
         DoubleBackward::supported);
   }
@@ -96,8 +92,9 @@ std::pair<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& input,
         "AdaptiveMaxPool2DBackward", {input}, {&out},
         [in_sizes, si = SavedTensor(indices)](const BackwardCtx& c) -> variable_list {
           Tensor idx = si.unpack("AdaptiveMaxPool2DBackward");
-          return {graph() ? scatter_into_planes(c.grad(), idx, in_sizes)
-                          : ops::adaptive_max_pool2d_backward(c.grad(), idx, in_sizes)};
+          return {GradMode::is_enabled()
+                      ? scatter_into_planes(c.grad(), idx, in_sizes)
+                      : ops::adaptive_max_pool2d_backward(c.grad(), idx, in_sizes)};
         },
         DoubleBackward::supported);
   }

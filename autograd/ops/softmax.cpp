@@ -4,6 +4,7 @@
 
 #include "autograd/function.h"
 #include "autograd/grad_mode.h"
+#include "autograd/ops/activation_derivative.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/reduce.h"
 #include "core/amp.h"
@@ -28,7 +29,7 @@ Tensor softmax_impl(const Tensor& x_in, int64_t dim, bool log, std::optional<DTy
           Tensor y = sy.unpack(name);
           if (GradMode::is_enabled()) {  // create_graph: the formula above, differentiable
             Tensor gi = log ? sub(g, mul(exp(y), sum(g, {dim}, true)))
-                            : mul(y, sub(g, sum(mul(g, y), {dim}, true)));
+                            : detail::softmax_backward_ops(g, y, dim);
             return {to_dtype(gi, in_dtype)};
           }
           return {ops::cast(ops::softmax_backward(g, y, dim, log), in_dtype)};
@@ -38,6 +39,12 @@ Tensor softmax_impl(const Tensor& x_in, int64_t dim, bool log, std::optional<DTy
   return out;
 }
 }  // namespace
+
+namespace detail {
+Tensor softmax_backward_ops(const Tensor& g, const Tensor& y, int64_t dim) {
+  return mul(y, sub(g, sum(mul(g, y), {dim}, true)));
+}
+}  // namespace detail
 
 Tensor softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
   return softmax_impl(x, dim, false, dtype);
